@@ -1,0 +1,255 @@
+//! Types shared by the `picos` CLI and the runtime inside the picoprocess.
+//!
+//! The CLI hands the runtime its launch configuration in one environment
+//! variable, [`CONFIG_ENV`], whose value is produced by [`LaunchConfig::encode`]
+//! and read back by [`LaunchConfig::decode`]. The runtime removes the variable
+//! before the program sees its environment, and puts it back (with the new
+//! program's path) when the program calls `execve`, so that every program in the
+//! picoprocess tree runs under the same policy.
+//!
+//! The format is deliberately tiny (no serde in the runtime): `v1;` followed by
+//! `key=value` pairs separated by `;`. Byte strings are hex-encoded so that no
+//! path can break the framing.
+#![no_std]
+#![deny(unsafe_code)]
+
+extern crate alloc;
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+
+/// Name of the environment variable that carries the launch configuration.
+pub const CONFIG_ENV: &str = "PICOS_RT";
+
+/// How much the runtime logs. Names and order follow Gramine's
+/// `loader.log_level`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+#[repr(u8)]
+pub enum LogLevel {
+    None = 0,
+    Error = 1,
+    #[default]
+    Warning = 2,
+    Debug = 3,
+    Trace = 4,
+}
+
+impl LogLevel {
+    /// All levels, in increasing verbosity.
+    pub const ALL: [LogLevel; 5] = [
+        LogLevel::None,
+        LogLevel::Error,
+        LogLevel::Warning,
+        LogLevel::Debug,
+        LogLevel::Trace,
+    ];
+
+    /// The manifest spelling of this level.
+    pub fn name(self) -> &'static str {
+        match self {
+            LogLevel::None => "none",
+            LogLevel::Error => "error",
+            LogLevel::Warning => "warning",
+            LogLevel::Debug => "debug",
+            LogLevel::Trace => "trace",
+        }
+    }
+
+    /// Parses the manifest spelling (`all` is accepted as Gramine's alias of `trace`).
+    pub fn from_name(s: &str) -> Option<Self> {
+        match s {
+            "all" => Some(LogLevel::Trace),
+            _ => Self::ALL.iter().copied().find(|l| l.name() == s),
+        }
+    }
+
+    fn from_u8(v: u8) -> Option<Self> {
+        Self::ALL.get(v as usize).copied()
+    }
+}
+
+/// Everything the runtime needs to know that is not the program's own argv/envp.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct LaunchConfig {
+    /// Path of the program to load (absolute, or relative to the working directory).
+    pub exe: Vec<u8>,
+    /// How much the runtime logs.
+    pub log_level: LogLevel,
+    /// Main-thread stack size in bytes (applied as `RLIMIT_STACK`); 0 keeps the host's.
+    pub stack_size_bytes: u64,
+}
+
+/// Why a configuration string could not be decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The string does not start with a version this runtime understands.
+    BadVersion,
+    /// A field is not `key=value`, has a bad value, or is unknown.
+    BadField,
+    /// The program path is missing.
+    MissingExe,
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DecodeError::BadVersion => "launch config has an unknown version",
+            DecodeError::BadField => "launch config has a malformed field",
+            DecodeError::MissingExe => "launch config names no program",
+        })
+    }
+}
+
+const VERSION_PREFIX: &str = "v1;";
+
+fn hex_encode(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        out.push(DIGITS[(b >> 4) as usize] as char);
+        out.push(DIGITS[(b & 15) as usize] as char);
+    }
+}
+
+fn hex_decode(s: &[u8]) -> Option<Vec<u8>> {
+    fn nibble(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        }
+    }
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    s.chunks(2)
+        .map(|p| Some(nibble(p[0])? << 4 | nibble(p[1])?))
+        .collect()
+}
+
+fn parse_u64(s: &[u8]) -> Option<u64> {
+    if s.is_empty() {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in s {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    Some(v)
+}
+
+impl LaunchConfig {
+    /// Encodes the configuration as the value of [`CONFIG_ENV`].
+    pub fn encode(&self) -> String {
+        let mut s = String::from(VERSION_PREFIX);
+        s.push_str("log=");
+        s.push((b'0' + self.log_level as u8) as char);
+        s.push_str(";stack=");
+        // u64 to decimal without alloc::format (keeps the runtime small).
+        let mut digits = [0u8; 20];
+        let mut n = self.stack_size_bytes;
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        for &d in &digits[i..] {
+            s.push(d as char);
+        }
+        s.push_str(";exe=");
+        hex_encode(&mut s, &self.exe);
+        s
+    }
+
+    /// Decodes a value produced by [`LaunchConfig::encode`].
+    pub fn decode(s: &[u8]) -> Result<Self, DecodeError> {
+        let rest = s
+            .strip_prefix(VERSION_PREFIX.as_bytes())
+            .ok_or(DecodeError::BadVersion)?;
+        let mut cfg = LaunchConfig::default();
+        let mut have_exe = false;
+        for field in rest.split(|&c| c == b';') {
+            let eq = field
+                .iter()
+                .position(|&c| c == b'=')
+                .ok_or(DecodeError::BadField)?;
+            let (key, value) = (&field[..eq], &field[eq + 1..]);
+            match key {
+                b"log" => {
+                    let v = parse_u64(value).ok_or(DecodeError::BadField)?;
+                    cfg.log_level = u8::try_from(v)
+                        .ok()
+                        .and_then(LogLevel::from_u8)
+                        .ok_or(DecodeError::BadField)?;
+                }
+                b"stack" => cfg.stack_size_bytes = parse_u64(value).ok_or(DecodeError::BadField)?,
+                b"exe" => {
+                    cfg.exe = hex_decode(value).ok_or(DecodeError::BadField)?;
+                    have_exe = true;
+                }
+                _ => return Err(DecodeError::BadField),
+            }
+        }
+        if !have_exe || cfg.exe.is_empty() {
+            return Err(DecodeError::MissingExe);
+        }
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    #[test]
+    fn round_trip() {
+        let cfg = LaunchConfig {
+            exe: b"/usr/bin/py;th=on 3\xff".to_vec(),
+            log_level: LogLevel::Trace,
+            stack_size_bytes: 8 << 20,
+        };
+        let s = cfg.encode();
+        assert!(s.starts_with("v1;"));
+        assert_eq!(LaunchConfig::decode(s.as_bytes()), Ok(cfg));
+    }
+
+    #[test]
+    fn zero_and_max_stack() {
+        for n in [0, u64::MAX] {
+            let cfg = LaunchConfig {
+                exe: vec![b'x'],
+                log_level: LogLevel::None,
+                stack_size_bytes: n,
+            };
+            assert_eq!(LaunchConfig::decode(cfg.encode().as_bytes()).unwrap(), cfg);
+        }
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        assert_eq!(LaunchConfig::decode(b"v2;exe=00"), Err(DecodeError::BadVersion));
+        assert_eq!(LaunchConfig::decode(b"v1;log=9;exe=41"), Err(DecodeError::BadField));
+        assert_eq!(LaunchConfig::decode(b"v1;exe=4"), Err(DecodeError::BadField));
+        assert_eq!(LaunchConfig::decode(b"v1;exe=zz"), Err(DecodeError::BadField));
+        assert_eq!(LaunchConfig::decode(b"v1;bogus=1;exe=41"), Err(DecodeError::BadField));
+        assert_eq!(LaunchConfig::decode(b"v1;log=1"), Err(DecodeError::MissingExe));
+        assert_eq!(LaunchConfig::decode(b"v1;stack=99999999999999999999;exe=41"), Err(DecodeError::BadField));
+    }
+
+    #[test]
+    fn log_level_names() {
+        for l in LogLevel::ALL {
+            assert_eq!(LogLevel::from_name(l.name()), Some(l));
+        }
+        assert_eq!(LogLevel::from_name("all"), Some(LogLevel::Trace));
+        assert_eq!(LogLevel::from_name("verbose"), None);
+    }
+}

@@ -1,0 +1,328 @@
+//! x86-64 specifics: the assembly stubs the runtime needs and the layout of
+//! the kernel's signal frame.
+//!
+//! # Safety
+//! The stubs switch stacks, return into the program with `rt_sigreturn`, and
+//! recover from faults on program memory. Their contracts are written on each.
+#![allow(unsafe_code)]
+
+use core::arch::{asm, global_asm};
+
+/// Kernel `struct sigcontext` (x86-64), the register part of a ucontext.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SigContext {
+    pub r8: u64,
+    pub r9: u64,
+    pub r10: u64,
+    pub r11: u64,
+    pub r12: u64,
+    pub r13: u64,
+    pub r14: u64,
+    pub r15: u64,
+    pub rdi: u64,
+    pub rsi: u64,
+    pub rbp: u64,
+    pub rbx: u64,
+    pub rdx: u64,
+    pub rax: u64,
+    pub rcx: u64,
+    pub rsp: u64,
+    pub rip: u64,
+    pub eflags: u64,
+    pub cs: u16,
+    pub gs: u16,
+    pub fs: u16,
+    pub ss: u16,
+    pub err: u64,
+    pub trapno: u64,
+    pub oldmask: u64,
+    pub cr2: u64,
+    pub fpstate: u64,
+    pub reserved1: [u64; 8],
+}
+
+/// Kernel `stack_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StackT {
+    pub sp: u64,
+    pub flags: i32,
+    pub pad: i32,
+    pub size: u64,
+}
+
+/// Kernel `struct ucontext` (x86-64): 304 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UContext {
+    pub flags: u64,
+    pub link: u64,
+    pub stack: StackT,
+    pub mcontext: SigContext,
+    pub sigmask: u64,
+}
+
+/// A 128-byte `siginfo_t`, kept as raw words.
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Debug)]
+pub struct SigInfo(pub [u8; 128]);
+
+impl Default for SigInfo {
+    fn default() -> Self {
+        SigInfo([0; 128])
+    }
+}
+
+impl SigInfo {
+    pub fn signo(&self) -> i32 {
+        i32::from_ne_bytes(self.0[0..4].try_into().unwrap())
+    }
+    pub fn code(&self) -> i32 {
+        i32::from_ne_bytes(self.0[8..12].try_into().unwrap())
+    }
+    /// A minimal siginfo for a signal the runtime raises itself.
+    pub fn kernel(signo: i32, code: i32) -> Self {
+        let mut s = SigInfo::default();
+        s.0[0..4].copy_from_slice(&signo.to_ne_bytes());
+        s.0[8..12].copy_from_slice(&code.to_ne_bytes());
+        s
+    }
+    pub fn set_addr(&mut self, addr: u64) {
+        self.0[16..24].copy_from_slice(&addr.to_ne_bytes());
+    }
+}
+
+/// Kernel `struct rt_sigframe` (x86-64): return address, ucontext, siginfo;
+/// the FPU state follows separately, 64-byte aligned.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RtSigFrame {
+    pub pretcode: u64,
+    pub uc: UContext,
+    pub info: SigInfo,
+}
+
+const _: () = assert!(core::mem::size_of::<SigContext>() == 256);
+const _: () = assert!(core::mem::size_of::<UContext>() == 304);
+const _: () = assert!(core::mem::size_of::<RtSigFrame>() == 440);
+
+/// Offset of the software-reserved bytes in an FXSAVE/XSAVE area.
+pub const FP_SW_RESERVED: usize = 464;
+pub const FP_XSTATE_MAGIC1: u32 = 0x4650_5853;
+pub const FP_XSTATE_MAGIC2: u32 = 0x4650_5845;
+/// Size of the legacy FXSAVE area.
+pub const FXSAVE_SIZE: usize = 512;
+
+/// Size in bytes of the FPU state at `fpstate` in a kernel-built frame,
+/// including the trailing magic word.
+///
+/// # Safety
+/// `fpstate` must point at a readable kernel-built FPU frame.
+pub unsafe fn fpstate_size(fpstate: *const u8) -> usize {
+    // SAFETY: the caller guarantees at least the FXSAVE area is readable.
+    unsafe {
+        let magic1 = (fpstate.add(FP_SW_RESERVED) as *const u32).read_unaligned();
+        if magic1 == FP_XSTATE_MAGIC1 {
+            (fpstate.add(FP_SW_RESERVED + 4) as *const u32).read_unaligned() as usize
+        } else {
+            FXSAVE_SIZE
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Assembly stubs.
+
+global_asm!(
+    // rt_sigreturn restorer for every host handler the runtime installs: it
+    // lies inside the runtime image, where Syscall User Dispatch allows syscalls.
+    ".globl picos_restorer",
+    ".type picos_restorer,@function",
+    "picos_restorer:",
+    "    mov $15, %eax",
+    "    syscall",
+    "    ud2",
+    // picos_sigreturn_to(uc): return into a context described by a ucontext
+    // that sits at `uc` inside an rt_sigframe (so `uc - 8` is the frame).
+    ".globl picos_sigreturn_to",
+    ".type picos_sigreturn_to,@function",
+    "picos_sigreturn_to:",
+    "    mov %rdi, %rsp",
+    "    mov $15, %eax",
+    "    syscall",
+    "    ud2",
+    // picos_enter(entry, sp): start a program at `entry` with stack `sp`,
+    // all general registers zero (as after execve).
+    ".globl picos_enter",
+    ".type picos_enter,@function",
+    "picos_enter:",
+    "    mov %rsi, %rsp",
+    "    push %rdi",
+    "    xor %eax, %eax", "xor %ebx, %ebx", "xor %ecx, %ecx", "xor %edx, %edx",
+    "    xor %esi, %esi", "xor %edi, %edi", "xor %ebp, %ebp",
+    "    xor %r8d, %r8d", "xor %r9d, %r9d", "xor %r10d, %r10d", "xor %r11d, %r11d",
+    "    xor %r12d, %r12d", "xor %r13d, %r13d", "xor %r14d, %r14d", "xor %r15d, %r15d",
+    "    cld",
+    "    ret",
+    // picos_switch_stack(arg, fn, sp): call fn(arg) on stack sp; fn must not return.
+    ".globl picos_switch_stack",
+    ".type picos_switch_stack,@function",
+    "picos_switch_stack:",
+    "    mov %rdx, %rsp",
+    "    xor %ebp, %ebp",
+    "    call *%rsi",
+    "    ud2",
+    // picos_clone(flags, stack, ptid, ctid, tls): clone(2) whose child, on
+    // `stack`, calls picos_clone_child(stack) and never returns.
+    ".globl picos_clone",
+    ".type picos_clone,@function",
+    "picos_clone:",
+    "    mov %rcx, %r10",
+    "    mov $56, %eax",
+    "    syscall",
+    "    test %rax, %rax",
+    "    jz 1f",
+    "    ret",
+    "1:  xor %ebp, %ebp",
+    "    mov %rsp, %rdi",
+    "    call picos_clone_child",
+    "    ud2",
+    // picos_blocking_syscall(args: *const [usize; 7]) -> isize
+    // A syscall that may block with signals unblocked. A signal that arrives
+    // before the syscall starts is seen by the check of the thread's pending
+    // flag (%gs:PENDING) or, if it lands between that check and the
+    // `syscall`, by the signal handler moving RIP to picos_block_eintr.
+    ".globl picos_blocking_syscall",
+    ".type picos_blocking_syscall,@function",
+    "picos_blocking_syscall:",
+    "    mov 0(%rdi), %rax",
+    "    mov 16(%rdi), %rsi",
+    "    mov 24(%rdi), %rdx",
+    "    mov 32(%rdi), %r10",
+    "    mov 40(%rdi), %r8",
+    "    mov 48(%rdi), %r9",
+    "    mov 8(%rdi), %rdi",
+    ".globl picos_block_start",
+    "picos_block_start:",
+    "    cmpl $0, %gs:{pending}",
+    "    jne picos_block_eintr",
+    ".globl picos_block_syscall_insn",
+    "picos_block_syscall_insn:",
+    "    syscall",
+    "    ret",
+    ".globl picos_block_eintr",
+    "picos_block_eintr:",
+    "    mov $-4, %rax",
+    "    ret",
+    // picos_copy_user(dst, src, len) -> 0 or -EFAULT. A fault inside
+    // [picos_copy_start, picos_copy_end) resumes at picos_copy_fault.
+    ".globl picos_copy_user",
+    ".type picos_copy_user,@function",
+    "picos_copy_user:",
+    "    mov %rdx, %rcx",
+    ".globl picos_copy_start",
+    "picos_copy_start:",
+    "    rep movsb",
+    ".globl picos_copy_end",
+    "picos_copy_end:",
+    "    xor %eax, %eax",
+    "    ret",
+    ".globl picos_copy_fault",
+    "picos_copy_fault:",
+    "    mov $-14, %rax",
+    "    ret",
+    // picos_strnlen_user(s, max) -> length, or -EFAULT; faults inside
+    // [picos_strlen_start, picos_strlen_end) resume at picos_copy_fault.
+    ".globl picos_strnlen_user",
+    ".type picos_strnlen_user,@function",
+    "picos_strnlen_user:",
+    "    xor %eax, %eax",
+    ".globl picos_strlen_start",
+    "picos_strlen_start:",
+    "2:  cmp %rsi, %rax",
+    "    jae 3f",
+    "    cmpb $0, (%rdi,%rax)",
+    "    je 3f",
+    "    inc %rax",
+    "    jmp 2b",
+    ".globl picos_strlen_end",
+    "picos_strlen_end:",
+    "3:  ret",
+    pending = const crate::thread::PENDING_OFFSET,
+    options(att_syntax)
+);
+
+extern "C" {
+    pub fn picos_restorer();
+    pub fn picos_sigreturn_to(uc: *mut UContext) -> !;
+    pub fn picos_enter(entry: usize, sp: usize) -> !;
+    pub fn picos_switch_stack(arg: usize, f: extern "C" fn(usize) -> !, sp: usize) -> !;
+    pub fn picos_clone(flags: u64, stack: usize, ptid: usize, ctid: usize, tls: usize) -> isize;
+    pub fn picos_blocking_syscall(args: *const [usize; 7]) -> isize;
+    pub fn picos_copy_user(dst: *mut u8, src: *const u8, len: usize) -> isize;
+    pub fn picos_strnlen_user(s: *const u8, max: usize) -> isize;
+    static picos_block_start: u8;
+    static picos_block_syscall_insn: u8;
+    static picos_block_eintr: u8;
+    static picos_copy_start: u8;
+    static picos_copy_end: u8;
+    static picos_copy_fault: u8;
+    static picos_strlen_start: u8;
+    static picos_strlen_end: u8;
+}
+
+fn addr_of(s: &'static u8) -> u64 {
+    s as *const u8 as u64
+}
+
+/// If a signal interrupted the blocking-syscall stub before its `syscall`
+/// instruction ran, where to resume instead (the `-EINTR` exit).
+pub fn blocking_rewind(rip: u64) -> Option<u64> {
+    // SAFETY: only the addresses of the labels are taken.
+    let (start, insn, eintr) = unsafe {
+        (addr_of(&picos_block_start), addr_of(&picos_block_syscall_insn), addr_of(&picos_block_eintr))
+    };
+    (rip >= start && rip <= insn).then_some(eintr)
+}
+
+/// If a fault happened inside a user-memory copy, where to resume (the
+/// `-EFAULT` exit).
+pub fn fault_fixup(rip: u64) -> Option<u64> {
+    // SAFETY: only the addresses of the labels are taken.
+    let (cs, ce, ss, se, fix) = unsafe {
+        (
+            addr_of(&picos_copy_start),
+            addr_of(&picos_copy_end),
+            addr_of(&picos_strlen_start),
+            addr_of(&picos_strlen_end),
+            addr_of(&picos_copy_fault),
+        )
+    };
+    ((rip >= cs && rip < ce) || (rip >= ss && rip < se)).then_some(fix)
+}
+
+/// Reads the GS base (the runtime's per-thread pointer).
+#[inline(always)]
+pub fn gs_base() -> usize {
+    if crate::rt::has_fsgsbase() {
+        let v: usize;
+        // SAFETY: rdgsbase is enabled (checked via AT_HWCAP2) and only reads.
+        unsafe { asm!("rdgsbase {}", out(reg) v, options(nomem, nostack, preserves_flags)) };
+        v
+    } else {
+        let mut v: u64 = 0;
+        let _ = crate::host::arch_prctl(0x1004 /* ARCH_GET_GS */, &mut v as *mut u64 as usize);
+        v as usize
+    }
+}
+
+/// Sets the GS base of the calling thread.
+pub fn set_gs_base(v: usize) {
+    if crate::rt::has_fsgsbase() {
+        // SAFETY: wrgsbase is enabled; GS is reserved for the runtime.
+        unsafe { asm!("wrgsbase {}", in(reg) v, options(nostack, preserves_flags)) };
+    } else {
+        let _ = crate::host::arch_prctl(0x1001 /* ARCH_SET_GS */, v);
+    }
+}

@@ -1,0 +1,368 @@
+//! The host-call layer: the only module that issues `syscall` instructions
+//! on behalf of the runtime.
+//!
+//! # Safety
+//!
+//! Raw system calls can do anything to the process. Every function here is a
+//! thin, typed wrapper; callers pass pointers that must be valid for what the
+//! kernel does with them. The raw `syscallN` functions are `unsafe`; the typed
+//! wrappers that only pass integers or Rust references are safe.
+#![allow(unsafe_code)]
+
+use crate::errno::Errno;
+use core::arch::asm;
+
+/// Result of a host call: the kernel's non-negative return value, or an errno.
+pub type HostResult = Result<usize, Errno>;
+
+#[inline(always)]
+fn check(ret: isize) -> HostResult {
+    if (-4095..0).contains(&ret) {
+        Err(Errno(-ret as i32))
+    } else {
+        Ok(ret as usize)
+    }
+}
+
+/// Issues system call `nr` with six arguments and returns the raw kernel result.
+///
+/// # Safety
+/// The arguments must be valid for the call (pointers to live memory, etc.).
+#[inline(always)]
+pub unsafe fn raw6(nr: usize, a0: usize, a1: usize, a2: usize, a3: usize, a4: usize, a5: usize) -> isize {
+    let ret: isize;
+    // SAFETY: the caller guarantees the arguments are valid; rcx and r11 are
+    // clobbered by `syscall`, which we declare.
+    unsafe {
+        asm!("syscall",
+            inlateout("rax") nr as isize => ret,
+            in("rdi") a0, in("rsi") a1, in("rdx") a2,
+            in("r10") a3, in("r8") a4, in("r9") a5,
+            lateout("rcx") _, lateout("r11") _,
+            options(nostack, preserves_flags));
+    }
+    ret
+}
+
+/// Issues a system call and converts the result.
+///
+/// # Safety
+/// As for [`raw6`].
+#[inline(always)]
+pub unsafe fn call(nr: usize, a: [usize; 6]) -> HostResult {
+    // SAFETY: forwarded to the caller.
+    check(unsafe { raw6(nr, a[0], a[1], a[2], a[3], a[4], a[5]) })
+}
+
+macro_rules! sc {
+    ($nr:expr) => { call($nr, [0; 6]) };
+    ($nr:expr, $a:expr) => { call($nr, [$a as usize, 0, 0, 0, 0, 0]) };
+    ($nr:expr, $a:expr, $b:expr) => { call($nr, [$a as usize, $b as usize, 0, 0, 0, 0]) };
+    ($nr:expr, $a:expr, $b:expr, $c:expr) => { call($nr, [$a as usize, $b as usize, $c as usize, 0, 0, 0]) };
+    ($nr:expr, $a:expr, $b:expr, $c:expr, $d:expr) => { call($nr, [$a as usize, $b as usize, $c as usize, $d as usize, 0, 0]) };
+    ($nr:expr, $a:expr, $b:expr, $c:expr, $d:expr, $e:expr) => { call($nr, [$a as usize, $b as usize, $c as usize, $d as usize, $e as usize, 0]) };
+    ($nr:expr, $a:expr, $b:expr, $c:expr, $d:expr, $e:expr, $f:expr) => { call($nr, [$a as usize, $b as usize, $c as usize, $d as usize, $e as usize, $f as usize]) };
+}
+
+/// Host syscall numbers the runtime itself uses.
+pub mod nr {
+    pub const READ: usize = 0;
+    pub const WRITE: usize = 1;
+    pub const CLOSE: usize = 3;
+    pub const FSTAT: usize = 5;
+    pub const MMAP: usize = 9;
+    pub const MPROTECT: usize = 10;
+    pub const MUNMAP: usize = 11;
+    pub const RT_SIGACTION: usize = 13;
+    pub const RT_SIGPROCMASK: usize = 14;
+    pub const RT_SIGRETURN: usize = 15;
+    pub const PREAD64: usize = 17;
+    pub const MADVISE: usize = 28;
+    pub const GETPID: usize = 39;
+    pub const CLONE: usize = 56;
+    pub const EXECVE: usize = 59;
+    pub const EXIT: usize = 60;
+    pub const KILL: usize = 62;
+    pub const GETCWD: usize = 79;
+    pub const SETRLIMIT: usize = 160;
+    pub const SIGALTSTACK: usize = 131;
+    pub const PRCTL: usize = 157;
+    pub const ARCH_PRCTL: usize = 158;
+    pub const GETTID: usize = 186;
+    pub const FUTEX: usize = 202;
+    pub const EXIT_GROUP: usize = 231;
+    pub const TGKILL: usize = 234;
+    pub const OPENAT: usize = 257;
+    pub const FACCESSAT: usize = 269;
+    pub const RT_TGSIGQUEUEINFO: usize = 297;
+    pub const GETRANDOM: usize = 318;
+}
+
+pub const AT_FDCWD: isize = -100;
+
+/// write(2) to a host fd.
+pub fn write(fd: i32, buf: &[u8]) -> HostResult {
+    // SAFETY: `buf` is a live slice.
+    unsafe { sc!(nr::WRITE, fd, buf.as_ptr(), buf.len()) }
+}
+
+/// Writes all of `buf`, retrying on short writes and EINTR; errors are dropped
+/// (used for diagnostics only).
+pub fn write_all(fd: i32, mut buf: &[u8]) {
+    while !buf.is_empty() {
+        match write(fd, buf) {
+            Ok(0) => return,
+            Ok(n) => buf = &buf[n..],
+            Err(Errno::EINTR) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// pread64(2) into a slice.
+pub fn pread(fd: i32, buf: &mut [u8], off: u64) -> HostResult {
+    // SAFETY: `buf` is a live, writable slice.
+    unsafe { sc!(nr::PREAD64, fd, buf.as_mut_ptr(), buf.len(), off) }
+}
+
+/// Reads exactly `buf.len()` bytes at `off` or fails with EIO on a short file.
+pub fn pread_exact(fd: i32, buf: &mut [u8], off: u64) -> Result<(), Errno> {
+    let mut done = 0;
+    while done < buf.len() {
+        match pread(fd, &mut buf[done..], off + done as u64) {
+            Ok(0) => return Err(Errno::EIO),
+            Ok(n) => done += n,
+            Err(Errno::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// openat(2) with a NUL-terminated path.
+pub fn openat(dirfd: isize, path: &core::ffi::CStr, flags: i32, mode: u32) -> HostResult {
+    // SAFETY: `path` is NUL-terminated and live.
+    unsafe { sc!(nr::OPENAT, dirfd, path.as_ptr(), flags, mode) }
+}
+
+/// faccessat(2).
+pub fn faccessat(dirfd: isize, path: &core::ffi::CStr, mode: i32) -> HostResult {
+    // SAFETY: `path` is NUL-terminated and live.
+    unsafe { sc!(nr::FACCESSAT, dirfd, path.as_ptr(), mode) }
+}
+
+/// close(2).
+pub fn close(fd: i32) -> HostResult {
+    // SAFETY: integer argument only.
+    unsafe { sc!(nr::CLOSE, fd) }
+}
+
+/// The raw `struct stat` fields the runtime needs.
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+pub struct Stat {
+    pub st_dev: u64,
+    pub st_ino: u64,
+    pub st_nlink: u64,
+    pub st_mode: u32,
+    pub st_uid: u32,
+    pub st_gid: u32,
+    pub pad0: u32,
+    pub st_rdev: u64,
+    pub st_size: i64,
+    pub st_blksize: i64,
+    pub st_blocks: i64,
+    pub times: [u64; 6],
+    pub reserved: [i64; 3],
+}
+
+/// fstat(2).
+pub fn fstat(fd: i32) -> Result<Stat, Errno> {
+    let mut st = Stat::default();
+    // SAFETY: `st` is a live, correctly sized `struct stat`.
+    unsafe { sc!(nr::FSTAT, fd, &mut st as *mut Stat) }?;
+    Ok(st)
+}
+
+/// mmap(2). Returns the mapped address.
+///
+/// # Safety
+/// A `MAP_FIXED` mapping replaces whatever was there; the caller must own the range.
+pub unsafe fn mmap(addr: usize, len: usize, prot: i32, flags: i32, fd: i32, off: u64) -> HostResult {
+    // SAFETY: forwarded to the caller.
+    unsafe { sc!(nr::MMAP, addr, len, prot, flags, fd, off) }
+}
+
+/// mprotect(2).
+///
+/// # Safety
+/// The caller must own the range and not rely on the old protection.
+pub unsafe fn mprotect(addr: usize, len: usize, prot: i32) -> HostResult {
+    // SAFETY: forwarded to the caller.
+    unsafe { sc!(nr::MPROTECT, addr, len, prot) }
+}
+
+/// munmap(2).
+///
+/// # Safety
+/// The caller must own the range and hold no references into it.
+pub unsafe fn munmap(addr: usize, len: usize) -> HostResult {
+    // SAFETY: forwarded to the caller.
+    unsafe { sc!(nr::MUNMAP, addr, len) }
+}
+
+/// madvise(2).
+///
+/// # Safety
+/// `MADV_DONTNEED` discards contents; the caller must own the range.
+pub unsafe fn madvise(addr: usize, len: usize, advice: i32) -> HostResult {
+    // SAFETY: forwarded to the caller.
+    unsafe { sc!(nr::MADVISE, addr, len, advice) }
+}
+
+/// getpid(2).
+pub fn getpid() -> i32 {
+    // SAFETY: no arguments.
+    unsafe { sc!(nr::GETPID) }.unwrap_or(0) as i32
+}
+
+/// gettid(2).
+pub fn gettid() -> i32 {
+    // SAFETY: no arguments.
+    unsafe { sc!(nr::GETTID) }.unwrap_or(0) as i32
+}
+
+/// exit(2): ends the calling thread.
+pub fn exit_thread(status: i32) -> ! {
+    // SAFETY: exit never returns and takes an integer.
+    unsafe {
+        let _ = sc!(nr::EXIT, status);
+    }
+    unreachable_loop()
+}
+
+/// exit_group(2): ends the process.
+pub fn exit_group(status: i32) -> ! {
+    // SAFETY: exit_group never returns and takes an integer.
+    unsafe {
+        let _ = sc!(nr::EXIT_GROUP, status);
+    }
+    unreachable_loop()
+}
+
+fn unreachable_loop() -> ! {
+    loop {
+        core::hint::spin_loop();
+    }
+}
+
+/// tgkill(2).
+pub fn tgkill(tgid: i32, tid: i32, sig: i32) -> HostResult {
+    // SAFETY: integer arguments only.
+    unsafe { sc!(nr::TGKILL, tgid, tid, sig) }
+}
+
+/// rt_tgsigqueueinfo(2) to re-queue a signal with its original siginfo.
+pub fn rt_tgsigqueueinfo(tgid: i32, tid: i32, sig: i32, info: &[u8; 128]) -> HostResult {
+    // SAFETY: `info` is a live 128-byte siginfo.
+    unsafe { sc!(nr::RT_TGSIGQUEUEINFO, tgid, tid, sig, info.as_ptr()) }
+}
+
+/// Kernel `struct sigaction` for x86-64.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct KSigaction {
+    pub handler: usize,
+    pub flags: u64,
+    pub restorer: usize,
+    pub mask: u64,
+}
+
+/// rt_sigaction(2) on the host.
+pub fn rt_sigaction(sig: i32, new: Option<&KSigaction>, old: Option<&mut KSigaction>) -> HostResult {
+    let np = new.map_or(0, |n| n as *const _ as usize);
+    let op = old.map_or(0, |o| o as *mut _ as usize);
+    // SAFETY: both pointers are null or point at live `KSigaction`s; the
+    // handler installed is the caller's responsibility (it is data here).
+    unsafe { sc!(nr::RT_SIGACTION, sig, np, op, 8) }
+}
+
+/// rt_sigprocmask(2) on the host; returns the old mask.
+pub fn rt_sigprocmask(how: i32, set: Option<u64>) -> Result<u64, Errno> {
+    let mut old: u64 = 0;
+    let set_val = set.unwrap_or(0);
+    let sp = if set.is_some() { &set_val as *const u64 as usize } else { 0 };
+    // SAFETY: pointers reference live locals.
+    unsafe { sc!(nr::RT_SIGPROCMASK, how, sp, &mut old as *mut u64, 8) }?;
+    Ok(old)
+}
+
+/// `stack_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct StackT {
+    pub sp: usize,
+    pub flags: i32,
+    pub pad: i32,
+    pub size: usize,
+}
+
+/// sigaltstack(2) on the host.
+pub fn sigaltstack(new: Option<&StackT>, old: Option<&mut StackT>) -> HostResult {
+    let np = new.map_or(0, |n| n as *const _ as usize);
+    let op = old.map_or(0, |o| o as *mut _ as usize);
+    // SAFETY: null or live `stack_t`s.
+    unsafe { sc!(nr::SIGALTSTACK, np, op) }
+}
+
+/// prctl(2) with integer arguments.
+pub fn prctl(option: i32, a: usize, b: usize, c: usize, d: usize) -> HostResult {
+    // SAFETY: the options the runtime uses take integers or pointers the
+    // caller keeps alive (PR_SET_NAME reads a short string).
+    unsafe { sc!(nr::PRCTL, option, a, b, c, d) }
+}
+
+/// arch_prctl(2) with an integer argument.
+pub fn arch_prctl(code: i32, addr: usize) -> HostResult {
+    // SAFETY: the SET codes take integers; GET codes take a pointer the
+    // caller passes as `addr` to a live u64.
+    unsafe { sc!(nr::ARCH_PRCTL, code, addr) }
+}
+
+/// getrandom(2), filling the whole buffer.
+pub fn getrandom(buf: &mut [u8]) {
+    let mut done = 0;
+    while done < buf.len() {
+        // SAFETY: writes within the live slice.
+        match unsafe { sc!(nr::GETRANDOM, buf[done..].as_mut_ptr(), buf.len() - done, 0) } {
+            Ok(n) => done += n,
+            Err(Errno::EINTR) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// setrlimit(2).
+pub fn setrlimit(resource: i32, cur: u64, max: u64) -> HostResult {
+    let lim = [cur, max];
+    // SAFETY: `lim` is a live `struct rlimit`.
+    unsafe { sc!(nr::SETRLIMIT, resource, lim.as_ptr()) }
+}
+
+/// futex(2) wake.
+///
+/// # Safety
+/// `addr` must be a valid address (the kernel only hashes it).
+pub unsafe fn futex_wake(addr: usize, n: i32) -> HostResult {
+    // SAFETY: forwarded.
+    unsafe { sc!(nr::FUTEX, addr, 1 /* FUTEX_WAKE */, n, 0, 0, 0) }
+}
+
+/// futex(2) wait while `*addr == val`.
+///
+/// # Safety
+/// `addr` must point at a live aligned i32.
+pub unsafe fn futex_wait(addr: usize, val: i32) -> HostResult {
+    // SAFETY: forwarded.
+    unsafe { sc!(nr::FUTEX, addr, 0 /* FUTEX_WAIT */, val, 0, 0, 0) }
+}

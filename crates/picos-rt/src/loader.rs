@@ -1,0 +1,511 @@
+//! Loading a program into the picoprocess: ELF executables (static or
+//! dynamic, PIE or not) with their ELF interpreter, and `#!` scripts; then
+//! the initial stack (argv, envp, auxv) as Linux builds it.
+//!
+//! # Safety
+//! Mapping segments with `MAP_FIXED` replaces memory; the loader only does so
+//! inside ranges it reserved itself (or, for non-PIE executables, at the
+//! addresses the file demands, after checking they are not the runtime's).
+#![allow(unsafe_code)]
+
+use crate::errno::Errno;
+use crate::host;
+use crate::mem::{self, page_down, page_up, MAP_ANONYMOUS, MAP_FIXED, MAP_FIXED_NOREPLACE, MAP_PRIVATE, PROT_NONE, PROT_READ, PROT_WRITE};
+use crate::user;
+use alloc::vec;
+use alloc::vec::Vec;
+use object::elf::{FileHeader64, ProgramHeader64};
+use object::LittleEndian as LE;
+
+const EM_X86_64: u16 = 62;
+const ET_EXEC: u16 = 2;
+const ET_DYN: u16 = 3;
+const PT_LOAD: u32 = 1;
+const PT_INTERP: u32 = 3;
+const PT_PHDR: u32 = 6;
+const PF_X: u32 = 1;
+const PF_W: u32 = 2;
+const PF_R: u32 = 4;
+const O_RDONLY: i32 = 0;
+const O_CLOEXEC: i32 = 0o2000000;
+const X_OK: i32 = 1;
+/// Linux reads this much of a file to decide how to run it.
+const BINPRM_BUF_SIZE: usize = 256;
+/// Linux allows this many levels of `#!` interpreters.
+const MAX_SCRIPT_DEPTH: usize = 4;
+/// Where Linux puts PIE executables (ELF_ET_DYN_BASE for 47-bit address spaces).
+const ET_DYN_BASE: usize = 0x5555_5555_4000;
+
+/// Why a file cannot be run, with the errno execve(2) gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExecError {
+    /// The file (or a `#!` interpreter) could not be opened: carries the errno.
+    Open(Errno),
+    /// Not executable: no execute permission, or not a regular file.
+    NotExecutable(Errno),
+    /// Neither an ELF file nor a `#!` script (ENOEXEC).
+    UnknownFormat,
+    /// An ELF file for another machine or class (ENOEXEC).
+    WrongArch,
+    /// A malformed ELF file (ENOEXEC or EIO).
+    BadElf(&'static str),
+    /// Too many levels of `#!` interpreters (ELOOP).
+    TooManyInterpreters,
+    /// Mapping the program failed.
+    Map(Errno),
+}
+
+impl ExecError {
+    pub fn errno(self) -> Errno {
+        match self {
+            ExecError::Open(e) | ExecError::NotExecutable(e) | ExecError::Map(e) => e,
+            ExecError::UnknownFormat | ExecError::WrongArch | ExecError::BadElf(_) => Errno::ENOEXEC,
+            ExecError::TooManyInterpreters => Errno::ELOOP,
+        }
+    }
+
+    /// The reason, in words a user can act on.
+    pub fn reason(self) -> &'static str {
+        match self {
+            ExecError::Open(Errno::ENOENT) => "no such file or directory",
+            ExecError::Open(Errno::EACCES) => "permission denied",
+            ExecError::Open(_) => "cannot open the file",
+            ExecError::NotExecutable(Errno::EACCES) => "not an executable file (no execute permission, or not a regular file)",
+            ExecError::NotExecutable(_) => "not executable",
+            ExecError::UnknownFormat => "not an ELF executable or a #! script",
+            ExecError::WrongArch => "an ELF file, but not an x86-64 (64-bit) executable",
+            ExecError::BadElf(why) => why,
+            ExecError::TooManyInterpreters => "too many levels of #! interpreters",
+            ExecError::Map(_) => "cannot map the program into memory",
+        }
+    }
+}
+
+impl From<ExecError> for Errno {
+    fn from(e: ExecError) -> Errno {
+        e.errno()
+    }
+}
+
+/// An open file, closed on drop.
+struct Fd(i32);
+
+impl Drop for Fd {
+    fn drop(&mut self) {
+        let _ = host::close(self.0);
+    }
+}
+
+fn cstring(path: &[u8]) -> Result<Vec<u8>, ExecError> {
+    if path.contains(&0) {
+        return Err(ExecError::Open(Errno::EINVAL));
+    }
+    let mut v = Vec::with_capacity(path.len() + 1);
+    v.extend_from_slice(path);
+    v.push(0);
+    Ok(v)
+}
+
+fn open_exec(path: &[u8]) -> Result<(Fd, Vec<u8>), ExecError> {
+    if path.is_empty() {
+        return Err(ExecError::Open(Errno::ENOENT));
+    }
+    let c = cstring(path)?;
+    let cs = core::ffi::CStr::from_bytes_with_nul(&c).map_err(|_| ExecError::Open(Errno::EINVAL))?;
+    let fd = Fd(host::openat(host::AT_FDCWD, cs, O_RDONLY | O_CLOEXEC, 0).map_err(ExecError::Open)? as i32);
+    let st = host::fstat(fd.0).map_err(ExecError::Open)?;
+    if st.st_mode & 0o170000 != 0o100000 {
+        return Err(ExecError::NotExecutable(Errno::EACCES));
+    }
+    host::faccessat(host::AT_FDCWD, cs, X_OK).map_err(ExecError::NotExecutable)?;
+    let mut head = vec![0u8; BINPRM_BUF_SIZE.min(st.st_size.max(0) as usize)];
+    host::pread_exact(fd.0, &mut head, 0).map_err(ExecError::Open)?;
+    Ok((fd, head))
+}
+
+/// A parsed `#!` line: interpreter and optional single argument.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Shebang {
+    pub interp: Vec<u8>,
+    pub arg: Option<Vec<u8>>,
+}
+
+/// Parses the first line of a script as Linux's binfmt_script does.
+pub fn parse_shebang(head: &[u8]) -> Option<Result<Shebang, ExecError>> {
+    let rest = head.strip_prefix(b"#!")?;
+    let line_end = rest.iter().position(|&c| c == b'\n').unwrap_or(rest.len());
+    let line = &rest[..line_end];
+    let is_ws = |c: &u8| *c == b' ' || *c == b'\t';
+    let start = line.iter().position(|c| !is_ws(c)).unwrap_or(line.len());
+    let line = &line[start..];
+    let end = line.iter().rposition(|c| !is_ws(c) && *c != 0).map_or(0, |i| i + 1);
+    let line = &line[..end];
+    if line.is_empty() {
+        return Some(Err(ExecError::UnknownFormat));
+    }
+    let split = line.iter().position(is_ws).unwrap_or(line.len());
+    let interp = line[..split].to_vec();
+    let arg = &line[split..];
+    let astart = arg.iter().position(|c| !is_ws(c)).unwrap_or(arg.len());
+    let arg = &arg[astart..];
+    Some(Ok(Shebang { interp, arg: (!arg.is_empty()).then(|| arg.to_vec()) }))
+}
+
+fn parse_ehdr(head: &[u8]) -> Result<&FileHeader64<LE>, ExecError> {
+    if head.len() < 4 || &head[..4] != b"\x7fELF" {
+        return Err(ExecError::UnknownFormat);
+    }
+    if head.len() < 64 || head[4] != 2 || head[5] != 1 {
+        return Err(ExecError::WrongArch);
+    }
+    let (h, _) = object::pod::from_bytes::<FileHeader64<LE>>(head).map_err(|_| ExecError::BadElf("truncated ELF header"))?;
+    if h.e_machine.get(LE) != EM_X86_64 {
+        return Err(ExecError::WrongArch);
+    }
+    let ty = h.e_type.get(LE);
+    if ty != ET_EXEC && ty != ET_DYN {
+        return Err(ExecError::BadElf("an ELF file that is not an executable (object file or core dump?)"));
+    }
+    if h.e_phentsize.get(LE) as usize != core::mem::size_of::<ProgramHeader64<LE>>() {
+        return Err(ExecError::BadElf("ELF program headers of an unexpected size"));
+    }
+    let n = h.e_phnum.get(LE) as usize;
+    if n == 0 || n > 65536 / 56 {
+        return Err(ExecError::BadElf("ELF file with no (or too many) program headers"));
+    }
+    Ok(h)
+}
+
+fn read_phdrs(fd: i32, h: &FileHeader64<LE>) -> Result<Vec<ProgramHeader64<LE>>, ExecError> {
+    let n = h.e_phnum.get(LE) as usize;
+    let mut buf = vec![0u8; n * 56];
+    host::pread_exact(fd, &mut buf, h.e_phoff.get(LE)).map_err(|_| ExecError::BadElf("truncated ELF program headers"))?;
+    let (ph, _) = object::pod::slice_from_bytes::<ProgramHeader64<LE>>(&buf, n).map_err(|_| ExecError::BadElf("bad ELF program headers"))?;
+    Ok(ph.to_vec())
+}
+
+fn read_interp(fd: i32, phdrs: &[ProgramHeader64<LE>]) -> Result<Option<Vec<u8>>, ExecError> {
+    let Some(p) = phdrs.iter().find(|p| p.p_type.get(LE) == PT_INTERP) else { return Ok(None) };
+    let size = p.p_filesz.get(LE) as usize;
+    if size < 2 || size > 4096 {
+        return Err(ExecError::BadElf("bad ELF interpreter path"));
+    }
+    let mut buf = vec![0u8; size];
+    host::pread_exact(fd, &mut buf, p.p_offset.get(LE)).map_err(|_| ExecError::BadElf("truncated ELF interpreter path"))?;
+    let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
+    buf.truncate(end);
+    Ok(Some(buf))
+}
+
+/// Checks that `path` can be executed, as execve(2) would, without loading
+/// it: used before the runtime replaces itself, so errors still return to
+/// the program (and by the CLI, to explain why a program cannot run).
+pub fn check_executable(path: &[u8]) -> Result<(), ExecError> {
+    let mut path = path.to_vec();
+    for _ in 0..=MAX_SCRIPT_DEPTH {
+        let (fd, head) = open_exec(&path)?;
+        if let Some(sb) = parse_shebang(&head) {
+            path = sb?.interp;
+            continue;
+        }
+        let h = parse_ehdr(&head)?;
+        let phdrs = read_phdrs(fd.0, h)?;
+        if !phdrs.iter().any(|p| p.p_type.get(LE) == PT_LOAD) {
+            return Err(ExecError::BadElf("ELF file with nothing to load"));
+        }
+        if let Some(interp) = read_interp(fd.0, &phdrs)? {
+            let (ifd, ihead) = open_exec(&interp).or_else(|e| match e {
+                // The interpreter need not be executable, only readable.
+                ExecError::NotExecutable(Errno::EACCES) => Err(e),
+                ExecError::NotExecutable(_) => open_exec(&interp),
+                _ => Err(e),
+            })?;
+            let ih = parse_ehdr(&ihead)?;
+            read_phdrs(ifd.0, ih)?;
+        }
+        return Ok(());
+    }
+    Err(ExecError::TooManyInterpreters)
+}
+
+/// A loaded ELF image.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Image {
+    pub bias: usize,
+    pub entry: usize,
+    pub phdr: usize,
+    pub phnum: usize,
+    /// End of the highest segment (where the program break starts).
+    pub end: usize,
+}
+
+fn prot_of(flags: u32) -> i32 {
+    (if flags & PF_R != 0 { PROT_READ } else { 0 })
+        | (if flags & PF_W != 0 { PROT_WRITE } else { 0 })
+        | (if flags & PF_X != 0 { mem::PROT_EXEC } else { 0 })
+}
+
+fn random_pages(max_pages: usize) -> usize {
+    let mut b = [0u8; 8];
+    host::getrandom(&mut b);
+    (usize::from_ne_bytes(b) % max_pages) * mem::PAGE_SIZE
+}
+
+fn map_elf(fd: i32, h: &FileHeader64<LE>, phdrs: &[ProgramHeader64<LE>], is_main: bool) -> Result<Image, ExecError> {
+    let loads: Vec<&ProgramHeader64<LE>> = phdrs.iter().filter(|p| p.p_type.get(LE) == PT_LOAD).collect();
+    if loads.is_empty() {
+        return Err(ExecError::BadElf("ELF file with nothing to load"));
+    }
+    let lo = page_down(loads.iter().map(|p| p.p_vaddr.get(LE) as usize).min().unwrap());
+    let hi_raw = loads.iter().map(|p| (p.p_vaddr.get(LE) + p.p_memsz.get(LE)) as usize).max().unwrap();
+    let hi = page_up(hi_raw);
+    if hi <= lo || hi - lo > (1 << 40) {
+        return Err(ExecError::BadElf("ELF segments span an impossible range"));
+    }
+    let span = hi - lo;
+    let bias = if h.e_type.get(LE) == ET_EXEC {
+        if mem::owns(lo, span) {
+            return Err(ExecError::Map(Errno::ENOMEM));
+        }
+        0
+    } else {
+        let hint = if is_main { ET_DYN_BASE + random_pages(1 << 16) } else { 0 };
+        // SAFETY: a non-fixed PROT_NONE reservation replaces nothing.
+        let addr = unsafe { host::mmap(hint, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) }.map_err(ExecError::Map)?;
+        addr - lo
+    };
+    for p in &loads {
+        let (vaddr, memsz, filesz, off) = (p.p_vaddr.get(LE) as usize, p.p_memsz.get(LE) as usize, p.p_filesz.get(LE) as usize, p.p_offset.get(LE) as usize);
+        if filesz > memsz || (vaddr % mem::PAGE_SIZE) != (off % mem::PAGE_SIZE) {
+            return Err(ExecError::BadElf("misaligned ELF segment"));
+        }
+        let prot = prot_of(p.p_flags.get(LE));
+        let start = bias + vaddr;
+        let page = page_down(start);
+        let fixed = if bias == 0 { MAP_FIXED_NOREPLACE } else { MAP_FIXED };
+        if filesz > 0 {
+            let len = page_up(start + filesz) - page;
+            // SAFETY: inside our reservation (PIE) or a free range (non-PIE).
+            unsafe { host::mmap(page, len, prot | PROT_WRITE * (memsz > filesz) as i32, MAP_PRIVATE | fixed, fd, (off - (start - page)) as u64) }
+                .map_err(ExecError::Map)?;
+        }
+        if memsz > filesz {
+            let zero_start = start + filesz;
+            let zero_page_end = page_up(zero_start);
+            if filesz > 0 && zero_start != zero_page_end {
+                let zeros = vec![0u8; zero_page_end - zero_start];
+                user::copy_out(zero_start, &zeros).map_err(ExecError::Map)?;
+            }
+            if filesz > 0 {
+                // SAFETY: restoring the segment's own protection.
+                unsafe { host::mprotect(page, zero_page_end - page, prot) }.map_err(ExecError::Map)?;
+            }
+            let anon_start = if filesz > 0 { zero_page_end } else { page };
+            let anon_end = page_up(start + memsz);
+            if anon_end > anon_start {
+                // SAFETY: as above.
+                unsafe { host::mmap(anon_start, anon_end - anon_start, prot, MAP_PRIVATE | MAP_ANONYMOUS | fixed, -1, 0) }
+                    .map_err(ExecError::Map)?;
+            }
+        }
+    }
+    let phoff = h.e_phoff.get(LE) as usize;
+    let phdr = phdrs
+        .iter()
+        .find(|p| p.p_type.get(LE) == PT_PHDR)
+        .map(|p| bias + p.p_vaddr.get(LE) as usize)
+        .or_else(|| {
+            loads.iter().find_map(|p| {
+                let (o, fsz) = (p.p_offset.get(LE) as usize, p.p_filesz.get(LE) as usize);
+                (phoff >= o && phoff < o + fsz).then(|| bias + p.p_vaddr.get(LE) as usize + (phoff - o))
+            })
+        })
+        .unwrap_or(0);
+    Ok(Image { bias, entry: bias + h.e_entry.get(LE) as usize, phdr, phnum: phdrs.len(), end: bias + hi_raw })
+}
+
+/// What the loader produced: where to start, and the auxv values it decides.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub main: Image,
+    pub interp: Option<Image>,
+    /// The argv after `#!` rewriting.
+    pub argv: Vec<Vec<u8>>,
+    /// The path of the file finally executed (for AT_EXECFN it is the path given).
+    pub start: usize,
+}
+
+/// Loads the program at `path` (following `#!` lines) into memory.
+pub fn load(path: &[u8], argv: Vec<Vec<u8>>) -> Result<Loaded, ExecError> {
+    let mut path = path.to_vec();
+    let mut argv = argv;
+    for _ in 0..=MAX_SCRIPT_DEPTH {
+        let (fd, head) = open_exec(&path)?;
+        if let Some(sb) = parse_shebang(&head) {
+            let sb = sb?;
+            let mut nargv = vec![sb.interp.clone()];
+            if let Some(a) = sb.arg {
+                nargv.push(a);
+            }
+            nargv.push(path.clone());
+            nargv.extend(argv.into_iter().skip(1));
+            argv = nargv;
+            path = sb.interp;
+            continue;
+        }
+        let h = parse_ehdr(&head)?;
+        let phdrs = read_phdrs(fd.0, h)?;
+        let interp_path = read_interp(fd.0, &phdrs)?;
+        let main = map_elf(fd.0, h, &phdrs, true)?;
+        let interp = match interp_path {
+            Some(ip) => {
+                let c = cstring(&ip)?;
+                let cs = core::ffi::CStr::from_bytes_with_nul(&c).map_err(|_| ExecError::Open(Errno::EINVAL))?;
+                let ifd = Fd(host::openat(host::AT_FDCWD, cs, O_RDONLY | O_CLOEXEC, 0).map_err(ExecError::Open)? as i32);
+                let mut ihead = vec![0u8; 64];
+                host::pread_exact(ifd.0, &mut ihead, 0).map_err(|_| ExecError::BadElf("truncated ELF interpreter"))?;
+                let ih = parse_ehdr(&ihead)?;
+                let iph = read_phdrs(ifd.0, ih)?;
+                Some(map_elf(ifd.0, ih, &iph, false)?)
+            }
+            None => None,
+        };
+        let start = interp.map_or(main.entry, |i| i.entry);
+        return Ok(Loaded { main, interp, argv, start });
+    }
+    Err(ExecError::TooManyInterpreters)
+}
+
+pub const AT_NULL: u64 = 0;
+pub const AT_EXECFD: u64 = 2;
+pub const AT_PHDR: u64 = 3;
+pub const AT_PHENT: u64 = 4;
+pub const AT_PHNUM: u64 = 5;
+pub const AT_PAGESZ: u64 = 6;
+pub const AT_BASE: u64 = 7;
+pub const AT_FLAGS: u64 = 8;
+pub const AT_ENTRY: u64 = 9;
+pub const AT_PLATFORM: u64 = 15;
+pub const AT_HWCAP: u64 = 16;
+pub const AT_SECURE: u64 = 23;
+pub const AT_RANDOM: u64 = 25;
+pub const AT_HWCAP2: u64 = 26;
+pub const AT_EXECFN: u64 = 31;
+pub const AT_SYSINFO_EHDR: u64 = 33;
+
+/// Builds the program's initial stack below `top` (as Linux's
+/// create_elf_tables does) and returns the stack pointer to start with.
+pub fn build_stack(top: usize, loaded: &Loaded, envp: &[Vec<u8>], execfn: &[u8], host_auxv: &[(u64, u64)]) -> Result<usize, Errno> {
+    let mut sp = top & !15;
+    let push_bytes = |sp: &mut usize, b: &[u8], nul: bool| -> Result<usize, Errno> {
+        *sp -= b.len() + nul as usize;
+        user::copy_out(*sp, b)?;
+        if nul {
+            user::copy_out(*sp + b.len(), &[0])?;
+        }
+        Ok(*sp)
+    };
+    let execfn_p = push_bytes(&mut sp, execfn, true)?;
+    let platform_p = push_bytes(&mut sp, b"x86_64", true)?;
+    let mut rnd = [0u8; 16];
+    host::getrandom(&mut rnd);
+    sp &= !15;
+    let random_p = push_bytes(&mut sp, &rnd, false)?;
+    let mut argv_p = Vec::with_capacity(loaded.argv.len());
+    for a in &loaded.argv {
+        argv_p.push(push_bytes(&mut sp, a, true)?);
+    }
+    let mut envp_p = Vec::with_capacity(envp.len());
+    for e in envp {
+        envp_p.push(push_bytes(&mut sp, e, true)?);
+    }
+    // auxv: the host's entries, with the program's own values.
+    let m = &loaded.main;
+    let overrides: [(u64, u64); 8] = [
+        (AT_PHDR, m.phdr as u64),
+        (AT_PHENT, 56),
+        (AT_PHNUM, m.phnum as u64),
+        (AT_BASE, loaded.interp.map_or(0, |i| i.bias as u64)),
+        (AT_ENTRY, m.entry as u64),
+        (AT_EXECFN, execfn_p as u64),
+        (AT_RANDOM, random_p as u64),
+        (AT_PLATFORM, platform_p as u64),
+    ];
+    let mut auxv: Vec<(u64, u64)> = Vec::with_capacity(host_auxv.len() + 8);
+    for &(k, v) in host_auxv {
+        if k == AT_NULL || k == AT_EXECFD {
+            continue;
+        }
+        let v = overrides.iter().find(|o| o.0 == k).map_or(v, |o| o.1);
+        auxv.push((k, if k == AT_FLAGS { 0 } else { v }));
+    }
+    for o in overrides {
+        if !auxv.iter().any(|a| a.0 == o.0) {
+            auxv.push(o);
+        }
+    }
+    auxv.push((AT_NULL, 0));
+    let words = 1 + argv_p.len() + 1 + envp_p.len() + 1 + auxv.len() * 2;
+    sp &= !15;
+    if words % 2 == 1 {
+        sp -= 8;
+    }
+    sp -= words * 8;
+    let mut table: Vec<u64> = Vec::with_capacity(words);
+    table.push(argv_p.len() as u64);
+    table.extend(argv_p.iter().map(|&p| p as u64));
+    table.push(0);
+    table.extend(envp_p.iter().map(|&p| p as u64));
+    table.push(0);
+    for (k, v) in auxv {
+        table.push(k);
+        table.push(v);
+    }
+    // SAFETY: u64s viewed as bytes.
+    let bytes = unsafe { core::slice::from_raw_parts(table.as_ptr() as *const u8, table.len() * 8) };
+    user::copy_out(sp, bytes)?;
+    Ok(sp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shebang_forms() {
+        let s = parse_shebang(b"#!/bin/sh\necho").unwrap().unwrap();
+        assert_eq!(s, Shebang { interp: b"/bin/sh".to_vec(), arg: None });
+        let s = parse_shebang(b"#! /usr/bin/env  python3 -u \nx").unwrap().unwrap();
+        assert_eq!(s.interp, b"/usr/bin/env");
+        assert_eq!(s.arg.as_deref(), Some(&b"python3 -u"[..]));
+        assert!(parse_shebang(b"#!\n").unwrap().is_err());
+        assert!(parse_shebang(b"\x7fELF").is_none());
+        let s = parse_shebang(b"#!/bin/busybox\tsh").unwrap().unwrap();
+        assert_eq!(s.arg.as_deref(), Some(&b"sh"[..]));
+    }
+
+    #[test]
+    fn elf_header_checks() {
+        assert_eq!(parse_ehdr(b"hello").unwrap_err(), ExecError::UnknownFormat);
+        let mut h = [0u8; 64];
+        h[..4].copy_from_slice(b"\x7fELF");
+        h[4] = 1; // 32-bit
+        h[5] = 1;
+        assert_eq!(parse_ehdr(&h).unwrap_err(), ExecError::WrongArch);
+        h[4] = 2;
+        h[18] = 183; // aarch64
+        assert_eq!(parse_ehdr(&h).unwrap_err(), ExecError::WrongArch);
+        h[18] = 62;
+        h[16] = 1; // ET_REL
+        assert!(matches!(parse_ehdr(&h).unwrap_err(), ExecError::BadElf(_)));
+    }
+
+    #[test]
+    fn check_real_files() {
+        assert_eq!(check_executable(b"/nonexistent/x").unwrap_err(), ExecError::Open(Errno::ENOENT));
+        assert_eq!(check_executable(b"/etc/passwd").unwrap_err().errno(), Errno::EACCES);
+        assert_eq!(check_executable(b"/").unwrap_err().errno(), Errno::EACCES);
+        assert!(check_executable(b"/bin/sh").is_ok());
+        assert_eq!(ExecError::UnknownFormat.errno(), Errno::ENOEXEC);
+    }
+}

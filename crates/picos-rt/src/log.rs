@@ -1,0 +1,111 @@
+//! Runtime diagnostics on the host's standard error, filtered by the
+//! manifest's `loader.log_level`.
+#![deny(unsafe_code)]
+
+use crate::host;
+use core::fmt::{self, Write};
+use core::sync::atomic::{AtomicU8, Ordering};
+pub use picos_abi::LogLevel;
+
+static LEVEL: AtomicU8 = AtomicU8::new(LogLevel::Warning as u8);
+
+pub fn set_level(l: LogLevel) {
+    LEVEL.store(l as u8, Ordering::Relaxed);
+}
+
+#[inline(always)]
+pub fn enabled(l: LogLevel) -> bool {
+    (l as u8) <= LEVEL.load(Ordering::Relaxed) && l != LogLevel::None
+}
+
+/// A fixed-size line buffer: formatting never allocates, so logging works in
+/// any context (signal handlers, after a failed allocation).
+pub struct LineBuf {
+    buf: [u8; 1024],
+    len: usize,
+}
+
+impl LineBuf {
+    pub const fn new() -> Self {
+        LineBuf { buf: [0; 1024], len: 0 }
+    }
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+    /// Appends raw bytes, escaping non-printable ones, truncating with "...".
+    pub fn push_escaped(&mut self, s: &[u8], max: usize) {
+        for &b in s.iter().take(max) {
+            let _ = match b {
+                b'"' => self.write_str("\\\""),
+                b'\\' => self.write_str("\\\\"),
+                b'\n' => self.write_str("\\n"),
+                b'\t' => self.write_str("\\t"),
+                0x20..=0x7e => self.write_char(b as char),
+                _ => write!(self, "\\x{:02x}", b),
+            };
+        }
+        if s.len() > max {
+            let _ = self.write_str("...");
+        }
+    }
+    pub fn flush(&mut self) {
+        if self.len == self.buf.len() {
+            self.buf[self.len - 1] = b'\n';
+        }
+        host::write_all(2, &self.buf[..self.len]);
+        self.len = 0;
+    }
+}
+
+impl Default for LineBuf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Write for LineBuf {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let room = self.buf.len() - self.len;
+        let n = s.len().min(room);
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
+}
+
+/// Writes one log line (used by the `log!` macro).
+pub fn log_line(level: LogLevel, args: fmt::Arguments<'_>) {
+    let mut b = LineBuf::new();
+    let tag = match level {
+        LogLevel::Error => "error: ",
+        LogLevel::Warning => "warning: ",
+        _ => "",
+    };
+    let _ = write!(b, "picos: {}{}\n", tag, args);
+    b.flush();
+}
+
+/// `log!(Warning, "fmt", args...)`.
+#[macro_export]
+macro_rules! log {
+    ($lvl:ident, $($arg:tt)*) => {
+        if $crate::log::enabled($crate::log::LogLevel::$lvl) {
+            $crate::log::log_line($crate::log::LogLevel::$lvl, format_args!($($arg)*));
+        }
+    };
+}
+
+/// Displays a byte string (a path) lossily.
+pub struct Bytes<'a>(pub &'a [u8]);
+
+impl fmt::Display for Bytes<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for chunk in self.0.utf8_chunks() {
+            f.write_str(chunk.valid())?;
+            if !chunk.invalid().is_empty() {
+                f.write_str("\u{fffd}")?;
+            }
+        }
+        Ok(())
+    }
+}

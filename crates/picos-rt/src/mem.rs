@@ -1,0 +1,276 @@
+//! The runtime's own memory: one reservation that holds the runtime heap and
+//! every thread's runtime stack, so that "is this the runtime's memory?" is a
+//! range check (see [`owns`]).
+//!
+//! Layout of the reservation (all `PROT_NONE` until used):
+//!
+//! ```text
+//! [base, base + HEAP_SPAN)                     heap, grown by `mprotect`
+//! [base + HEAP_SPAN, base + RESERVE_SPAN)      thread stacks, STACK_SLOT bytes each
+//! ```
+//!
+//! # Safety
+//! This module hands out raw memory to the global allocator and to thread
+//! creation; it is one of the runtime's few `unsafe` modules.
+#![allow(unsafe_code)]
+
+use crate::errno::Errno;
+use crate::host;
+use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+
+pub const PAGE_SIZE: usize = 4096;
+pub const PROT_NONE: i32 = 0;
+pub const PROT_READ: i32 = 1;
+pub const PROT_WRITE: i32 = 2;
+pub const PROT_EXEC: i32 = 4;
+pub const MAP_SHARED: i32 = 0x01;
+pub const MAP_PRIVATE: i32 = 0x02;
+pub const MAP_FIXED: i32 = 0x10;
+pub const MAP_ANONYMOUS: i32 = 0x20;
+pub const MAP_NORESERVE: i32 = 0x4000;
+pub const MAP_FIXED_NOREPLACE: i32 = 0x100000;
+
+/// Size of the heap part of the reservation.
+pub const HEAP_SPAN: usize = 16 << 30;
+/// Size of one thread's runtime stack slot (the lowest page is a guard).
+pub const STACK_SLOT: usize = 512 << 10;
+/// Number of thread stack slots.
+pub const STACK_SLOTS: usize = 32768;
+/// Total size of the reservation.
+pub const RESERVE_SPAN: usize = HEAP_SPAN + STACK_SLOT * STACK_SLOTS;
+
+static BASE: AtomicUsize = AtomicUsize::new(0);
+static IMAGE: AtomicUsize = AtomicUsize::new(0);
+static IMAGE_LEN: AtomicUsize = AtomicUsize::new(0);
+
+/// Rounds `x` up to a page boundary (saturating).
+pub const fn page_up(x: usize) -> usize {
+    x.saturating_add(PAGE_SIZE - 1) & !(PAGE_SIZE - 1)
+}
+
+/// Rounds `x` down to a page boundary.
+pub const fn page_down(x: usize) -> usize {
+    x & !(PAGE_SIZE - 1)
+}
+
+/// Reserves the runtime's address space. Called once at start-up.
+pub fn init(image: usize, image_len: usize) -> Result<(), Errno> {
+    IMAGE.store(image, Ordering::Relaxed);
+    IMAGE_LEN.store(image_len, Ordering::Relaxed);
+    // SAFETY: a fresh, kernel-placed PROT_NONE mapping touches nothing we own.
+    let base = unsafe {
+        host::mmap(0, RESERVE_SPAN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+    }?;
+    BASE.store(base, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Does `[addr, addr + len)` overlap memory the runtime owns (its image or
+/// its reservation)? Guest requests that touch such ranges are refused.
+pub fn owns(addr: usize, len: usize) -> bool {
+    let end = addr.saturating_add(len.max(1));
+    let overlaps = |b: usize, l: usize| l != 0 && addr < b + l && b < end;
+    overlaps(BASE.load(Ordering::Relaxed), RESERVE_SPAN)
+        || overlaps(IMAGE.load(Ordering::Relaxed), IMAGE_LEN.load(Ordering::Relaxed))
+}
+
+/// The runtime image's address range (where syscalls are allowed).
+pub fn image_range() -> (usize, usize) {
+    (IMAGE.load(Ordering::Relaxed), IMAGE_LEN.load(Ordering::Relaxed))
+}
+
+// ---------------------------------------------------------------------------
+// Thread stack slots.
+
+/// Slot states.
+const SLOT_FREE: u8 = 0;
+const SLOT_USED: u8 = 1;
+/// The thread has exited (or is exiting); the slot is free once the kernel
+/// has cleared the thread's tid word (see `thread::Thread::kernel_tid`).
+const SLOT_EXITING: u8 = 2;
+
+static SLOTS: [AtomicU8; STACK_SLOTS] = [const { AtomicU8::new(SLOT_FREE) }; STACK_SLOTS];
+static SLOT_HINT: AtomicUsize = AtomicUsize::new(0);
+
+/// Base address of stack slot `i`.
+pub fn slot_base(i: usize) -> usize {
+    BASE.load(Ordering::Relaxed) + HEAP_SPAN + i * STACK_SLOT
+}
+
+/// Index of the slot holding `addr`, if any.
+pub fn slot_of(addr: usize) -> Option<usize> {
+    let start = BASE.load(Ordering::Relaxed) + HEAP_SPAN;
+    (addr >= start && addr < start + STACK_SLOT * STACK_SLOTS).then(|| (addr - start) / STACK_SLOT)
+}
+
+/// Allocates a stack slot, made readable and writable except for its guard
+/// page. `reclaimable(i)` says whether an exiting slot's thread is gone.
+pub fn alloc_stack_slot(reclaimable: impl Fn(usize) -> bool) -> Result<usize, Errno> {
+    let hint = SLOT_HINT.load(Ordering::Relaxed);
+    for k in 0..STACK_SLOTS {
+        let i = (hint + k) % STACK_SLOTS;
+        let state = SLOTS[i].load(Ordering::Acquire);
+        let take = match state {
+            SLOT_FREE => SLOTS[i]
+                .compare_exchange(SLOT_FREE, SLOT_USED, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok(),
+            SLOT_EXITING if reclaimable(i) => SLOTS[i]
+                .compare_exchange(SLOT_EXITING, SLOT_USED, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok(),
+            _ => false,
+        };
+        if take {
+            SLOT_HINT.store(i + 1, Ordering::Relaxed);
+            let base = slot_base(i);
+            // SAFETY: the slot lies in our reservation and was just claimed.
+            let r = unsafe { host::mprotect(base + PAGE_SIZE, STACK_SLOT - PAGE_SIZE, PROT_READ | PROT_WRITE) };
+            if let Err(e) = r {
+                SLOTS[i].store(SLOT_FREE, Ordering::Release);
+                return Err(e);
+            }
+            return Ok(i);
+        }
+    }
+    Err(Errno::EAGAIN)
+}
+
+/// Marks a slot as belonging to a thread that is exiting.
+pub fn mark_slot_exiting(i: usize) {
+    SLOTS[i].store(SLOT_EXITING, Ordering::Release);
+}
+
+/// Marks a slot free at once (its thread never ran, or never will again).
+pub fn free_slot(i: usize) {
+    SLOTS[i].store(SLOT_FREE, Ordering::Release);
+}
+
+/// In a fork child only the forking thread exists: every other slot is free.
+pub fn reset_slots_after_fork(keep: usize) {
+    for (i, s) in SLOTS.iter().enumerate() {
+        if i != keep && s.load(Ordering::Relaxed) != SLOT_FREE {
+            s.store(SLOT_FREE, Ordering::Relaxed);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The heap: dlmalloc over the heap part of the reservation.
+
+static HEAP_TOP: AtomicUsize = AtomicUsize::new(0);
+
+struct ReservationSystem;
+
+// SAFETY: `alloc` returns fresh, page-aligned, zeroed (never-used) memory
+// from our reservation; we never release or remap it, which dlmalloc allows.
+unsafe impl dlmalloc::Allocator for ReservationSystem {
+    fn alloc(&self, size: usize) -> (*mut u8, usize, u32) {
+        let size = page_up(size);
+        let base = BASE.load(Ordering::Relaxed);
+        if base == 0 {
+            return (core::ptr::null_mut(), 0, 0);
+        }
+        let off = HEAP_TOP.fetch_add(size, Ordering::Relaxed);
+        if off + size > HEAP_SPAN {
+            HEAP_TOP.fetch_sub(size, Ordering::Relaxed);
+            return (core::ptr::null_mut(), 0, 0);
+        }
+        // SAFETY: the range is inside our reservation and not yet in use.
+        match unsafe { host::mprotect(base + off, size, PROT_READ | PROT_WRITE) } {
+            Ok(_) => ((base + off) as *mut u8, size, 0),
+            Err(_) => (core::ptr::null_mut(), 0, 0),
+        }
+    }
+    fn remap(&self, _ptr: *mut u8, _old: usize, _new: usize, _can_move: bool) -> *mut u8 {
+        core::ptr::null_mut()
+    }
+    fn free_part(&self, _ptr: *mut u8, _old: usize, _new: usize) -> bool {
+        false
+    }
+    fn free(&self, _ptr: *mut u8, _size: usize) -> bool {
+        false
+    }
+    fn can_release_part(&self, _flags: u32) -> bool {
+        false
+    }
+    fn allocates_zeros(&self) -> bool {
+        true
+    }
+    fn page_size(&self) -> usize {
+        PAGE_SIZE
+    }
+}
+
+/// The runtime's global allocator (a locked dlmalloc).
+pub struct RuntimeHeap(spin::Mutex<dlmalloc::Dlmalloc<ReservationSystem>>);
+
+impl RuntimeHeap {
+    pub const fn new() -> Self {
+        RuntimeHeap(spin::Mutex::new(dlmalloc::Dlmalloc::new_with_allocator(ReservationSystem)))
+    }
+
+    /// Takes the heap lock across `fork` so the child never inherits it held.
+    pub fn lock_for_fork(&self) {
+        core::mem::forget(self.0.lock());
+    }
+
+    /// Releases the lock taken by [`RuntimeHeap::lock_for_fork`] (in parent and child).
+    pub fn unlock_after_fork(&self) {
+        // SAFETY: paired with `lock_for_fork` on this thread.
+        unsafe { self.0.force_unlock() };
+    }
+}
+
+impl Default for RuntimeHeap {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: dlmalloc's contract (valid layouts, pointers from this allocator) is
+// upheld by the GlobalAlloc caller; the mutex serialises access.
+unsafe impl core::alloc::GlobalAlloc for RuntimeHeap {
+    unsafe fn alloc(&self, layout: core::alloc::Layout) -> *mut u8 {
+        // SAFETY: forwarded contract.
+        unsafe { self.0.lock().malloc(layout.size(), layout.align()) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: core::alloc::Layout) {
+        // SAFETY: forwarded contract.
+        unsafe { self.0.lock().free(ptr, layout.size(), layout.align()) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: core::alloc::Layout) -> *mut u8 {
+        // SAFETY: forwarded contract.
+        unsafe { self.0.lock().calloc(layout.size(), layout.align()) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: core::alloc::Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded contract.
+        unsafe { self.0.lock().realloc(ptr, layout.size(), layout.align(), new_size) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn rounding() {
+        assert_eq!(page_up(0), 0);
+        assert_eq!(page_up(1), 4096);
+        assert_eq!(page_up(4096), 4096);
+        assert_eq!(page_down(8191), 4096);
+        assert_eq!(page_up(usize::MAX), usize::MAX & !4095);
+    }
+}
+
+/// The runtime's global allocator (only in the picoprocess; host builds use std's).
+#[cfg(target_os = "none")]
+#[global_allocator]
+pub static HEAP: RuntimeHeap = RuntimeHeap::new();
+
+/// Holds the heap lock (used across fork).
+#[cfg(target_os = "none")]
+pub fn heap_guard() -> impl Sized + 'static {
+    HEAP.0.lock()
+}
+
+/// Holds the heap lock (used across fork); nothing to hold in host builds.
+#[cfg(not(target_os = "none"))]
+pub fn heap_guard() -> impl Sized {}

@@ -1,0 +1,305 @@
+//! Start-up of the picoprocess and the process-wide state of the runtime:
+//! the launch configuration, the program's path, re-execution on execve.
+//!
+//! Start-up order: relocate (in `main.rs`), reserve memory, read the launch
+//! configuration, set up the main thread's runtime state and stack, install
+//! the SIGSYS handler, load the program, build its stack, arm Syscall User
+//! Dispatch (every syscall outside the runtime image now traps), and jump.
+//!
+//! # Safety
+//! `start` reads the kernel-built initial stack through a raw pointer.
+#![allow(unsafe_code)]
+
+use crate::errno::Errno;
+use crate::host;
+use crate::loader;
+use crate::thread::{self, SigHand};
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, Ordering};
+use picos_abi::{LaunchConfig, CONFIG_ENV};
+
+static FSGSBASE: AtomicBool = AtomicBool::new(false);
+static CONFIG: spin::Once<LaunchConfig> = spin::Once::new();
+/// Absolute path of the running program (what /proc/self/exe shows it).
+static EXE: spin::Once<Vec<u8>> = spin::Once::new();
+
+const PR_SET_NAME: i32 = 15;
+const PR_SET_SYSCALL_USER_DISPATCH: i32 = 59;
+const PR_SYS_DISPATCH_ON: usize = 1;
+const HWCAP2_FSGSBASE: u64 = 1 << 1;
+const RLIMIT_STACK: i32 = 3;
+
+#[inline(always)]
+pub fn has_fsgsbase() -> bool {
+    FSGSBASE.load(Ordering::Relaxed)
+}
+
+/// The launch configuration.
+pub fn config() -> &'static LaunchConfig {
+    CONFIG.get().expect("config set at start-up")
+}
+
+/// Absolute path of the running program.
+pub fn exe_path() -> &'static [u8] {
+    EXE.get().map_or(&[], |v| v.as_slice())
+}
+
+struct StartInfo {
+    argv: Vec<Vec<u8>>,
+    envp: Vec<Vec<u8>>,
+    auxv: Vec<(u64, u64)>,
+    stack_top: usize,
+    thread: &'static thread::Thread,
+}
+
+unsafe fn cstr_at(p: *const u8) -> Vec<u8> {
+    let mut n = 0;
+    // SAFETY: the kernel NUL-terminates every argv/envp string.
+    unsafe {
+        while *p.add(n) != 0 {
+            n += 1;
+        }
+        core::slice::from_raw_parts(p, n).to_vec()
+    }
+}
+
+fn fatal(code: i32, args: core::fmt::Arguments<'_>) -> ! {
+    crate::log::log_line(crate::log::LogLevel::Error, args);
+    host::exit_group(code)
+}
+
+/// Entry from `_start` (after self-relocation) with the kernel's stack pointer.
+///
+/// # Safety
+/// `sp` must be the initial stack pointer the kernel gave the process.
+pub unsafe fn start(sp: *const usize, image_base: usize, image_len: usize) -> ! {
+    // Memory first: everything after this may allocate.
+    if let Err(e) = crate::mem::init(image_base, image_len) {
+        fatal(127, format_args!("cannot reserve runtime memory: {}", e));
+    }
+    // SAFETY: the initial stack layout is argc, argv[], NULL, envp[], NULL, auxv.
+    let (argv, envp, auxv) = unsafe {
+        let argc = *sp;
+        let argvp = sp.add(1);
+        let argv: Vec<Vec<u8>> = (0..argc).map(|i| cstr_at(*argvp.add(i) as *const u8)).collect();
+        let mut e = argvp.add(argc + 1);
+        let mut envp = Vec::new();
+        while *e != 0 {
+            envp.push(cstr_at(*e as *const u8));
+            e = e.add(1);
+        }
+        let mut a = e.add(1) as *const u64;
+        let mut auxv = Vec::new();
+        loop {
+            let (k, v) = (*a, *a.add(1));
+            auxv.push((k, v));
+            if k == 0 {
+                break;
+            }
+            a = a.add(2);
+        }
+        (argv, envp, auxv)
+    };
+    let hwcap2 = auxv.iter().find(|a| a.0 == loader::AT_HWCAP2).map_or(0, |a| a.1);
+    FSGSBASE.store(hwcap2 & HWCAP2_FSGSBASE != 0, Ordering::Relaxed);
+    let prefix = [CONFIG_ENV.as_bytes(), b"="].concat();
+    let Some(cfg_raw) = envp.iter().find(|e| e.starts_with(&prefix)) else {
+        fatal(2, format_args!("this is the picos runtime; start programs with `picos run PROGRAM`"));
+    };
+    let cfg = match LaunchConfig::decode(&cfg_raw[prefix.len()..]) {
+        Ok(c) => c,
+        Err(e) => fatal(2, format_args!("bad launch configuration: {}", e)),
+    };
+    crate::log::set_level(cfg.log_level);
+    let envp: Vec<Vec<u8>> = envp.into_iter().filter(|e| !e.starts_with(&prefix)).collect();
+    let exe = absolute(&cfg.exe);
+    EXE.call_once(|| exe);
+    CONFIG.call_once(|| cfg);
+
+    let mask = host::rt_sigprocmask(crate::signal::SIG_BLOCK, None).unwrap_or(0);
+    let sighand: &'static SigHand = Box::leak(Box::new(SigHand::new()));
+    let t = match thread::alloc(sighand, mask) {
+        Ok(t) => t,
+        Err(e) => fatal(127, format_args!("cannot allocate the main thread's runtime stack: {}", e)),
+    };
+    let info = Box::new(StartInfo { argv, envp, auxv, stack_top: sp as usize, thread: t });
+    let top = t.stack_top();
+    // SAFETY: `top` is the top of the fresh runtime stack; main_on_runtime_stack never returns.
+    unsafe { crate::arch::picos_switch_stack(Box::into_raw(info) as usize, main_on_runtime_stack, top) }
+}
+
+/// Makes `path` absolute against the working directory.
+pub fn absolute(path: &[u8]) -> Vec<u8> {
+    if path.first() == Some(&b'/') {
+        return path.to_vec();
+    }
+    let mut cwd = alloc::vec![0u8; 4096];
+    // SAFETY: `cwd` is a live writable buffer of the length passed.
+    let n = match unsafe { host::call(host::nr::GETCWD, [cwd.as_mut_ptr() as usize, cwd.len(), 0, 0, 0, 0]) } {
+        Ok(n) if n > 0 => n - 1,
+        _ => return path.to_vec(),
+    };
+    cwd.truncate(n);
+    join(&cwd, path)
+}
+
+fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
+    let mut v = dir.to_vec();
+    if v.last() != Some(&b'/') {
+        v.push(b'/');
+    }
+    let name = name.strip_prefix(b"./").unwrap_or(name);
+    v.extend_from_slice(name);
+    v
+}
+
+extern "C" fn main_on_runtime_stack(info: usize) -> ! {
+    // SAFETY: `info` is the Box leaked by `start`.
+    let info = unsafe { Box::from_raw(info as *mut StartInfo) };
+    let t = info.thread;
+    thread::install(t);
+    // The host clears this word when the thread is gone (as CLONE_CHILD_CLEARTID).
+    // SAFETY: the address is the thread's own atomic, valid for the process's life.
+    let _ = unsafe { host::call(218 /* set_tid_address */, [t.kernel_tid_addr(), 0, 0, 0, 0, 0]) };
+    t.kernel_tid.store(t.tid.get(), Ordering::Relaxed);
+    crate::signal::init_dispositions(t);
+    if let Err(e) = crate::signal::install_sigsys() {
+        fatal(127, format_args!("cannot install the SIGSYS handler: {}", e));
+    }
+    let cfg = config();
+    if cfg.stack_size_bytes != 0 {
+        if let Err(e) = host::setrlimit(RLIMIT_STACK, cfg.stack_size_bytes, u64::MAX) {
+            // Keep the hard limit if we may not raise it.
+            let _ = e;
+            let _ = host::setrlimit(RLIMIT_STACK, cfg.stack_size_bytes, cfg.stack_size_bytes);
+        }
+    }
+    let exe = exe_path();
+    let argv = info.argv.clone();
+    let loaded = match loader::load(exe, argv) {
+        Ok(l) => l,
+        Err(e) => {
+            let code = if matches!(e, loader::ExecError::Open(Errno::ENOENT)) { 127 } else { 126 };
+            fatal(code, format_args!("cannot run {}: {}", crate::log::Bytes(exe), e.reason()));
+        }
+    };
+    crate::sys::memory::init_brk(loaded.main.end);
+    let execfn = &cfg.exe;
+    let sp = match loader::build_stack(info.stack_top - 256, &loaded, &info.envp, execfn, &info.auxv) {
+        Ok(sp) => sp,
+        Err(e) => fatal(126, format_args!("cannot build the program's stack: {}", e)),
+    };
+    set_name(exe);
+    if let Err(e) = arm_dispatch() {
+        fatal(126, format_args!("cannot enable Syscall User Dispatch (needs Linux 5.11+): {}", e));
+    }
+    let entry = loaded.start;
+    drop(info);
+    crate::log!(Debug, "starting {} at {:#x}", crate::log::Bytes(exe), entry);
+    // SAFETY: `entry` and `sp` come from the loader; nothing of ours is
+    // referenced by the program.
+    unsafe { crate::arch::picos_enter(entry, sp) }
+}
+
+fn set_name(exe: &[u8]) {
+    let base = exe.rsplit(|&c| c == b'/').next().unwrap_or(exe);
+    let mut name = [0u8; 16];
+    let n = base.len().min(15);
+    name[..n].copy_from_slice(&base[..n]);
+    let _ = host::prctl(PR_SET_NAME, name.as_ptr() as usize, 0, 0, 0);
+}
+
+/// The path execve(2) should run, made absolute so the new runtime finds it.
+pub fn exec_path(dirfd: isize, path: &[u8], empty_path: bool) -> Result<Vec<u8>, Errno> {
+    if path.is_empty() && !empty_path {
+        return Err(Errno::ENOENT);
+    }
+    if crate::sys::fs::is_self_exe(path, host::getpid()) {
+        // /proc/self/exe is the runtime on the host; for the program it is itself.
+        return Ok(exe_path().to_vec());
+    }
+    if path.first() == Some(&b'/') {
+        return Ok(path.to_vec());
+    }
+    if dirfd == host::AT_FDCWD {
+        return Ok(absolute(path));
+    }
+    // Relative to a directory fd (or the fd itself): resolve through /proc.
+    let mut link = alloc::vec![0u8; 4096];
+    let mut p: Vec<u8> = alloc::format!("/proc/self/fd/{}", dirfd as i32).into_bytes();
+    p.push(0);
+    // SAFETY: `p` is NUL-terminated; `link` is writable for its length.
+    let n = unsafe { host::call(89 /* readlink */, [p.as_ptr() as usize, link.as_mut_ptr() as usize, link.len(), 0, 0, 0]) }
+        .map_err(|_| Errno::EBADF)?;
+    link.truncate(n);
+    if path.is_empty() {
+        return Ok(link);
+    }
+    Ok(join(&link, path))
+}
+
+/// Replaces the process with a fresh runtime running `path` (execve).
+/// Returns only on failure.
+pub fn exec_runtime(t: &thread::Thread, path: &[u8], argv: &[Vec<u8>], envp: &[Vec<u8>]) -> Result<usize, Errno> {
+    let mut cfg = config().clone();
+    cfg.exe = path.to_vec();
+    let prefix = [CONFIG_ENV.as_bytes(), b"="].concat();
+    let mut env: Vec<Vec<u8>> = envp.iter().filter(|e| !e.starts_with(&prefix)).cloned().collect();
+    env.push([prefix.as_slice(), cfg.encode().as_bytes()].concat());
+    let (mut astore, mut estore) = (Vec::new(), Vec::new());
+    let argv_p = crate::sys::process::c_vector(argv, &mut astore);
+    let envp_p = crate::sys::process::c_vector(&env, &mut estore);
+    // The new program starts with the program's mask, not the runtime's.
+    let _ = host::rt_sigprocmask(crate::signal::SIG_SETMASK, Some(crate::signal::host_mask(t.sig_mask.get())));
+    // SAFETY: all pointers reference live NUL-terminated vectors above.
+    let r = unsafe { host::call(host::nr::EXECVE, [b"/proc/self/exe\0".as_ptr() as usize, argv_p.as_ptr() as usize, envp_p.as_ptr() as usize, 0, 0, 0]) };
+    let _ = host::rt_sigprocmask(crate::signal::SIG_SETMASK, Some(crate::signal::RUNTIME_MASK));
+    match r {
+        Err(Errno::ENOENT) => {
+            crate::log!(Error, "execve: cannot re-execute the runtime through /proc/self/exe (is /proc mounted?)");
+            Err(Errno::ENOENT)
+        }
+        Err(e) => Err(e),
+        Ok(_) => Err(Errno::EIO),
+    }
+}
+
+/// Arms Syscall User Dispatch for the calling thread: from now on every
+/// syscall issued outside the runtime image traps to the SIGSYS handler.
+/// Linux does not pass this setting to new threads or processes, so every
+/// thread the runtime creates calls this before running program code.
+pub fn arm_dispatch() -> Result<(), Errno> {
+    let (base, len) = crate::mem::image_range();
+    host::prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, base, len, 0).map(|_| ())
+}
+
+/// Fix-ups in a forked child: only the forking thread exists.
+pub fn after_fork_child(t: &thread::Thread) {
+    if let Err(e) = arm_dispatch() {
+        crate::log!(Error, "cannot arm Syscall User Dispatch in a forked child: {}", e);
+        host::exit_group(127);
+    }
+    crate::mem::reset_slots_after_fork(t.slot);
+    t.tid.set(host::gettid());
+    // SAFETY: the address is the thread's own atomic.
+    let _ = unsafe { host::call(218 /* set_tid_address */, [t.kernel_tid_addr(), 0, 0, 0, 0, 0]) };
+    t.kernel_tid.store(t.tid.get(), Ordering::Relaxed);
+}
+
+/// Called when a program thread exits.
+pub fn thread_exiting(_t: &thread::Thread) {}
+
+/// Called when the program exits the process.
+pub fn process_exiting() {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn joins() {
+        assert_eq!(join(b"/a", b"b"), b"/a/b");
+        assert_eq!(join(b"/a/", b"./b"), b"/a/b");
+        assert_eq!(absolute(b"/x/y"), b"/x/y");
+    }
+}

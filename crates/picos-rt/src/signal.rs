@@ -1,0 +1,384 @@
+//! Signals: the runtime owns every host signal disposition and delivers
+//! signals to the program's handlers itself, building the same frame the
+//! kernel builds (`struct rt_sigframe`, FPU state included).
+//!
+//! * SIGSYS is the runtime's (Syscall User Dispatch); the program's SIGSYS
+//!   disposition is emulated and applies to SIGSYS sent by `kill`.
+//! * While runtime code runs (inside the SIGSYS handler) async signals are
+//!   blocked, except inside the blocking-syscall window, where a signal only
+//!   marks itself pending; pending signals are delivered just before the
+//!   runtime returns to the program.
+//! * Synchronous faults inside runtime code are either a user-memory copy
+//!   (recovered as EFAULT) or a runtime bug (reported, then fatal).
+//!
+//! # Safety
+//! The handlers receive raw `siginfo`/`ucontext` pointers from the kernel.
+#![allow(unsafe_code)]
+
+use crate::arch::{self, RtSigFrame, SigInfo, StackT, UContext};
+use crate::host::{self, KSigaction};
+use crate::thread::{self, Thread};
+use crate::user;
+use core::mem::size_of;
+
+pub const SIGHUP: i32 = 1;
+pub const SIGILL: i32 = 4;
+pub const SIGTRAP: i32 = 5;
+pub const SIGABRT: i32 = 6;
+pub const SIGBUS: i32 = 7;
+pub const SIGFPE: i32 = 8;
+pub const SIGKILL: i32 = 9;
+pub const SIGSEGV: i32 = 11;
+pub const SIGCHLD: i32 = 17;
+pub const SIGCONT: i32 = 18;
+pub const SIGSTOP: i32 = 19;
+pub const SIGTSTP: i32 = 20;
+pub const SIGTTIN: i32 = 21;
+pub const SIGTTOU: i32 = 22;
+pub const SIGURG: i32 = 23;
+pub const SIGWINCH: i32 = 28;
+pub const SIGSYS: i32 = 31;
+
+pub const SA_NOCLDSTOP: u64 = 1;
+pub const SA_NOCLDWAIT: u64 = 2;
+pub const SA_SIGINFO: u64 = 4;
+pub const SA_RESTORER: u64 = 0x0400_0000;
+pub const SA_ONSTACK: u64 = 0x0800_0000;
+pub const SA_RESTART: u64 = 0x1000_0000;
+pub const SA_NODEFER: u64 = 0x4000_0000;
+pub const SA_RESETHAND: u64 = 0x8000_0000;
+pub const SIG_DFL: usize = 0;
+pub const SIG_IGN: usize = 1;
+pub const SS_ONSTACK: i32 = 1;
+pub const SS_DISABLE: i32 = 2;
+pub const SIG_BLOCK: i32 = 0;
+pub const SIG_UNBLOCK: i32 = 1;
+pub const SIG_SETMASK: i32 = 2;
+/// si_code of a Syscall User Dispatch SIGSYS.
+pub const SYS_USER_DISPATCH: i32 = 2;
+
+/// Bit for signal `sig` in a mask.
+pub const fn bit(sig: i32) -> u64 {
+    1u64 << (sig - 1)
+}
+
+const SYNC_FAULTS: u64 = bit(SIGSEGV) | bit(SIGBUS) | bit(SIGFPE) | bit(SIGILL) | bit(SIGTRAP);
+const NEVER_BLOCKED: u64 = bit(SIGKILL) | bit(SIGSTOP) | bit(SIGSYS);
+/// Host mask while runtime code runs: every signal that can be blocked
+/// without turning a synchronous fault into a kill.
+pub const RUNTIME_MASK: u64 = !(SYNC_FAULTS | NEVER_BLOCKED);
+
+/// The host mask that stands for program mask `m`.
+pub const fn host_mask(m: u64) -> u64 {
+    m & !NEVER_BLOCKED
+}
+
+/// Signals whose default action is to do nothing.
+pub const fn default_ignored(sig: i32) -> bool {
+    matches!(sig, SIGCHLD | SIGURG | SIGWINCH | SIGCONT) || sig >= 32 && false
+}
+
+fn in_runtime(rip: u64) -> bool {
+    let (b, l) = crate::mem::image_range();
+    (rip as usize) >= b && (rip as usize) < b + l
+}
+
+/// Installs the host disposition that implements program disposition `act`.
+pub fn sync_host_action(sig: i32, act: &KSigaction) {
+    if sig == SIGSYS || sig == SIGKILL || sig == SIGSTOP {
+        return;
+    }
+    let keep = act.flags & (SA_NOCLDSTOP | SA_NOCLDWAIT);
+    let host_act = match act.handler {
+        SIG_DFL | SIG_IGN => KSigaction { handler: act.handler, flags: keep | SA_RESTORER, restorer: arch::picos_restorer as *const () as usize, mask: 0 },
+        _ => handler_action(host_signal as *const () as usize, keep),
+    };
+    if let Err(e) = host::rt_sigaction(sig, Some(&host_act), None) {
+        crate::log!(Debug, "host rt_sigaction({}) failed: {}", sig, e);
+    }
+}
+
+fn handler_action(handler: usize, extra: u64) -> KSigaction {
+    KSigaction {
+        handler,
+        flags: SA_SIGINFO | SA_ONSTACK | SA_RESTORER | extra,
+        restorer: arch::picos_restorer as *const () as usize,
+        mask: RUNTIME_MASK,
+    }
+}
+
+/// Installs the SIGSYS handler (the syscall trap path).
+pub fn install_sigsys() -> Result<(), crate::errno::Errno> {
+    host::rt_sigaction(SIGSYS, Some(&handler_action(sigsys_handler as *const () as usize, 0)), None).map(|_| ())
+}
+
+/// At start-up: the program inherits ignored dispositions across execve, as
+/// on Linux; everything else starts as SIG_DFL.
+pub fn init_dispositions(t: &Thread) {
+    let mut acts = t.sighand().actions.lock();
+    for sig in 1..=thread::NSIG as i32 {
+        if sig == SIGKILL || sig == SIGSTOP || sig == SIGSYS {
+            continue;
+        }
+        let mut old = KSigaction::default();
+        if host::rt_sigaction(sig, None, Some(&mut old)).is_ok() && old.handler == SIG_IGN {
+            acts[(sig - 1) as usize].handler = SIG_IGN;
+        }
+    }
+}
+
+/// Host handler for SIGSYS: a trapped system call, or a SIGSYS sent by `kill`.
+extern "C" fn sigsys_handler(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
+    // SAFETY: the kernel passes valid, exclusive siginfo and ucontext pointers.
+    let (info, uc) = unsafe { (&*info, &mut *uc) };
+    if info.code() != SYS_USER_DISPATCH {
+        return host_signal(sig, info as *const SigInfo as *mut SigInfo, uc);
+    }
+    let t = thread::current();
+    crate::sys::dispatch(t, uc);
+    deliver_pending(t, uc);
+}
+
+fn runtime_crash(sig: i32, info: &SigInfo, uc: &UContext) -> ! {
+    let addr = u64::from_ne_bytes(info.0[16..24].try_into().unwrap());
+    let (base, _) = crate::mem::image_range();
+    crate::log!(
+        Error,
+        "internal error: signal {} in the runtime at rip={:#x} (image+{:#x}), fault address {:#x}",
+        sig,
+        uc.mcontext.rip,
+        uc.mcontext.rip.wrapping_sub(base as u64),
+        addr
+    );
+    die_by_signal(sig);
+    host::exit_group(128 + sig)
+}
+
+/// Host handler for every signal the program handles.
+pub extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
+    // SAFETY: the kernel passes valid, exclusive siginfo and ucontext pointers.
+    let (info, uc) = unsafe { (&*info, &mut *uc) };
+    let rip = uc.mcontext.rip;
+    let kernel_fault = SYNC_FAULTS & bit(sig) != 0 && info.code() > 0;
+    if in_runtime(rip) {
+        if kernel_fault {
+            if let Some(fix) = arch::fault_fixup(rip) {
+                uc.mcontext.rip = fix;
+                return;
+            }
+            runtime_crash(sig, info, uc);
+        }
+        let Some(t) = thread::current_checked() else { return };
+        t.add_pending(info);
+        if let Some(r) = arch::blocking_rewind(rip) {
+            uc.mcontext.rip = r;
+        }
+        return;
+    }
+    let Some(t) = thread::current_checked() else {
+        runtime_crash(sig, info, uc);
+    };
+    deliver(t, info, uc);
+    uc.sigmask = host_mask(t.sig_mask.get());
+}
+
+/// Delivers every pending signal the program does not block, on top of the
+/// program context in `uc`; re-queues the rest on the host.
+pub fn deliver_pending(t: &Thread, uc: &mut UContext) {
+    while let Some(info) = t.take_pending(t.sig_mask.get()) {
+        deliver(t, &info, uc);
+    }
+    if let Some(saved) = t.saved_mask.take() {
+        t.sig_mask.set(saved);
+    }
+    while let Some(info) = t.take_pending(0) {
+        let _ = host::rt_tgsigqueueinfo(host::getpid(), t.tid.get(), info.signo(), &info.0);
+    }
+    uc.sigmask = host_mask(t.sig_mask.get());
+}
+
+/// Does the first signal that would be delivered now have SA_RESTART?
+pub fn pending_wants_restart(t: &Thread) -> bool {
+    let set = t.pending_set.load(core::sync::atomic::Ordering::Relaxed) & !t.sig_mask.get();
+    if set == 0 {
+        return false;
+    }
+    let sig = set.trailing_zeros() as i32 + 1;
+    let act = t.sighand().get(sig);
+    act.handler > SIG_IGN && act.flags & SA_RESTART != 0
+}
+
+/// Runs signal `sig`'s default action on the host (terminate, core, stop),
+/// returning only if the action does not end the process.
+pub fn die_by_signal(sig: i32) {
+    let dfl = KSigaction { handler: SIG_DFL, flags: SA_RESTORER, restorer: arch::picos_restorer as *const () as usize, mask: 0 };
+    let mut old = KSigaction::default();
+    let _ = host::rt_sigaction(sig, Some(&dfl), Some(&mut old));
+    let old_mask = host::rt_sigprocmask(SIG_UNBLOCK, Some(bit(sig))).unwrap_or(RUNTIME_MASK);
+    let _ = host::tgkill(host::getpid(), host::gettid(), sig);
+    // A stop signal returns here after SIGCONT.
+    let _ = host::rt_sigprocmask(SIG_SETMASK, Some(old_mask));
+    let _ = host::rt_sigaction(sig, Some(&old), None);
+}
+
+/// Delivers one signal to the program according to its disposition.
+pub fn deliver(t: &Thread, info: &SigInfo, uc: &mut UContext) {
+    let sig = info.signo();
+    let act = t.sighand().get(sig);
+    match act.handler {
+        SIG_IGN => {}
+        SIG_DFL => {
+            if !default_ignored(sig) {
+                die_by_signal(sig);
+            }
+        }
+        _ => {
+            if setup_frame(t, sig, &act, info, uc).is_err() {
+                // As Linux's force_sigsegv: the frame could not be written.
+                crate::log!(Debug, "cannot build signal frame for signal {}", sig);
+                die_by_signal(SIGSEGV);
+                host::exit_group(128 + SIGSEGV);
+            }
+        }
+    }
+}
+
+fn on_altstack(ss: &StackT, sp: u64) -> bool {
+    ss.flags & SS_DISABLE == 0 && ss.size != 0 && sp > ss.sp && sp - ss.sp <= ss.size
+}
+
+/// The program's view of its sigaltstack at stack pointer `sp`.
+pub fn altstack_view(t: &Thread, sp: u64) -> StackT {
+    let mut ss = t.altstack.get();
+    if ss.flags & SS_DISABLE == 0 && ss.size != 0 {
+        ss.flags = if on_altstack(&ss, sp) { SS_ONSTACK } else { 0 };
+    } else {
+        ss = StackT { sp: 0, flags: SS_DISABLE, pad: 0, size: 0 };
+    }
+    ss
+}
+
+fn setup_frame(t: &Thread, sig: i32, act: &KSigaction, info: &SigInfo, uc: &mut UContext) -> Result<(), crate::errno::Errno> {
+    let ctx = &uc.mcontext;
+    let alt = t.altstack.get();
+    let mut sp = ctx.rsp;
+    if act.flags & SA_ONSTACK != 0 && alt.flags & SS_DISABLE == 0 && alt.size != 0 && !on_altstack(&alt, sp) {
+        sp = alt.sp + alt.size;
+    } else {
+        sp -= 128; // red zone
+    }
+    let fp_src = ctx.fpstate as usize;
+    let mut fp_dst = 0u64;
+    if fp_src != 0 {
+        // SAFETY: the kernel-built frame's fpstate is readable runtime memory.
+        let size = unsafe { arch::fpstate_size(fp_src as *const u8) };
+        sp = (sp - size as u64) & !63;
+        // SAFETY: reading `size` bytes of the kernel-built FPU frame.
+        let bytes = unsafe { core::slice::from_raw_parts(fp_src as *const u8, size) };
+        user::copy_out(sp as usize, bytes)?;
+        fp_dst = sp;
+    }
+    let frame_addr = ((sp - size_of::<RtSigFrame>() as u64) & !15) - 8;
+    let saved_mask = t.saved_mask.take().unwrap_or(t.sig_mask.get());
+    let mut frame = RtSigFrame { pretcode: act.restorer as u64, uc: *uc, info: *info };
+    frame.uc.link = 0;
+    frame.uc.stack = altstack_view(t, ctx.rsp);
+    frame.uc.mcontext.fpstate = fp_dst;
+    frame.uc.sigmask = saved_mask;
+    user::write(frame_addr as usize, &frame)?;
+
+    let m = &mut uc.mcontext;
+    m.rip = act.handler as u64;
+    m.rsp = frame_addr;
+    m.rdi = sig as u64;
+    m.rsi = frame_addr + 8 + size_of::<UContext>() as u64;
+    m.rdx = frame_addr + 8;
+    m.rax = 0;
+    m.eflags &= !(0x400 | 0x100 | 0x10000); // DF, TF, RF
+    let mut new_mask = t.sig_mask.get() | act.mask;
+    if act.flags & SA_NODEFER == 0 {
+        new_mask |= bit(sig);
+    }
+    t.sig_mask.set(new_mask & !NEVER_BLOCKED);
+    if act.flags & SA_RESETHAND != 0 {
+        let dfl = KSigaction::default();
+        t.sighand().actions.lock()[(sig - 1) as usize] = dfl;
+        sync_host_action(sig, &dfl);
+    }
+    Ok(())
+}
+
+/// Emulates rt_sigreturn(2): restores the program context saved in the frame
+/// whose ucontext sits at the program's stack pointer.
+pub fn sigreturn(t: &Thread, uc: &mut UContext) -> Result<(), crate::errno::Errno> {
+    let uc_addr = uc.mcontext.rsp as usize;
+    let saved: UContext = user::read(uc_addr)?;
+    let host_fp = uc.mcontext.fpstate;
+    let old_flags = uc.mcontext.eflags;
+    let (cs, ss) = (uc.mcontext.cs, uc.mcontext.ss);
+    let mut m = saved.mcontext;
+    // Only the user-changeable flags come from the frame (as FIX_EFLAGS).
+    const FIX_EFLAGS: u64 = 0x40000 | 0x800 | 0x400 | 0x100 | 0x80 | 0x40 | 0x10 | 0x4 | 0x1 | 0x10000;
+    m.eflags = (old_flags & !FIX_EFLAGS) | (m.eflags & FIX_EFLAGS);
+    m.cs = cs;
+    m.ss = ss;
+    m.fpstate = host_fp;
+    if saved.mcontext.fpstate != 0 && host_fp != 0 {
+        // SAFETY: host_fp is the kernel-built FPU frame of this SIGSYS.
+        let size = unsafe { arch::fpstate_size(host_fp as *const u8) };
+        // SAFETY: writing within that frame.
+        let dst = unsafe { core::slice::from_raw_parts_mut(host_fp as *mut u8, size) };
+        user::copy_in(dst, saved.mcontext.fpstate as usize)?;
+    }
+    uc.mcontext = m;
+    t.sig_mask.set(saved.sigmask & !NEVER_BLOCKED);
+    // restore_altstack(): errors are ignored, as in Linux.
+    let _ = set_altstack(t, &saved.stack, m.rsp);
+    Ok(())
+}
+
+/// The program's sigaltstack(2) update, with Linux's checks.
+pub fn set_altstack(t: &Thread, ss: &StackT, cur_sp: u64) -> Result<(), crate::errno::Errno> {
+    use crate::errno::Errno;
+    let cur = t.altstack.get();
+    if on_altstack(&cur, cur_sp) {
+        return Err(Errno::EPERM);
+    }
+    let mode = ss.flags & !(1 << 31); // SS_AUTODISARM
+    if mode != 0 && mode != SS_DISABLE && mode != SS_ONSTACK {
+        return Err(Errno::EINVAL);
+    }
+    if mode == SS_DISABLE {
+        t.altstack.set(StackT { sp: 0, flags: SS_DISABLE, pad: 0, size: 0 });
+    } else {
+        if ss.size < 2048 {
+            return Err(Errno::ENOMEM);
+        }
+        t.altstack.set(StackT { sp: ss.sp, flags: ss.flags & (1 << 31), pad: 0, size: ss.size });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn masks() {
+        assert_eq!(bit(1), 1);
+        assert_eq!(bit(64), 1 << 63);
+        assert_eq!(host_mask(!0) & bit(SIGSYS), 0);
+        assert_eq!(host_mask(!0) & bit(SIGKILL), 0);
+        assert_ne!(host_mask(!0) & bit(SIGSEGV), 0);
+        assert_eq!(RUNTIME_MASK & bit(SIGSEGV), 0);
+        assert_ne!(RUNTIME_MASK & bit(SIGINT_), 0);
+    }
+    const SIGINT_: i32 = 2;
+    #[test]
+    fn altstack_bounds() {
+        let ss = StackT { sp: 0x1000, flags: 0, pad: 0, size: 0x1000 };
+        assert!(on_altstack(&ss, 0x2000));
+        assert!(on_altstack(&ss, 0x1001));
+        assert!(!on_altstack(&ss, 0x1000));
+        assert!(!on_altstack(&ss, 0x2001));
+    }
+}

@@ -1,0 +1,153 @@
+//! System call semantics: the dispatcher and the handlers, one module per
+//! family. Handlers are named after the Linux call and take a [`Ctx`].
+//!
+//! Nothing here uses `unsafe`: program memory goes through `user`, host calls
+//! through `host`.
+#![deny(unsafe_code)]
+
+pub mod fs;
+pub mod memory;
+pub mod process;
+pub mod signal;
+pub mod trace;
+
+use crate::arch::UContext;
+use crate::errno::Errno;
+use crate::host;
+use crate::log::LogLevel;
+use crate::table_types::{lookup, Serve, MAX_NR};
+use crate::thread::Thread;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// What a handler returns: the call's result or an errno.
+pub type SysResult = Result<usize, Errno>;
+
+/// The context of one trapped system call.
+pub struct Ctx<'a> {
+    pub t: &'static Thread,
+    /// The program's registers at the `syscall` instruction (RIP after it).
+    pub uc: &'a mut UContext,
+    pub nr: usize,
+    pub args: [usize; 6],
+    /// Set by handlers that replaced the whole register state (rt_sigreturn,
+    /// execve): the dispatcher then writes no return value.
+    pub keep_regs: bool,
+}
+
+impl Ctx<'_> {
+    pub fn arg(&self, i: usize) -> usize {
+        self.args[i]
+    }
+    /// Passes the call to the host unchanged.
+    pub fn host(&self) -> SysResult {
+        host_call(self.nr, self.args)
+    }
+    /// Passes the call to the host in the interruptible window.
+    pub fn host_blocking(&self) -> SysResult {
+        host_blocking(self.t, self.nr, self.args)
+    }
+}
+
+/// A host call with the program's arguments.
+pub fn host_call(nr: usize, args: [usize; 6]) -> SysResult {
+    #[allow(unsafe_code)]
+    // SAFETY: the arguments are the program's own; the kernel validates
+    // program pointers (EFAULT) exactly as it would for the program.
+    unsafe {
+        host::call(nr, args)
+    }
+}
+
+/// A host call that may block, with the program's signal mask in force so
+/// that signals interrupt it (see `arch::picos_blocking_syscall`).
+pub fn host_blocking(t: &Thread, nr: usize, args: [usize; 6]) -> SysResult {
+    let mask = crate::signal::host_mask(t.sig_mask.get());
+    host_blocking_with_mask(nr, args, mask)
+}
+
+/// As [`host_blocking`], with an explicit host mask during the call.
+pub fn host_blocking_with_mask(nr: usize, args: [usize; 6], mask: u64) -> SysResult {
+    let _ = host::rt_sigprocmask(crate::signal::SIG_SETMASK, Some(mask));
+    let a = [nr, args[0], args[1], args[2], args[3], args[4], args[5]];
+    #[allow(unsafe_code)]
+    // SAFETY: as for host_call; the stub only reads `a`.
+    let r = unsafe { crate::arch::picos_blocking_syscall(&a) };
+    let _ = host::rt_sigprocmask(crate::signal::SIG_SETMASK, Some(crate::signal::RUNTIME_MASK));
+    if (-4095..0).contains(&r) {
+        Err(Errno(-r as i32))
+    } else {
+        Ok(r as usize)
+    }
+}
+
+static WARNED: [AtomicU64; MAX_NR / 64 + 1] = [const { AtomicU64::new(0) }; MAX_NR / 64 + 1];
+
+fn warn_unsupported(nr: usize, name: &str) {
+    let (w, b) = (nr / 64, 1u64 << (nr % 64));
+    if w < WARNED.len() && WARNED[w].fetch_or(b, Ordering::Relaxed) & b == 0 {
+        crate::log!(Warning, "unsupported system call {} ({}) returns ENOSYS", name, nr);
+    }
+}
+
+/// How a call was served, for `--trace`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    Emulated,
+    Mediated,
+    Host,
+    Unsupported,
+}
+
+impl Served {
+    pub fn name(self) -> &'static str {
+        match self {
+            Served::Emulated => "emulated",
+            Served::Mediated => "mediated",
+            Served::Host => "host",
+            Served::Unsupported => "enosys",
+        }
+    }
+}
+
+/// Serves the system call in `uc` (trapped by Syscall User Dispatch) and
+/// writes its result into `uc`.
+pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
+    let m = &uc.mcontext;
+    let nr = m.rax as usize;
+    let args = [m.rdi, m.rsi, m.rdx, m.r10, m.r8, m.r9].map(|a| a as usize);
+    let def = lookup(nr);
+    let tracing = crate::log::enabled(LogLevel::Trace);
+    let pre = if tracing { Some(trace::Pre::capture(t, nr, def, &args)) } else { None };
+    let mut ctx = Ctx { t, uc, nr, args, keep_regs: false };
+    let (res, served, restart) = match def.map(|d| d.serve) {
+        Some(Serve::Emulated(h)) => (h(&mut ctx), Served::Emulated, false),
+        Some(Serve::Mediated(h)) => (h(&mut ctx), Served::Mediated, false),
+        Some(Serve::Host) => (ctx.host(), Served::Host, false),
+        Some(Serve::HostBlocking { restart }) => (ctx.host_blocking(), Served::Host, restart),
+        Some(Serve::Unsupported) | None => {
+            warn_unsupported(nr, def.map_or("unknown", |d| d.name));
+            (Err(Errno::ENOSYS), Served::Unsupported, false)
+        }
+    };
+    if let Some(pre) = pre {
+        pre.finish(&res, served, ctx.keep_regs);
+    }
+    if ctx.keep_regs {
+        return;
+    }
+    let m = &mut ctx.uc.mcontext;
+    if res == Err(Errno::EINTR) && restart && crate::signal::pending_wants_restart(t) {
+        // Re-execute the syscall instruction after the handler returns,
+        // as Linux does for -ERESTARTSYS with SA_RESTART.
+        m.rip -= 2;
+        m.rax = nr as u64;
+        return;
+    }
+    m.rax = match res {
+        Ok(v) => v as u64,
+        Err(e) => e.to_ret() as u64,
+    };
+    // The `syscall` instruction leaves RIP in RCX and RFLAGS in R11.
+    m.rcx = m.rip;
+    m.r11 = m.eflags;
+}

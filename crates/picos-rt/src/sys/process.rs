@@ -1,0 +1,272 @@
+//! Process and thread calls: clone/fork/vfork, execve, exit, and the
+//! per-thread registers the runtime owns (FS via the host, GS emulated).
+#![deny(unsafe_code)]
+
+use super::{host_call, Ctx, SysResult};
+use crate::errno::Errno;
+use crate::host;
+use crate::thread::{self, SigHand};
+use crate::user::{self, UserPtr};
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+pub const CLONE_VM: u64 = 0x100;
+pub const CLONE_FS: u64 = 0x200;
+pub const CLONE_FILES: u64 = 0x400;
+pub const CLONE_SIGHAND: u64 = 0x800;
+pub const CLONE_PIDFD: u64 = 0x1000;
+pub const CLONE_VFORK: u64 = 0x4000;
+pub const CLONE_THREAD: u64 = 0x10000;
+pub const CLONE_SETTLS: u64 = 0x80000;
+pub const CLONE_PARENT_SETTID: u64 = 0x100000;
+pub const CLONE_CHILD_CLEARTID: u64 = 0x200000;
+pub const CLONE_CHILD_SETTID: u64 = 0x1000000;
+pub const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// The arguments of any clone-family call, normalised.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CloneArgs {
+    pub flags: u64,
+    pub exit_signal: u64,
+    /// The child's stack pointer (0: same as the parent's).
+    pub stack: usize,
+    pub ptid: usize,
+    pub ctid: usize,
+    pub tls: usize,
+}
+
+/// Implements clone(2).
+pub fn clone(c: &mut Ctx<'_>) -> SysResult {
+    let f = c.arg(0) as u64;
+    let a = CloneArgs { flags: f & !0xff, exit_signal: f & 0xff, stack: c.arg(1), ptid: c.arg(2), ctid: c.arg(3), tls: c.arg(4) };
+    do_clone(c, a)
+}
+
+/// Implements clone3(2) by translation to the clone path.
+pub fn clone3(c: &mut Ctx<'_>) -> SysResult {
+    let size = c.arg(1);
+    if !(64..=4096).contains(&size) {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = [0u64; 11];
+    let n = size.min(88);
+    let mut bytes = [0u8; 88];
+    user::copy_in(&mut bytes[..n], c.arg(0))?;
+    for (i, w) in raw.iter_mut().enumerate() {
+        *w = u64::from_ne_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap());
+    }
+    let [flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, _set_tid, set_tid_size, _cgroup] = raw;
+    if set_tid_size != 0 || flags & CLONE_INTO_CGROUP != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if exit_signal > 64 || flags & 0xff != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if flags & CLONE_PIDFD != 0 && flags & CLONE_PARENT_SETTID != 0 {
+        // clone(2) shares one pointer for both; not expressible on the host path.
+        return Err(Errno::EINVAL);
+    }
+    let ptid = if flags & CLONE_PIDFD != 0 { pidfd } else { parent_tid };
+    let sp = if stack != 0 { stack + stack_size } else { 0 };
+    let a = CloneArgs { flags, exit_signal, stack: sp as usize, ptid: ptid as usize, ctid: child_tid as usize, tls: tls as usize };
+    do_clone(c, a)
+}
+
+/// Implements fork(2).
+pub fn fork(c: &mut Ctx<'_>) -> SysResult {
+    do_clone(c, CloneArgs { exit_signal: crate::signal::SIGCHLD as u64, ..Default::default() })
+}
+
+/// Implements vfork(2).
+pub fn vfork(c: &mut Ctx<'_>) -> SysResult {
+    do_clone(c, CloneArgs { flags: CLONE_VM | CLONE_VFORK, exit_signal: crate::signal::SIGCHLD as u64, ..Default::default() })
+}
+
+fn do_clone(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
+    if a.flags & CLONE_THREAD != 0 && a.flags & CLONE_SIGHAND == 0 || a.flags & CLONE_SIGHAND != 0 && a.flags & CLONE_VM == 0 {
+        return Err(Errno::EINVAL);
+    }
+    if a.flags & CLONE_VM == 0 {
+        fork_process(c, a)
+    } else {
+        clone_vm(c, a)
+    }
+}
+
+/// A child with its own copy of memory: the host's copy-on-write fork. The
+/// child continues right here, on its copy of this runtime stack.
+fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
+    let t = c.t;
+    let r = {
+        // Hold every runtime lock across the fork so the child never
+        // inherits one held by another thread.
+        let _acts = t.sighand().actions.lock();
+        let _brk = super::memory::BRK.lock();
+        let _heap = crate::mem::heap_guard();
+        host_call(host::nr::CLONE, [(a.flags | a.exit_signal) as usize, 0, a.ptid, a.ctid, a.tls, 0])
+    }?;
+    if r == 0 {
+        crate::rt::after_fork_child(t);
+        if a.flags & CLONE_CHILD_CLEARTID != 0 {
+            t.guest_clear_tid.set(a.ctid);
+        }
+    }
+    Ok(r)
+}
+
+/// A child sharing this memory (thread, vfork, posix_spawn): it gets its own
+/// runtime stack and state, and starts by returning into the program with
+/// the parent's registers (RAX = 0, RSP = the new stack).
+fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
+    let parent = c.t;
+    let own_sighand = a.flags & CLONE_SIGHAND == 0;
+    let sighand: *const SigHand = if own_sighand {
+        Box::into_raw(Box::new(parent.sighand().copy()))
+    } else {
+        parent.sighand.get()
+    };
+    let free_sighand = || {
+        if own_sighand {
+            thread::drop_sighand(sighand);
+        }
+    };
+    let child = match thread::alloc(sighand, parent.sig_mask.get()) {
+        Ok(t) => t,
+        Err(e) => {
+            free_sighand();
+            return Err(e);
+        }
+    };
+    if a.flags & CLONE_CHILD_CLEARTID != 0 {
+        child.guest_clear_tid.set(a.ctid);
+    }
+    if a.flags & CLONE_VFORK != 0 {
+        child.altstack.set(parent.altstack.get());
+    }
+    let mut uc = *c.uc;
+    uc.mcontext.rax = 0;
+    if a.stack != 0 {
+        uc.mcontext.rsp = a.stack as u64;
+    }
+    uc.mcontext.rcx = uc.mcontext.rip;
+    uc.mcontext.r11 = uc.mcontext.eflags;
+    uc.sigmask = crate::signal::host_mask(parent.sig_mask.get());
+    let settid = if a.flags & CLONE_CHILD_SETTID != 0 { a.ctid } else { 0 };
+    let sp = thread::prepare_child(child, &uc, settid);
+    let host_flags = (a.flags & !CLONE_CHILD_SETTID) | CLONE_CHILD_CLEARTID | CLONE_CHILD_SETTID | a.exit_signal;
+    let r = thread::spawn(host_flags, sp, a.ptid, child.kernel_tid_addr(), a.tls);
+    if r < 0 {
+        thread::free_unused(child);
+        free_sighand();
+        return Err(Errno(-r as i32));
+    }
+    if a.flags & CLONE_VFORK != 0 {
+        // The child has exec'd or exited: its runtime state is ours to free.
+        thread::retire(child);
+        free_sighand();
+    } else if a.flags & CLONE_THREAD == 0 {
+        // A process sharing our memory: its stack slot is freed when the
+        // kernel clears its tid; its dispositions stay (they are small).
+        thread::retire(child);
+    }
+    Ok(r as usize)
+}
+
+/// Implements execve(2).
+pub fn execve(c: &mut Ctx<'_>) -> SysResult {
+    exec_common(c, host::AT_FDCWD, c.arg(0), c.arg(1), c.arg(2), 0)
+}
+
+/// Implements execveat(2).
+pub fn execveat(c: &mut Ctx<'_>) -> SysResult {
+    exec_common(c, c.arg(0) as i32 as isize, c.arg(1), c.arg(2), c.arg(3), c.arg(4) as i32)
+}
+
+const AT_EMPTY_PATH: i32 = 0x1000;
+const AT_SYMLINK_NOFOLLOW: i32 = 0x100;
+
+fn exec_common(c: &mut Ctx<'_>, dirfd: isize, path: usize, argv: usize, envp: usize, flags: i32) -> SysResult {
+    if flags & !(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = user::read_cstr(path, user::PATH_MAX)?;
+    let argv = user::read_cstr_array(argv)?;
+    let envp = user::read_cstr_array(envp)?;
+    let full = crate::rt::exec_path(dirfd, &path, flags & AT_EMPTY_PATH != 0)?;
+    crate::loader::check_executable(&full)?;
+    crate::rt::exec_runtime(c.t, &full, &argv, &envp)
+}
+
+/// Implements exit(2): ends the calling thread.
+pub fn exit(c: &mut Ctx<'_>) -> SysResult {
+    let t = c.t;
+    let ctid = t.guest_clear_tid.get();
+    if ctid != 0 {
+        // CLONE_CHILD_CLEARTID, as mm_release() does it.
+        if UserPtr::<i32>::new(ctid).write(&0).is_ok() {
+            let _ = host_call(host::nr::FUTEX, [ctid, 1, 1, 0, 0, 0]);
+        }
+    }
+    crate::rt::thread_exiting(t);
+    thread::retire(t);
+    host::exit_thread(c.arg(0) as i32)
+}
+
+/// Implements exit_group(2).
+pub fn exit_group(c: &mut Ctx<'_>) -> SysResult {
+    crate::rt::process_exiting();
+    host::exit_group(c.arg(0) as i32)
+}
+
+/// Implements set_tid_address(2): the address is kept by the runtime (the
+/// host's clear-tid word is the runtime's own).
+pub fn set_tid_address(c: &mut Ctx<'_>) -> SysResult {
+    c.t.guest_clear_tid.set(c.arg(0));
+    Ok(c.t.tid.get() as usize)
+}
+
+const ARCH_SET_GS: usize = 0x1001;
+const ARCH_GET_GS: usize = 0x1004;
+
+/// Implements arch_prctl(2): FS goes to the host; GS is emulated because
+/// the runtime keeps its per-thread pointer there.
+pub fn arch_prctl(c: &mut Ctx<'_>) -> SysResult {
+    match c.arg(0) {
+        ARCH_SET_GS => {
+            if c.arg(1) >= 0x0000_8000_0000_0000 {
+                return Err(Errno::EPERM);
+            }
+            c.t.guest_gs.set(c.arg(1));
+            Ok(0)
+        }
+        ARCH_GET_GS => {
+            UserPtr::<usize>::new(c.arg(1)).write(&c.t.guest_gs.get())?;
+            Ok(0)
+        }
+        _ => c.host(),
+    }
+}
+
+const PR_SET_SYSCALL_USER_DISPATCH: usize = 59;
+
+/// Implements prctl(2): Syscall User Dispatch belongs to the runtime.
+pub fn prctl(c: &mut Ctx<'_>) -> SysResult {
+    if c.arg(0) == PR_SET_SYSCALL_USER_DISPATCH {
+        return Err(Errno::EINVAL);
+    }
+    c.host()
+}
+
+/// Joins program strings into NUL-terminated host strings and a pointer
+/// vector ending in NULL (the vector points into `store`).
+pub fn c_vector(items: &[Vec<u8>], store: &mut Vec<Vec<u8>>) -> Vec<usize> {
+    store.clear();
+    for s in items {
+        let mut v = s.clone();
+        v.push(0);
+        store.push(v);
+    }
+    let mut ptrs: Vec<usize> = store.iter().map(|s| s.as_ptr() as usize).collect();
+    ptrs.push(0);
+    ptrs
+}

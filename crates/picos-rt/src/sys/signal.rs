@@ -1,0 +1,135 @@
+//! Signal system calls, served from the runtime's per-process dispositions
+//! and per-thread masks (see `crate::signal`).
+#![deny(unsafe_code)]
+
+use super::{Ctx, SysResult};
+use crate::arch::StackT;
+use crate::errno::Errno;
+use crate::host::KSigaction;
+use crate::signal::{self as sig, bit, SIGKILL, SIGSTOP};
+use crate::thread::NSIG;
+use crate::user::{self, UserPtr};
+
+fn check_sigsetsize(n: usize) -> Result<(), Errno> {
+    if n != 8 {
+        Err(Errno::EINVAL)
+    } else {
+        Ok(())
+    }
+}
+
+/// Implements rt_sigaction(2).
+pub fn rt_sigaction(c: &mut Ctx<'_>) -> SysResult {
+    let (signo, new, old, size) = (c.arg(0) as i32, UserPtr::<KSigaction>::new(c.arg(1)), UserPtr::<KSigaction>::new(c.arg(2)), c.arg(3));
+    check_sigsetsize(size)?;
+    if !(1..=NSIG as i32).contains(&signo) {
+        return Err(Errno::EINVAL);
+    }
+    let new_act = if new.is_null() { None } else { Some(new.read()?) };
+    if new_act.is_some() && (signo == SIGKILL || signo == SIGSTOP) {
+        return Err(Errno::EINVAL);
+    }
+    let sh = c.t.sighand();
+    let prev = {
+        let mut acts = sh.actions.lock();
+        let prev = acts[(signo - 1) as usize];
+        if let Some(mut a) = new_act {
+            a.mask &= !(bit(SIGKILL) | bit(SIGSTOP));
+            acts[(signo - 1) as usize] = a;
+            // Change the host disposition while holding the lock, so two
+            // threads racing cannot leave host and runtime disagreeing.
+            if a.handler != prev.handler || a.flags != prev.flags {
+                sig::sync_host_action(signo, &a);
+            }
+        }
+        prev
+    };
+    if !old.is_null() {
+        old.write(&prev)?;
+    }
+    Ok(0)
+}
+
+/// Implements rt_sigprocmask(2). The new mask takes effect on the host when
+/// the runtime returns to the program.
+pub fn rt_sigprocmask(c: &mut Ctx<'_>) -> SysResult {
+    let (how, set, oldset, size) = (c.arg(0) as i32, UserPtr::<u64>::new(c.arg(1)), UserPtr::<u64>::new(c.arg(2)), c.arg(3));
+    check_sigsetsize(size)?;
+    let cur = c.t.sig_mask.get();
+    if !set.is_null() {
+        let s = set.read()? & !(bit(SIGKILL) | bit(SIGSTOP));
+        let new = match how {
+            sig::SIG_BLOCK => cur | s,
+            sig::SIG_UNBLOCK => cur & !s,
+            sig::SIG_SETMASK => s,
+            _ => return Err(Errno::EINVAL),
+        };
+        if !oldset.is_null() {
+            oldset.write(&cur)?;
+        }
+        c.t.sig_mask.set(new);
+    } else if !oldset.is_null() {
+        oldset.write(&cur)?;
+    }
+    Ok(0)
+}
+
+/// Implements rt_sigreturn(2) for frames the runtime built.
+pub fn rt_sigreturn(c: &mut Ctx<'_>) -> SysResult {
+    match sig::sigreturn(c.t, c.uc) {
+        Ok(()) => {
+            c.keep_regs = true;
+            Ok(0)
+        }
+        Err(_) => {
+            // Linux sends SIGSEGV for a bad frame.
+            crate::log!(Debug, "rt_sigreturn with a bad frame");
+            sig::die_by_signal(sig::SIGSEGV);
+            crate::host::exit_group(128 + sig::SIGSEGV)
+        }
+    }
+}
+
+/// Implements sigaltstack(2).
+pub fn sigaltstack(c: &mut Ctx<'_>) -> SysResult {
+    let (new, old) = (UserPtr::<StackT>::new(c.arg(0)), UserPtr::<StackT>::new(c.arg(1)));
+    let sp = c.uc.mcontext.rsp;
+    let prev = sig::altstack_view(c.t, sp);
+    if !new.is_null() {
+        let ss = new.read()?;
+        sig::set_altstack(c.t, &ss, sp)?;
+    }
+    if !old.is_null() {
+        old.write(&prev)?;
+    }
+    Ok(0)
+}
+
+/// Implements rt_sigsuspend(2): waits with the given mask in force; the
+/// handler's frame restores the previous mask.
+pub fn rt_sigsuspend(c: &mut Ctx<'_>) -> SysResult {
+    check_sigsetsize(c.arg(1))?;
+    let m = UserPtr::<u64>::new(c.arg(0)).read()? & !(bit(SIGKILL) | bit(SIGSTOP));
+    let old = c.t.sig_mask.get();
+    c.t.sig_mask.set(m);
+    c.t.saved_mask.set(Some(old));
+    loop {
+        let mask = sig::host_mask(m);
+        let r = super::host_blocking_with_mask(130 /* rt_sigsuspend */, [&mask as *const u64 as usize, 8, 0, 0, 0, 0], mask);
+        if c.t.has_pending() || r != Err(Errno::EINTR) {
+            break;
+        }
+    }
+    Err(Errno::EINTR)
+}
+
+/// Implements rt_sigpending(2): the host's pending set (signals the program
+/// blocks stay pending on the host).
+pub fn rt_sigpending(c: &mut Ctx<'_>) -> SysResult {
+    check_sigsetsize(c.arg(1))?;
+    let mut set: u64 = 0;
+    super::host_call(127, [&mut set as *mut u64 as usize, 8, 0, 0, 0, 0])?;
+    set |= c.t.pending_set.load(core::sync::atomic::Ordering::Relaxed);
+    user::write(c.arg(0), &set)?;
+    Ok(0)
+}

@@ -1,0 +1,88 @@
+//! Types of the syscall table (see `table`).
+#![deny(unsafe_code)]
+
+use crate::sys::{Ctx, SysResult};
+
+/// A system call handler inside the runtime.
+pub type Handler = fn(&mut Ctx<'_>) -> SysResult;
+
+/// How picos serves a system call.
+#[derive(Clone, Copy)]
+pub enum Serve {
+    /// Answered inside the library OS; may use host calls internally.
+    Emulated(Handler),
+    /// Checked or rewritten by the runtime, then passed to the host.
+    Mediated(Handler),
+    /// Passed to the host unchanged.
+    Host,
+    /// Passed to the host unchanged, in the window where signals can
+    /// interrupt it; `restart` says whether SA_RESTART restarts it.
+    HostBlocking { restart: bool },
+    /// Fails with ENOSYS (a warning names it the first time).
+    Unsupported,
+}
+
+impl Serve {
+    /// Short name of the support level, as `picos syscalls` prints it.
+    pub fn level(&self) -> &'static str {
+        match self {
+            Serve::Emulated(_) => "emulated",
+            Serve::Mediated(_) => "mediated",
+            Serve::Host | Serve::HostBlocking { .. } => "host",
+            Serve::Unsupported => "unsupported",
+        }
+    }
+}
+
+/// One row of the syscall table.
+#[derive(Clone, Copy)]
+pub struct SyscallDef {
+    pub nr: u32,
+    pub name: &'static str,
+    pub serve: Serve,
+    /// Argument formats for `--trace`, one letter per argument: d int,
+    /// u unsigned, x hex, f fd, s string, p pointer, o octal, g signal,
+    /// a string array.
+    pub args: &'static str,
+    pub note: &'static str,
+}
+
+/// Highest syscall number in the table plus one.
+pub const MAX_NR: usize = 512;
+
+/// Looks up a syscall by number.
+pub fn lookup(nr: usize) -> Option<&'static SyscallDef> {
+    let t = crate::table::TABLE;
+    t.binary_search_by_key(&nr, |d| d.nr as usize).ok().map(|i| &t[i])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::TABLE;
+
+    #[test]
+    fn table_is_sorted_and_unique() {
+        assert!(TABLE.windows(2).all(|w| w[0].nr < w[1].nr));
+        assert!(TABLE.len() > 360);
+        assert!(TABLE.iter().all(|d| (d.nr as usize) < MAX_NR));
+    }
+
+    #[test]
+    fn known_rows() {
+        assert_eq!(lookup(0).unwrap().name, "read");
+        assert_eq!(lookup(39).unwrap().name, "getpid");
+        assert_eq!(lookup(59).unwrap().name, "execve");
+        assert_eq!(lookup(15).unwrap().serve.level(), "emulated");
+        assert_eq!(lookup(425).unwrap().serve.level(), "unsupported"); // io_uring_setup
+        assert!(lookup(1000).is_none());
+    }
+
+    #[test]
+    fn arg_formats_are_valid() {
+        for d in TABLE {
+            assert!(d.args.len() <= 6, "{}", d.name);
+            assert!(d.args.bytes().all(|c| b"duxfspoga".contains(&c)), "{}", d.name);
+        }
+    }
+}

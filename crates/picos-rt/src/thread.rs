@@ -1,0 +1,282 @@
+//! Per-thread runtime state.
+//!
+//! Each program thread has a [`Thread`] at the top of its runtime stack slot
+//! (see `mem`); the GS base points at it, so `current()` is one `rdgsbase`.
+//! Programs on Linux x86-64 do not use GS; `arch_prctl(ARCH_SET_GS)` from the
+//! program is emulated and never reaches the register.
+//!
+//! Signal dispositions live in a [`SigHand`] shared by the threads of a
+//! process (and copied for `clone` without `CLONE_SIGHAND`, as for vfork).
+//!
+//! # Safety
+//! `current()` trusts the GS base; the runtime sets it before running any
+//! code that calls `current()` on a thread and never lets the program change it.
+#![allow(unsafe_code)]
+
+use crate::arch::{SigInfo, StackT};
+use crate::errno::Errno;
+use crate::host::{self, KSigaction};
+use crate::mem;
+use core::cell::{Cell, UnsafeCell};
+use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+
+pub const THREAD_MAGIC: u64 = 0x7069_636f_735f_7468; // "picos_th"
+
+/// Offset of [`Thread::pending`] (used by the blocking-syscall stub).
+pub const PENDING_OFFSET: usize = 8;
+
+/// Number of signals (1..=64).
+pub const NSIG: usize = 64;
+
+/// Signal dispositions of a process, as the program set them.
+pub struct SigHand {
+    pub actions: spin::Mutex<[KSigaction; NSIG]>,
+}
+
+impl SigHand {
+    pub fn new() -> Self {
+        SigHand { actions: spin::Mutex::new([KSigaction::default(); NSIG]) }
+    }
+    /// The program's disposition for `sig` (1-based).
+    pub fn get(&self, sig: i32) -> KSigaction {
+        self.actions.lock()[(sig - 1) as usize]
+    }
+    pub fn copy(&self) -> Self {
+        SigHand { actions: spin::Mutex::new(*self.actions.lock()) }
+    }
+}
+
+impl Default for SigHand {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The runtime's state for one program thread.
+#[repr(C)]
+pub struct Thread {
+    /// Points at itself (offset 0), a cheap sanity check of the GS base.
+    pub self_ptr: usize,
+    /// Non-zero while signals wait in `pending_set` (offset 8, read by asm).
+    pub pending: AtomicU32,
+    /// Written by the kernel (CLONE_CHILD_SETTID) and cleared when the thread
+    /// is gone (CLONE_CHILD_CLEARTID / set_tid_address): then the slot is free.
+    pub kernel_tid: AtomicI32,
+    pub magic: u64,
+    /// Stack slot index.
+    pub slot: usize,
+    /// Host thread id.
+    pub tid: Cell<i32>,
+    /// The program's clear_child_tid address (emulated CLONE_CHILD_CLEARTID).
+    pub guest_clear_tid: Cell<usize>,
+    /// The program's signal mask (the host mask is this minus reserved signals).
+    pub sig_mask: Cell<u64>,
+    /// Mask to restore after rt_sigsuspend, when one is in progress.
+    pub saved_mask: Cell<Option<u64>>,
+    /// The program's sigaltstack.
+    pub altstack: Cell<StackT>,
+    /// The program's GS base (emulated).
+    pub guest_gs: Cell<usize>,
+    /// Signal dispositions (shared per process).
+    pub sighand: Cell<*const SigHand>,
+    /// Signals the host delivered while the runtime was busy on this thread.
+    pub pending_set: AtomicU64,
+    pub pending_info: UnsafeCell<[SigInfo; NSIG]>,
+}
+
+impl Thread {
+    pub fn sighand(&self) -> &SigHand {
+        // SAFETY: sighand pointers are set at thread creation to live,
+        // never-freed (or outlived) SigHand objects.
+        unsafe { &*self.sighand.get() }
+    }
+
+    /// Records a signal the host delivered while the runtime ran.
+    pub fn add_pending(&self, info: &SigInfo) {
+        let sig = info.signo();
+        if !(1..=NSIG as i32).contains(&sig) {
+            return;
+        }
+        let bit = 1u64 << (sig - 1);
+        if self.pending_set.load(Ordering::Relaxed) & bit == 0 {
+            // SAFETY: only this thread touches its pending_info, and the
+            // signal handlers that call this do not nest (async signals are
+            // blocked inside them).
+            unsafe { (*self.pending_info.get())[(sig - 1) as usize] = *info };
+            self.pending_set.fetch_or(bit, Ordering::Relaxed);
+        }
+        self.pending.store(1, Ordering::Relaxed);
+    }
+
+    /// Takes the lowest pending signal not in `blocked`.
+    pub fn take_pending(&self, blocked: u64) -> Option<SigInfo> {
+        let set = self.pending_set.load(Ordering::Relaxed) & !blocked;
+        if set == 0 {
+            return None;
+        }
+        let i = set.trailing_zeros() as usize;
+        // SAFETY: as in add_pending.
+        let info = unsafe { (*self.pending_info.get())[i] };
+        let left = self.pending_set.fetch_and(!(1u64 << i), Ordering::Relaxed) & !(1u64 << i);
+        if left == 0 {
+            self.pending.store(0, Ordering::Relaxed);
+        }
+        Some(info)
+    }
+
+    pub fn has_pending(&self) -> bool {
+        self.pending_set.load(Ordering::Relaxed) != 0
+    }
+
+    /// Address of the word the kernel clears when this thread is gone.
+    pub fn kernel_tid_addr(&self) -> usize {
+        &self.kernel_tid as *const AtomicI32 as usize
+    }
+
+    /// Top of this thread's runtime stack (below the Thread itself), 64-aligned.
+    pub fn stack_top(&self) -> usize {
+        (self as *const Thread as usize) & !63
+    }
+}
+
+/// Size reserved for the Thread at the top of its slot.
+const THREAD_AREA: usize = (core::mem::size_of::<Thread>() + 4095) & !4095;
+
+/// The calling thread's runtime state.
+#[inline(always)]
+pub fn current() -> &'static Thread {
+    let p = crate::arch::gs_base();
+    debug_assert!(p != 0);
+    // SAFETY: see the module's safety note: GS points at this thread's Thread.
+    unsafe { &*(p as *const Thread) }
+}
+
+/// Is the GS base a valid Thread (used where the runtime may be entered
+/// before set-up, e.g. a fault during start-up)?
+pub fn current_checked() -> Option<&'static Thread> {
+    let p = crate::arch::gs_base();
+    let slot = mem::slot_of(p)?;
+    let _ = slot;
+    // SAFETY: p lies inside a mapped stack slot owned by the runtime.
+    let t = unsafe { &*(p as *const Thread) };
+    (t.magic == THREAD_MAGIC && t.self_ptr == p).then_some(t)
+}
+
+fn reclaimable(i: usize) -> bool {
+    let t = (mem::slot_base(i) + mem::STACK_SLOT - THREAD_AREA) as *const Thread;
+    // SAFETY: exiting slots stay mapped; we only read an atomic.
+    unsafe { (*t).kernel_tid.load(Ordering::Acquire) == 0 }
+}
+
+/// Allocates a stack slot and initialises a Thread at its top.
+pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, Errno> {
+    let slot = mem::alloc_stack_slot(reclaimable)?;
+    let addr = mem::slot_base(slot) + mem::STACK_SLOT - THREAD_AREA;
+    let t = addr as *mut Thread;
+    // SAFETY: the slot was just claimed and mapped read-write; nothing else
+    // refers to this memory.
+    unsafe {
+        t.write(Thread {
+            self_ptr: addr,
+            pending: AtomicU32::new(0),
+            kernel_tid: AtomicI32::new(-1),
+            magic: THREAD_MAGIC,
+            slot,
+            tid: Cell::new(0),
+            guest_clear_tid: Cell::new(0),
+            sig_mask: Cell::new(sig_mask),
+            saved_mask: Cell::new(None),
+            altstack: Cell::new(StackT { sp: 0, flags: 2 /* SS_DISABLE */, pad: 0, size: 0 }),
+            guest_gs: Cell::new(0),
+            sighand: Cell::new(sighand),
+            pending_set: AtomicU64::new(0),
+            pending_info: UnsafeCell::new([SigInfo::default(); NSIG]),
+        });
+        Ok(&*t)
+    }
+}
+
+/// Makes `t` the calling thread's runtime state and its signal stack.
+pub fn install(t: &'static Thread) {
+    crate::arch::set_gs_base(t as *const Thread as usize);
+    t.tid.set(host::gettid());
+    let base = mem::slot_base(t.slot) + mem::PAGE_SIZE;
+    let ss = host::StackT { sp: base, flags: 0, pad: 0, size: t.stack_top() - base };
+    if let Err(e) = host::sigaltstack(Some(&ss), None) {
+        crate::log!(Error, "sigaltstack failed: {}", e);
+    }
+}
+
+/// Frees a Thread that never ran.
+pub fn free_unused(t: &'static Thread) {
+    mem::free_slot(t.slot);
+}
+
+/// Marks the calling thread's slot for reuse once the kernel reports it gone.
+pub fn retire(t: &Thread) {
+    mem::mark_slot_exiting(t.slot);
+}
+
+/// Frees dispositions made for a `clone` without `CLONE_SIGHAND`.
+pub fn drop_sighand(p: *const SigHand) {
+    // SAFETY: `p` came from Box::into_raw in clone_vm and its only user
+    // (a vfork child) no longer runs in this memory.
+    drop(unsafe { alloc::boxed::Box::from_raw(p as *mut SigHand) });
+}
+
+/// Writes the child's start-up block on its runtime stack: a kernel-format
+/// signal frame holding `uc` (with the FPU state copied) that the child
+/// returns through, and a header for `picos_clone_child`. Returns the
+/// child's initial stack pointer.
+pub fn prepare_child(child: &'static Thread, uc: &crate::arch::UContext, settid: usize) -> usize {
+    use crate::arch::{fpstate_size, RtSigFrame};
+    let top = child.stack_top();
+    let fp_src = uc.mcontext.fpstate as usize;
+    // SAFETY: `fp_src` is the FPU frame the kernel built for this SIGSYS.
+    let fp_size = if fp_src != 0 { unsafe { fpstate_size(fp_src as *const u8) } } else { 0 };
+    let fp = (top - fp_size) & !63;
+    let frame = ((fp - core::mem::size_of::<RtSigFrame>()) & !15) - 8;
+    let header = (frame - 32) & !15;
+    let mut f = RtSigFrame { pretcode: 0, uc: *uc, info: Default::default() };
+    f.uc.mcontext.fpstate = if fp_size != 0 { fp as u64 } else { 0 };
+    let base = mem::slot_base(child.slot) + mem::PAGE_SIZE;
+    // rt_sigreturn also restores the signal stack: make it the child's own.
+    f.uc.stack = StackT { sp: base as u64, flags: 0, pad: 0, size: (child.stack_top() - base) as u64 };
+    // SAFETY: all of [header, top) lies in the child's freshly allocated
+    // stack slot, which nothing else uses yet; fp_src is readable.
+    unsafe {
+        if fp_size != 0 {
+            core::ptr::copy_nonoverlapping(fp_src as *const u8, fp as *mut u8, fp_size);
+        }
+        (frame as *mut RtSigFrame).write(f);
+        (header as *mut [usize; 4]).write([child as *const Thread as usize, frame + 8, settid, 0]);
+    }
+    header
+}
+
+/// Starts a child with `clone(2)` on the stack prepared by [`prepare_child`];
+/// returns the host result (child tid or -errno) in the parent.
+pub fn spawn(flags: u64, sp: usize, ptid: usize, ctid: usize, tls: usize) -> isize {
+    // SAFETY: `sp` is a prepared child stack; the child runs
+    // picos_clone_child and never returns into this frame.
+    unsafe { crate::arch::picos_clone(flags, sp, ptid, ctid, tls) }
+}
+
+/// First code a `CLONE_VM` child runs (called by the `picos_clone` stub).
+#[no_mangle]
+extern "C" fn picos_clone_child(header: usize) -> ! {
+    // SAFETY: `header` is the block written by prepare_child.
+    let [t, uc, settid, _] = unsafe { (header as *const [usize; 4]).read() };
+    // SAFETY: `t` is the child's Thread, initialised by alloc().
+    let t: &'static Thread = unsafe { &*(t as *const Thread) };
+    install(t);
+    if let Err(e) = crate::rt::arm_dispatch() {
+        crate::log!(Error, "cannot arm Syscall User Dispatch in a new thread: {}", e);
+        host::exit_group(127);
+    }
+    if settid != 0 {
+        let _ = crate::user::write(settid, &t.tid.get());
+    }
+    // SAFETY: `uc` is the ucontext inside a complete kernel-format frame.
+    unsafe { crate::arch::picos_sigreturn_to(uc as *mut crate::arch::UContext) }
+}

@@ -1,0 +1,179 @@
+//! Typed access to the program's memory.
+//!
+//! Every read or write of program memory goes through here: an address that
+//! is unmapped (or the runtime's own) yields `EFAULT` instead of crashing the
+//! runtime, because the copy runs inside an assembly stub whose faults the
+//! signal handler redirects (see `arch::fault_fixup`).
+//!
+//! # Safety
+//! This module turns program addresses into copies; it never hands out
+//! references into program memory.
+#![allow(unsafe_code)]
+
+use crate::arch;
+use crate::errno::Errno;
+use crate::mem;
+use alloc::vec::Vec;
+use core::marker::PhantomData;
+use core::mem::{size_of, MaybeUninit};
+
+/// Marker for plain-old-data types that may be copied from and to program
+/// memory byte for byte (every bit pattern is a valid value).
+///
+/// # Safety
+/// Implementors must be `repr(C)` (or primitive) with no padding-sensitive
+/// invariants and valid for any bit pattern.
+pub unsafe trait Pod: Copy {}
+// SAFETY: integers and arrays of them are valid for any bit pattern.
+unsafe impl Pod for u8 {}
+// SAFETY: as above.
+unsafe impl Pod for i32 {}
+// SAFETY: as above.
+unsafe impl Pod for u32 {}
+// SAFETY: as above.
+unsafe impl Pod for u64 {}
+// SAFETY: as above.
+unsafe impl Pod for i64 {}
+// SAFETY: as above.
+unsafe impl Pod for usize {}
+// SAFETY: as above.
+unsafe impl<T: Pod, const N: usize> Pod for [T; N] {}
+// SAFETY: repr(C) structs of integers.
+unsafe impl Pod for crate::host::KSigaction {}
+// SAFETY: repr(C) structs of integers.
+unsafe impl Pod for arch::StackT {}
+// SAFETY: repr(C) structs of integers.
+unsafe impl Pod for arch::UContext {}
+// SAFETY: repr(C) structs of integers.
+unsafe impl Pod for arch::RtSigFrame {}
+// SAFETY: a byte array.
+unsafe impl Pod for arch::SigInfo {}
+
+fn check_range(addr: usize, len: usize) -> Result<(), Errno> {
+    if len == 0 {
+        return Ok(());
+    }
+    let end = addr.checked_add(len).ok_or(Errno::EFAULT)?;
+    if addr < mem::PAGE_SIZE || end > 0x0000_8000_0000_0000 || mem::owns(addr, len) {
+        return Err(Errno::EFAULT);
+    }
+    Ok(())
+}
+
+/// Copies `dst.len()` bytes from program address `src`.
+pub fn copy_in(dst: &mut [u8], src: usize) -> Result<(), Errno> {
+    check_range(src, dst.len())?;
+    // SAFETY: `dst` is a live buffer; faults on `src` are recovered by the stub.
+    match unsafe { arch::picos_copy_user(dst.as_mut_ptr(), src as *const u8, dst.len()) } {
+        0 => Ok(()),
+        _ => Err(Errno::EFAULT),
+    }
+}
+
+/// Copies `src` to program address `dst`.
+pub fn copy_out(dst: usize, src: &[u8]) -> Result<(), Errno> {
+    check_range(dst, src.len())?;
+    // SAFETY: `src` is a live buffer; faults on `dst` are recovered by the stub.
+    match unsafe { arch::picos_copy_user(dst as *mut u8, src.as_ptr(), src.len()) } {
+        0 => Ok(()),
+        _ => Err(Errno::EFAULT),
+    }
+}
+
+/// Reads a `T` from program address `addr`.
+pub fn read<T: Pod>(addr: usize) -> Result<T, Errno> {
+    let mut v = MaybeUninit::<T>::uninit();
+    // SAFETY: the slice covers exactly the storage of `v`.
+    let bytes = unsafe { core::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, size_of::<T>()) };
+    copy_in(bytes, addr)?;
+    // SAFETY: fully initialised by the copy; `T: Pod` accepts any bytes.
+    Ok(unsafe { v.assume_init() })
+}
+
+/// Writes `v` to program address `addr`.
+pub fn write<T: Pod>(addr: usize, v: &T) -> Result<(), Errno> {
+    // SAFETY: `T: Pod` has no padding invariants; the slice covers `*v`.
+    let bytes = unsafe { core::slice::from_raw_parts(v as *const T as *const u8, size_of::<T>()) };
+    copy_out(addr, bytes)
+}
+
+/// Length of the NUL-terminated string at `addr`, at most `max`
+/// (`ENAMETOOLONG` if no NUL within `max`).
+pub fn strnlen(addr: usize, max: usize) -> Result<usize, Errno> {
+    if addr < mem::PAGE_SIZE || mem::owns(addr, 1) {
+        return Err(Errno::EFAULT);
+    }
+    // SAFETY: faults are recovered by the stub.
+    let n = unsafe { arch::picos_strnlen_user(addr as *const u8, max) };
+    if n < 0 {
+        return Err(Errno::EFAULT);
+    }
+    let n = n as usize;
+    if n >= max {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    check_range(addr, n + 1)?;
+    Ok(n)
+}
+
+/// Maximum path length, including the NUL (PATH_MAX).
+pub const PATH_MAX: usize = 4096;
+
+/// Reads a NUL-terminated string (without its NUL).
+pub fn read_cstr(addr: usize, max: usize) -> Result<Vec<u8>, Errno> {
+    let n = strnlen(addr, max)?;
+    let mut v = alloc::vec![0u8; n];
+    copy_in(&mut v, addr)?;
+    Ok(v)
+}
+
+/// Reads a NULL-terminated array of string pointers (argv/envp), as the
+/// kernel does for execve (E2BIG past its limits).
+pub fn read_cstr_array(addr: usize) -> Result<Vec<Vec<u8>>, Errno> {
+    let mut out = Vec::new();
+    if addr == 0 {
+        return Ok(out);
+    }
+    let mut total = 0usize;
+    for i in 0.. {
+        let p: usize = read(addr + i * 8)?;
+        if p == 0 {
+            break;
+        }
+        if i >= 0x7FFF_FFFF {
+            return Err(Errno::E2BIG);
+        }
+        let s = read_cstr(p, 32 * mem::PAGE_SIZE).map_err(|e| if e == Errno::ENAMETOOLONG { Errno::E2BIG } else { e })?;
+        total += s.len() + 1 + 8;
+        if total > 2 * 1024 * 1024 {
+            return Err(Errno::E2BIG);
+        }
+        out.push(s);
+    }
+    Ok(out)
+}
+
+/// A typed program pointer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UserPtr<T: Pod> {
+    addr: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: Pod> UserPtr<T> {
+    pub fn new(addr: usize) -> Self {
+        UserPtr { addr, _t: PhantomData }
+    }
+    pub fn is_null(&self) -> bool {
+        self.addr == 0
+    }
+    pub fn addr(&self) -> usize {
+        self.addr
+    }
+    pub fn read(&self) -> Result<T, Errno> {
+        read(self.addr)
+    }
+    pub fn write(&self, v: &T) -> Result<(), Errno> {
+        write(self.addr, v)
+    }
+}
