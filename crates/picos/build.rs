@@ -18,19 +18,47 @@ fn main() {
     let workspace = manifest_dir.join("../..").canonicalize().unwrap();
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").unwrap());
     let target_dir = workspace.join("target").join("picos-rt");
-    for p in ["crates/picos-rt/src", "crates/picos-rt/Cargo.toml", "crates/picos-abi/src", "crates/picos-abi/Cargo.toml", "Cargo.lock"] {
+    for p in [
+        "crates/picos-rt/src",
+        "crates/picos-rt/Cargo.toml",
+        "crates/picos-abi/src",
+        "crates/picos-abi/Cargo.toml",
+        "Cargo.lock",
+    ] {
         println!("cargo:rerun-if-changed={}", workspace.join(p).display());
     }
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(&workspace)
-        .args(["build", "--locked", "-p", "picos-rt", "--bin", "picos-rt", "--release", "--target", TARGET, "--target-dir"])
+        .args([
+            "build",
+            "--locked",
+            "-p",
+            "picos-rt",
+            "--bin",
+            "picos-rt",
+            "--release",
+            "--target",
+            TARGET,
+            "--target-dir",
+        ])
         .arg(&target_dir);
     // Flags meant for the host build must not leak into the runtime's.
-    for var in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "CARGO_TARGET_DIR", "RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_RUSTFLAGS"] {
+    // No debug info in the embedded image (symbols stay, for crash reports).
+    cmd.env("CARGO_PROFILE_RELEASE_DEBUG", "0");
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "CARGO_TARGET_DIR",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_BUILD_RUSTFLAGS",
+    ] {
         cmd.env_remove(var);
     }
-    let status = cmd.status().expect("failed to run cargo to build the picos runtime");
+    let status = cmd
+        .status()
+        .expect("failed to run cargo to build the picos runtime");
     if !status.success() {
         panic!(
             "building the picos runtime (picos-rt for {TARGET}) failed.\n\

@@ -235,13 +235,34 @@ mod tests {
 
     #[test]
     fn rejects_bad_input() {
-        assert_eq!(LaunchConfig::decode(b"v2;exe=00"), Err(DecodeError::BadVersion));
-        assert_eq!(LaunchConfig::decode(b"v1;log=9;exe=41"), Err(DecodeError::BadField));
-        assert_eq!(LaunchConfig::decode(b"v1;exe=4"), Err(DecodeError::BadField));
-        assert_eq!(LaunchConfig::decode(b"v1;exe=zz"), Err(DecodeError::BadField));
-        assert_eq!(LaunchConfig::decode(b"v1;bogus=1;exe=41"), Err(DecodeError::BadField));
-        assert_eq!(LaunchConfig::decode(b"v1;log=1"), Err(DecodeError::MissingExe));
-        assert_eq!(LaunchConfig::decode(b"v1;stack=99999999999999999999;exe=41"), Err(DecodeError::BadField));
+        assert_eq!(
+            LaunchConfig::decode(b"v2;exe=00"),
+            Err(DecodeError::BadVersion)
+        );
+        assert_eq!(
+            LaunchConfig::decode(b"v1;log=9;exe=41"),
+            Err(DecodeError::BadField)
+        );
+        assert_eq!(
+            LaunchConfig::decode(b"v1;exe=4"),
+            Err(DecodeError::BadField)
+        );
+        assert_eq!(
+            LaunchConfig::decode(b"v1;exe=zz"),
+            Err(DecodeError::BadField)
+        );
+        assert_eq!(
+            LaunchConfig::decode(b"v1;bogus=1;exe=41"),
+            Err(DecodeError::BadField)
+        );
+        assert_eq!(
+            LaunchConfig::decode(b"v1;log=1"),
+            Err(DecodeError::MissingExe)
+        );
+        assert_eq!(
+            LaunchConfig::decode(b"v1;stack=99999999999999999999;exe=41"),
+            Err(DecodeError::BadField)
+        );
     }
 
     #[test]

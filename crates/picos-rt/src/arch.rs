@@ -281,7 +281,11 @@ fn addr_of(s: &'static u8) -> u64 {
 pub fn blocking_rewind(rip: u64) -> Option<u64> {
     // SAFETY: only the addresses of the labels are taken.
     let (start, insn, eintr) = unsafe {
-        (addr_of(&picos_block_start), addr_of(&picos_block_syscall_insn), addr_of(&picos_block_eintr))
+        (
+            addr_of(&picos_block_start),
+            addr_of(&picos_block_syscall_insn),
+            addr_of(&picos_block_eintr),
+        )
     };
     (rip >= start && rip <= insn).then_some(eintr)
 }

@@ -29,7 +29,15 @@ fn check(ret: isize) -> HostResult {
 /// # Safety
 /// The arguments must be valid for the call (pointers to live memory, etc.).
 #[inline(always)]
-pub unsafe fn raw6(nr: usize, a0: usize, a1: usize, a2: usize, a3: usize, a4: usize, a5: usize) -> isize {
+pub unsafe fn raw6(
+    nr: usize,
+    a0: usize,
+    a1: usize,
+    a2: usize,
+    a3: usize,
+    a4: usize,
+    a5: usize,
+) -> isize {
     let ret: isize;
     // SAFETY: the caller guarantees the arguments are valid; rcx and r11 are
     // clobbered by `syscall`, which we declare.
@@ -188,7 +196,14 @@ pub fn fstat(fd: i32) -> Result<Stat, Errno> {
 ///
 /// # Safety
 /// A `MAP_FIXED` mapping replaces whatever was there; the caller must own the range.
-pub unsafe fn mmap(addr: usize, len: usize, prot: i32, flags: i32, fd: i32, off: u64) -> HostResult {
+pub unsafe fn mmap(
+    addr: usize,
+    len: usize,
+    prot: i32,
+    flags: i32,
+    fd: i32,
+    off: u64,
+) -> HostResult {
     // SAFETY: forwarded to the caller.
     unsafe { sc!(nr::MMAP, addr, len, prot, flags, fd, off) }
 }
@@ -279,7 +294,11 @@ pub struct KSigaction {
 }
 
 /// rt_sigaction(2) on the host.
-pub fn rt_sigaction(sig: i32, new: Option<&KSigaction>, old: Option<&mut KSigaction>) -> HostResult {
+pub fn rt_sigaction(
+    sig: i32,
+    new: Option<&KSigaction>,
+    old: Option<&mut KSigaction>,
+) -> HostResult {
     let np = new.map_or(0, |n| n as *const _ as usize);
     let op = old.map_or(0, |o| o as *mut _ as usize);
     // SAFETY: both pointers are null or point at live `KSigaction`s; the
@@ -291,7 +310,11 @@ pub fn rt_sigaction(sig: i32, new: Option<&KSigaction>, old: Option<&mut KSigact
 pub fn rt_sigprocmask(how: i32, set: Option<u64>) -> Result<u64, Errno> {
     let mut old: u64 = 0;
     let set_val = set.unwrap_or(0);
-    let sp = if set.is_some() { &set_val as *const u64 as usize } else { 0 };
+    let sp = if set.is_some() {
+        &set_val as *const u64 as usize
+    } else {
+        0
+    };
     // SAFETY: pointers reference live locals.
     unsafe { sc!(nr::RT_SIGPROCMASK, how, sp, &mut old as *mut u64, 8) }?;
     Ok(old)
@@ -355,7 +378,9 @@ pub fn setrlimit(resource: i32, cur: u64, max: u64) -> HostResult {
 /// `addr` must be a valid address (the kernel only hashes it).
 pub unsafe fn futex_wake(addr: usize, n: i32) -> HostResult {
     // SAFETY: forwarded.
-    unsafe { sc!(nr::FUTEX, addr, 1 /* FUTEX_WAKE */, n, 0, 0, 0) }
+    unsafe {
+        sc!(nr::FUTEX, addr, 1 /* FUTEX_WAKE */, n, 0, 0, 0)
+    }
 }
 
 /// futex(2) wait while `*addr == val`.
@@ -364,5 +389,7 @@ pub unsafe fn futex_wake(addr: usize, n: i32) -> HostResult {
 /// `addr` must point at a live aligned i32.
 pub unsafe fn futex_wait(addr: usize, val: i32) -> HostResult {
     // SAFETY: forwarded.
-    unsafe { sc!(nr::FUTEX, addr, 0 /* FUTEX_WAIT */, val, 0, 0, 0) }
+    unsafe {
+        sc!(nr::FUTEX, addr, 0 /* FUTEX_WAIT */, val, 0, 0, 0)
+    }
 }

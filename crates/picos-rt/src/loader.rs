@@ -10,7 +10,10 @@
 
 use crate::errno::Errno;
 use crate::host;
-use crate::mem::{self, page_down, page_up, MAP_ANONYMOUS, MAP_FIXED, MAP_FIXED_NOREPLACE, MAP_PRIVATE, PROT_NONE, PROT_READ, PROT_WRITE};
+use crate::mem::{
+    self, page_down, page_up, MAP_ANONYMOUS, MAP_FIXED, MAP_FIXED_NOREPLACE, MAP_PRIVATE,
+    PROT_NONE, PROT_READ, PROT_WRITE,
+};
 use crate::user;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -59,7 +62,9 @@ impl ExecError {
     pub fn errno(self) -> Errno {
         match self {
             ExecError::Open(e) | ExecError::NotExecutable(e) | ExecError::Map(e) => e,
-            ExecError::UnknownFormat | ExecError::WrongArch | ExecError::BadElf(_) => Errno::ENOEXEC,
+            ExecError::UnknownFormat | ExecError::WrongArch | ExecError::BadElf(_) => {
+                Errno::ENOEXEC
+            }
             ExecError::TooManyInterpreters => Errno::ELOOP,
         }
     }
@@ -70,7 +75,9 @@ impl ExecError {
             ExecError::Open(Errno::ENOENT) => "no such file or directory",
             ExecError::Open(Errno::EACCES) => "permission denied",
             ExecError::Open(_) => "cannot open the file",
-            ExecError::NotExecutable(Errno::EACCES) => "not an executable file (no execute permission, or not a regular file)",
+            ExecError::NotExecutable(Errno::EACCES) => {
+                "not an executable file (no execute permission, or not a regular file)"
+            }
             ExecError::NotExecutable(_) => "not executable",
             ExecError::UnknownFormat => "not an ELF executable or a #! script",
             ExecError::WrongArch => "an ELF file, but not an x86-64 (64-bit) executable",
@@ -111,8 +118,11 @@ fn open_exec(path: &[u8]) -> Result<(Fd, Vec<u8>), ExecError> {
         return Err(ExecError::Open(Errno::ENOENT));
     }
     let c = cstring(path)?;
-    let cs = core::ffi::CStr::from_bytes_with_nul(&c).map_err(|_| ExecError::Open(Errno::EINVAL))?;
-    let fd = Fd(host::openat(host::AT_FDCWD, cs, O_RDONLY | O_CLOEXEC, 0).map_err(ExecError::Open)? as i32);
+    let cs =
+        core::ffi::CStr::from_bytes_with_nul(&c).map_err(|_| ExecError::Open(Errno::EINVAL))?;
+    let fd = Fd(
+        host::openat(host::AT_FDCWD, cs, O_RDONLY | O_CLOEXEC, 0).map_err(ExecError::Open)? as i32
+    );
     let st = host::fstat(fd.0).map_err(ExecError::Open)?;
     if st.st_mode & 0o170000 != 0o100000 {
         return Err(ExecError::NotExecutable(Errno::EACCES));
@@ -138,7 +148,10 @@ pub fn parse_shebang(head: &[u8]) -> Option<Result<Shebang, ExecError>> {
     let is_ws = |c: &u8| *c == b' ' || *c == b'\t';
     let start = line.iter().position(|c| !is_ws(c)).unwrap_or(line.len());
     let line = &line[start..];
-    let end = line.iter().rposition(|c| !is_ws(c) && *c != 0).map_or(0, |i| i + 1);
+    let end = line
+        .iter()
+        .rposition(|c| !is_ws(c) && *c != 0)
+        .map_or(0, |i| i + 1);
     let line = &line[..end];
     if line.is_empty() {
         return Some(Err(ExecError::UnknownFormat));
@@ -148,7 +161,10 @@ pub fn parse_shebang(head: &[u8]) -> Option<Result<Shebang, ExecError>> {
     let arg = &line[split..];
     let astart = arg.iter().position(|c| !is_ws(c)).unwrap_or(arg.len());
     let arg = &arg[astart..];
-    Some(Ok(Shebang { interp, arg: (!arg.is_empty()).then(|| arg.to_vec()) }))
+    Some(Ok(Shebang {
+        interp,
+        arg: (!arg.is_empty()).then(|| arg.to_vec()),
+    }))
 }
 
 fn parse_ehdr(head: &[u8]) -> Result<&FileHeader64<LE>, ExecError> {
@@ -158,20 +174,27 @@ fn parse_ehdr(head: &[u8]) -> Result<&FileHeader64<LE>, ExecError> {
     if head.len() < 64 || head[4] != 2 || head[5] != 1 {
         return Err(ExecError::WrongArch);
     }
-    let (h, _) = object::pod::from_bytes::<FileHeader64<LE>>(head).map_err(|_| ExecError::BadElf("truncated ELF header"))?;
+    let (h, _) = object::pod::from_bytes::<FileHeader64<LE>>(head)
+        .map_err(|_| ExecError::BadElf("truncated ELF header"))?;
     if h.e_machine.get(LE) != EM_X86_64 {
         return Err(ExecError::WrongArch);
     }
     let ty = h.e_type.get(LE);
     if ty != ET_EXEC && ty != ET_DYN {
-        return Err(ExecError::BadElf("an ELF file that is not an executable (object file or core dump?)"));
+        return Err(ExecError::BadElf(
+            "an ELF file that is not an executable (object file or core dump?)",
+        ));
     }
     if h.e_phentsize.get(LE) as usize != core::mem::size_of::<ProgramHeader64<LE>>() {
-        return Err(ExecError::BadElf("ELF program headers of an unexpected size"));
+        return Err(ExecError::BadElf(
+            "ELF program headers of an unexpected size",
+        ));
     }
     let n = h.e_phnum.get(LE) as usize;
     if n == 0 || n > 65536 / 56 {
-        return Err(ExecError::BadElf("ELF file with no (or too many) program headers"));
+        return Err(ExecError::BadElf(
+            "ELF file with no (or too many) program headers",
+        ));
     }
     Ok(h)
 }
@@ -179,19 +202,24 @@ fn parse_ehdr(head: &[u8]) -> Result<&FileHeader64<LE>, ExecError> {
 fn read_phdrs(fd: i32, h: &FileHeader64<LE>) -> Result<Vec<ProgramHeader64<LE>>, ExecError> {
     let n = h.e_phnum.get(LE) as usize;
     let mut buf = vec![0u8; n * 56];
-    host::pread_exact(fd, &mut buf, h.e_phoff.get(LE)).map_err(|_| ExecError::BadElf("truncated ELF program headers"))?;
-    let (ph, _) = object::pod::slice_from_bytes::<ProgramHeader64<LE>>(&buf, n).map_err(|_| ExecError::BadElf("bad ELF program headers"))?;
+    host::pread_exact(fd, &mut buf, h.e_phoff.get(LE))
+        .map_err(|_| ExecError::BadElf("truncated ELF program headers"))?;
+    let (ph, _) = object::pod::slice_from_bytes::<ProgramHeader64<LE>>(&buf, n)
+        .map_err(|_| ExecError::BadElf("bad ELF program headers"))?;
     Ok(ph.to_vec())
 }
 
 fn read_interp(fd: i32, phdrs: &[ProgramHeader64<LE>]) -> Result<Option<Vec<u8>>, ExecError> {
-    let Some(p) = phdrs.iter().find(|p| p.p_type.get(LE) == PT_INTERP) else { return Ok(None) };
+    let Some(p) = phdrs.iter().find(|p| p.p_type.get(LE) == PT_INTERP) else {
+        return Ok(None);
+    };
     let size = p.p_filesz.get(LE) as usize;
     if size < 2 || size > 4096 {
         return Err(ExecError::BadElf("bad ELF interpreter path"));
     }
     let mut buf = vec![0u8; size];
-    host::pread_exact(fd, &mut buf, p.p_offset.get(LE)).map_err(|_| ExecError::BadElf("truncated ELF interpreter path"))?;
+    host::pread_exact(fd, &mut buf, p.p_offset.get(LE))
+        .map_err(|_| ExecError::BadElf("truncated ELF interpreter path"))?;
     let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
     buf.truncate(end);
     Ok(Some(buf))
@@ -251,13 +279,31 @@ fn random_pages(max_pages: usize) -> usize {
     (usize::from_ne_bytes(b) % max_pages) * mem::PAGE_SIZE
 }
 
-fn map_elf(fd: i32, h: &FileHeader64<LE>, phdrs: &[ProgramHeader64<LE>], is_main: bool) -> Result<Image, ExecError> {
-    let loads: Vec<&ProgramHeader64<LE>> = phdrs.iter().filter(|p| p.p_type.get(LE) == PT_LOAD).collect();
+fn map_elf(
+    fd: i32,
+    h: &FileHeader64<LE>,
+    phdrs: &[ProgramHeader64<LE>],
+    is_main: bool,
+) -> Result<Image, ExecError> {
+    let loads: Vec<&ProgramHeader64<LE>> = phdrs
+        .iter()
+        .filter(|p| p.p_type.get(LE) == PT_LOAD)
+        .collect();
     if loads.is_empty() {
         return Err(ExecError::BadElf("ELF file with nothing to load"));
     }
-    let lo = page_down(loads.iter().map(|p| p.p_vaddr.get(LE) as usize).min().unwrap());
-    let hi_raw = loads.iter().map(|p| (p.p_vaddr.get(LE) + p.p_memsz.get(LE)) as usize).max().unwrap();
+    let lo = page_down(
+        loads
+            .iter()
+            .map(|p| p.p_vaddr.get(LE) as usize)
+            .min()
+            .unwrap(),
+    );
+    let hi_raw = loads
+        .iter()
+        .map(|p| (p.p_vaddr.get(LE) + p.p_memsz.get(LE)) as usize)
+        .max()
+        .unwrap();
     let hi = page_up(hi_raw);
     if hi <= lo || hi - lo > (1 << 40) {
         return Err(ExecError::BadElf("ELF segments span an impossible range"));
@@ -269,25 +315,48 @@ fn map_elf(fd: i32, h: &FileHeader64<LE>, phdrs: &[ProgramHeader64<LE>], is_main
         }
         0
     } else {
-        let hint = if is_main { ET_DYN_BASE + random_pages(1 << 16) } else { 0 };
+        let hint = if is_main {
+            ET_DYN_BASE + random_pages(1 << 16)
+        } else {
+            0
+        };
         // SAFETY: a non-fixed PROT_NONE reservation replaces nothing.
-        let addr = unsafe { host::mmap(hint, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) }.map_err(ExecError::Map)?;
+        let addr = unsafe { host::mmap(hint, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) }
+            .map_err(ExecError::Map)?;
         addr - lo
     };
     for p in &loads {
-        let (vaddr, memsz, filesz, off) = (p.p_vaddr.get(LE) as usize, p.p_memsz.get(LE) as usize, p.p_filesz.get(LE) as usize, p.p_offset.get(LE) as usize);
+        let (vaddr, memsz, filesz, off) = (
+            p.p_vaddr.get(LE) as usize,
+            p.p_memsz.get(LE) as usize,
+            p.p_filesz.get(LE) as usize,
+            p.p_offset.get(LE) as usize,
+        );
         if filesz > memsz || (vaddr % mem::PAGE_SIZE) != (off % mem::PAGE_SIZE) {
             return Err(ExecError::BadElf("misaligned ELF segment"));
         }
         let prot = prot_of(p.p_flags.get(LE));
         let start = bias + vaddr;
         let page = page_down(start);
-        let fixed = if bias == 0 { MAP_FIXED_NOREPLACE } else { MAP_FIXED };
+        let fixed = if bias == 0 {
+            MAP_FIXED_NOREPLACE
+        } else {
+            MAP_FIXED
+        };
         if filesz > 0 {
             let len = page_up(start + filesz) - page;
             // SAFETY: inside our reservation (PIE) or a free range (non-PIE).
-            unsafe { host::mmap(page, len, prot | PROT_WRITE * (memsz > filesz) as i32, MAP_PRIVATE | fixed, fd, (off - (start - page)) as u64) }
-                .map_err(ExecError::Map)?;
+            unsafe {
+                host::mmap(
+                    page,
+                    len,
+                    prot | PROT_WRITE * (memsz > filesz) as i32,
+                    MAP_PRIVATE | fixed,
+                    fd,
+                    (off - (start - page)) as u64,
+                )
+            }
+            .map_err(ExecError::Map)?;
         }
         if memsz > filesz {
             let zero_start = start + filesz;
@@ -298,14 +367,24 @@ fn map_elf(fd: i32, h: &FileHeader64<LE>, phdrs: &[ProgramHeader64<LE>], is_main
             }
             if filesz > 0 {
                 // SAFETY: restoring the segment's own protection.
-                unsafe { host::mprotect(page, zero_page_end - page, prot) }.map_err(ExecError::Map)?;
+                unsafe { host::mprotect(page, zero_page_end - page, prot) }
+                    .map_err(ExecError::Map)?;
             }
             let anon_start = if filesz > 0 { zero_page_end } else { page };
             let anon_end = page_up(start + memsz);
             if anon_end > anon_start {
                 // SAFETY: as above.
-                unsafe { host::mmap(anon_start, anon_end - anon_start, prot, MAP_PRIVATE | MAP_ANONYMOUS | fixed, -1, 0) }
-                    .map_err(ExecError::Map)?;
+                unsafe {
+                    host::mmap(
+                        anon_start,
+                        anon_end - anon_start,
+                        prot,
+                        MAP_PRIVATE | MAP_ANONYMOUS | fixed,
+                        -1,
+                        0,
+                    )
+                }
+                .map_err(ExecError::Map)?;
             }
         }
     }
@@ -317,11 +396,18 @@ fn map_elf(fd: i32, h: &FileHeader64<LE>, phdrs: &[ProgramHeader64<LE>], is_main
         .or_else(|| {
             loads.iter().find_map(|p| {
                 let (o, fsz) = (p.p_offset.get(LE) as usize, p.p_filesz.get(LE) as usize);
-                (phoff >= o && phoff < o + fsz).then(|| bias + p.p_vaddr.get(LE) as usize + (phoff - o))
+                (phoff >= o && phoff < o + fsz)
+                    .then(|| bias + p.p_vaddr.get(LE) as usize + (phoff - o))
             })
         })
         .unwrap_or(0);
-    Ok(Image { bias, entry: bias + h.e_entry.get(LE) as usize, phdr, phnum: phdrs.len(), end: bias + hi_raw })
+    Ok(Image {
+        bias,
+        entry: bias + h.e_entry.get(LE) as usize,
+        phdr,
+        phnum: phdrs.len(),
+        end: bias + hi_raw,
+    })
 }
 
 /// What the loader produced: where to start, and the auxv values it decides.
@@ -360,10 +446,13 @@ pub fn load(path: &[u8], argv: Vec<Vec<u8>>) -> Result<Loaded, ExecError> {
         let interp = match interp_path {
             Some(ip) => {
                 let c = cstring(&ip)?;
-                let cs = core::ffi::CStr::from_bytes_with_nul(&c).map_err(|_| ExecError::Open(Errno::EINVAL))?;
-                let ifd = Fd(host::openat(host::AT_FDCWD, cs, O_RDONLY | O_CLOEXEC, 0).map_err(ExecError::Open)? as i32);
+                let cs = core::ffi::CStr::from_bytes_with_nul(&c)
+                    .map_err(|_| ExecError::Open(Errno::EINVAL))?;
+                let ifd = Fd(host::openat(host::AT_FDCWD, cs, O_RDONLY | O_CLOEXEC, 0)
+                    .map_err(ExecError::Open)? as i32);
                 let mut ihead = vec![0u8; 64];
-                host::pread_exact(ifd.0, &mut ihead, 0).map_err(|_| ExecError::BadElf("truncated ELF interpreter"))?;
+                host::pread_exact(ifd.0, &mut ihead, 0)
+                    .map_err(|_| ExecError::BadElf("truncated ELF interpreter"))?;
                 let ih = parse_ehdr(&ihead)?;
                 let iph = read_phdrs(ifd.0, ih)?;
                 Some(map_elf(ifd.0, ih, &iph, false)?)
@@ -371,7 +460,12 @@ pub fn load(path: &[u8], argv: Vec<Vec<u8>>) -> Result<Loaded, ExecError> {
             None => None,
         };
         let start = interp.map_or(main.entry, |i| i.entry);
-        return Ok(Loaded { main, interp, argv, start });
+        return Ok(Loaded {
+            main,
+            interp,
+            argv,
+            start,
+        });
     }
     Err(ExecError::TooManyInterpreters)
 }
@@ -395,7 +489,13 @@ pub const AT_SYSINFO_EHDR: u64 = 33;
 
 /// Builds the program's initial stack below `top` (as Linux's
 /// create_elf_tables does) and returns the stack pointer to start with.
-pub fn build_stack(top: usize, loaded: &Loaded, envp: &[Vec<u8>], execfn: &[u8], host_auxv: &[(u64, u64)]) -> Result<usize, Errno> {
+pub fn build_stack(
+    top: usize,
+    loaded: &Loaded,
+    envp: &[Vec<u8>],
+    execfn: &[u8],
+    host_auxv: &[(u64, u64)],
+) -> Result<usize, Errno> {
     let mut sp = top & !15;
     let push_bytes = |sp: &mut usize, b: &[u8], nul: bool| -> Result<usize, Errno> {
         *sp -= b.len() + nul as usize;
@@ -462,7 +562,8 @@ pub fn build_stack(top: usize, loaded: &Loaded, envp: &[Vec<u8>], execfn: &[u8],
         table.push(v);
     }
     // SAFETY: u64s viewed as bytes.
-    let bytes = unsafe { core::slice::from_raw_parts(table.as_ptr() as *const u8, table.len() * 8) };
+    let bytes =
+        unsafe { core::slice::from_raw_parts(table.as_ptr() as *const u8, table.len() * 8) };
     user::copy_out(sp, bytes)?;
     Ok(sp)
 }
@@ -474,8 +575,16 @@ mod tests {
     #[test]
     fn shebang_forms() {
         let s = parse_shebang(b"#!/bin/sh\necho").unwrap().unwrap();
-        assert_eq!(s, Shebang { interp: b"/bin/sh".to_vec(), arg: None });
-        let s = parse_shebang(b"#! /usr/bin/env  python3 -u \nx").unwrap().unwrap();
+        assert_eq!(
+            s,
+            Shebang {
+                interp: b"/bin/sh".to_vec(),
+                arg: None
+            }
+        );
+        let s = parse_shebang(b"#! /usr/bin/env  python3 -u \nx")
+            .unwrap()
+            .unwrap();
         assert_eq!(s.interp, b"/usr/bin/env");
         assert_eq!(s.arg.as_deref(), Some(&b"python3 -u"[..]));
         assert!(parse_shebang(b"#!\n").unwrap().is_err());
@@ -502,8 +611,14 @@ mod tests {
 
     #[test]
     fn check_real_files() {
-        assert_eq!(check_executable(b"/nonexistent/x").unwrap_err(), ExecError::Open(Errno::ENOENT));
-        assert_eq!(check_executable(b"/etc/passwd").unwrap_err().errno(), Errno::EACCES);
+        assert_eq!(
+            check_executable(b"/nonexistent/x").unwrap_err(),
+            ExecError::Open(Errno::ENOENT)
+        );
+        assert_eq!(
+            check_executable(b"/etc/passwd").unwrap_err().errno(),
+            Errno::EACCES
+        );
         assert_eq!(check_executable(b"/").unwrap_err().errno(), Errno::EACCES);
         assert!(check_executable(b"/bin/sh").is_ok());
         assert_eq!(ExecError::UnknownFormat.errno(), Errno::ENOEXEC);

@@ -61,7 +61,12 @@ mod entry {
     }
 
     #[no_mangle]
-    unsafe extern "C" fn picos_rt_start(sp: *const usize, base: usize, dynamic: *const [usize; 2], end: usize) -> ! {
+    unsafe extern "C" fn picos_rt_start(
+        sp: *const usize,
+        base: usize,
+        dynamic: *const [usize; 2],
+        end: usize,
+    ) -> ! {
         // SAFETY: first code of the process, with the kernel's values.
         unsafe {
             relocate(base, dynamic);
@@ -71,13 +76,18 @@ mod entry {
 
     #[panic_handler]
     fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
-        picos_rt::log::log_line(picos_rt::log::LogLevel::Error, format_args!("internal error: {}", info));
+        picos_rt::log::log_line(
+            picos_rt::log::LogLevel::Error,
+            format_args!("internal error: {}", info),
+        );
         picos_rt::host::exit_group(70)
     }
 }
 
 #[cfg(not(target_os = "none"))]
 fn main() {
-    eprintln!("picos-rt runs only inside a picoprocess (built for x86_64-unknown-none); use `picos run`");
+    eprintln!(
+        "picos-rt runs only inside a picoprocess (built for x86_64-unknown-none); use `picos run`"
+    );
     std::process::exit(2);
 }

@@ -59,7 +59,14 @@ pub fn init(image: usize, image_len: usize) -> Result<(), Errno> {
     IMAGE_LEN.store(image_len, Ordering::Relaxed);
     // SAFETY: a fresh, kernel-placed PROT_NONE mapping touches nothing we own.
     let base = unsafe {
-        host::mmap(0, RESERVE_SPAN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+        host::mmap(
+            0,
+            RESERVE_SPAN,
+            PROT_NONE,
+            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+            -1,
+            0,
+        )
     }?;
     BASE.store(base, Ordering::Relaxed);
     Ok(())
@@ -71,12 +78,18 @@ pub fn owns(addr: usize, len: usize) -> bool {
     let end = addr.saturating_add(len.max(1));
     let overlaps = |b: usize, l: usize| l != 0 && addr < b + l && b < end;
     overlaps(BASE.load(Ordering::Relaxed), RESERVE_SPAN)
-        || overlaps(IMAGE.load(Ordering::Relaxed), IMAGE_LEN.load(Ordering::Relaxed))
+        || overlaps(
+            IMAGE.load(Ordering::Relaxed),
+            IMAGE_LEN.load(Ordering::Relaxed),
+        )
 }
 
 /// The runtime image's address range (where syscalls are allowed).
 pub fn image_range() -> (usize, usize) {
-    (IMAGE.load(Ordering::Relaxed), IMAGE_LEN.load(Ordering::Relaxed))
+    (
+        IMAGE.load(Ordering::Relaxed),
+        IMAGE_LEN.load(Ordering::Relaxed),
+    )
 }
 
 // ---------------------------------------------------------------------------
@@ -123,7 +136,13 @@ pub fn alloc_stack_slot(reclaimable: impl Fn(usize) -> bool) -> Result<usize, Er
             SLOT_HINT.store(i + 1, Ordering::Relaxed);
             let base = slot_base(i);
             // SAFETY: the slot lies in our reservation and was just claimed.
-            let r = unsafe { host::mprotect(base + PAGE_SIZE, STACK_SLOT - PAGE_SIZE, PROT_READ | PROT_WRITE) };
+            let r = unsafe {
+                host::mprotect(
+                    base + PAGE_SIZE,
+                    STACK_SLOT - PAGE_SIZE,
+                    PROT_READ | PROT_WRITE,
+                )
+            };
             if let Err(e) = r {
                 SLOTS[i].store(SLOT_FREE, Ordering::Release);
                 return Err(e);
@@ -205,7 +224,9 @@ pub struct RuntimeHeap(spin::Mutex<dlmalloc::Dlmalloc<ReservationSystem>>);
 
 impl RuntimeHeap {
     pub const fn new() -> Self {
-        RuntimeHeap(spin::Mutex::new(dlmalloc::Dlmalloc::new_with_allocator(ReservationSystem)))
+        RuntimeHeap(spin::Mutex::new(dlmalloc::Dlmalloc::new_with_allocator(
+            ReservationSystem,
+        )))
     }
 
     /// Takes the heap lock across `fork` so the child never inherits it held.
@@ -241,9 +262,18 @@ unsafe impl core::alloc::GlobalAlloc for RuntimeHeap {
         // SAFETY: forwarded contract.
         unsafe { self.0.lock().calloc(layout.size(), layout.align()) }
     }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: core::alloc::Layout, new_size: usize) -> *mut u8 {
+    unsafe fn realloc(
+        &self,
+        ptr: *mut u8,
+        layout: core::alloc::Layout,
+        new_size: usize,
+    ) -> *mut u8 {
         // SAFETY: forwarded contract.
-        unsafe { self.0.lock().realloc(ptr, layout.size(), layout.align(), new_size) }
+        unsafe {
+            self.0
+                .lock()
+                .realloc(ptr, layout.size(), layout.align(), new_size)
+        }
     }
 }
 

@@ -82,7 +82,9 @@ pub unsafe fn start(sp: *const usize, image_base: usize, image_len: usize) -> ! 
     let (argv, envp, auxv) = unsafe {
         let argc = *sp;
         let argvp = sp.add(1);
-        let argv: Vec<Vec<u8>> = (0..argc).map(|i| cstr_at(*argvp.add(i) as *const u8)).collect();
+        let argv: Vec<Vec<u8>> = (0..argc)
+            .map(|i| cstr_at(*argvp.add(i) as *const u8))
+            .collect();
         let mut e = argvp.add(argc + 1);
         let mut envp = Vec::new();
         while *e != 0 {
@@ -101,18 +103,27 @@ pub unsafe fn start(sp: *const usize, image_base: usize, image_len: usize) -> ! 
         }
         (argv, envp, auxv)
     };
-    let hwcap2 = auxv.iter().find(|a| a.0 == loader::AT_HWCAP2).map_or(0, |a| a.1);
+    let hwcap2 = auxv
+        .iter()
+        .find(|a| a.0 == loader::AT_HWCAP2)
+        .map_or(0, |a| a.1);
     FSGSBASE.store(hwcap2 & HWCAP2_FSGSBASE != 0, Ordering::Relaxed);
     let prefix = [CONFIG_ENV.as_bytes(), b"="].concat();
     let Some(cfg_raw) = envp.iter().find(|e| e.starts_with(&prefix)) else {
-        fatal(2, format_args!("this is the picos runtime; start programs with `picos run PROGRAM`"));
+        fatal(
+            2,
+            format_args!("this is the picos runtime; start programs with `picos run PROGRAM`"),
+        );
     };
     let cfg = match LaunchConfig::decode(&cfg_raw[prefix.len()..]) {
         Ok(c) => c,
         Err(e) => fatal(2, format_args!("bad launch configuration: {}", e)),
     };
     crate::log::set_level(cfg.log_level);
-    let envp: Vec<Vec<u8>> = envp.into_iter().filter(|e| !e.starts_with(&prefix)).collect();
+    let envp: Vec<Vec<u8>> = envp
+        .into_iter()
+        .filter(|e| !e.starts_with(&prefix))
+        .collect();
     let exe = absolute(&cfg.exe);
     EXE.call_once(|| exe);
     CONFIG.call_once(|| cfg);
@@ -121,12 +132,23 @@ pub unsafe fn start(sp: *const usize, image_base: usize, image_len: usize) -> ! 
     let sighand: &'static SigHand = Box::leak(Box::new(SigHand::new()));
     let t = match thread::alloc(sighand, mask) {
         Ok(t) => t,
-        Err(e) => fatal(127, format_args!("cannot allocate the main thread's runtime stack: {}", e)),
+        Err(e) => fatal(
+            127,
+            format_args!("cannot allocate the main thread's runtime stack: {}", e),
+        ),
     };
-    let info = Box::new(StartInfo { argv, envp, auxv, stack_top: sp as usize, thread: t });
+    let info = Box::new(StartInfo {
+        argv,
+        envp,
+        auxv,
+        stack_top: sp as usize,
+        thread: t,
+    });
     let top = t.stack_top();
     // SAFETY: `top` is the top of the fresh runtime stack; main_on_runtime_stack never returns.
-    unsafe { crate::arch::picos_switch_stack(Box::into_raw(info) as usize, main_on_runtime_stack, top) }
+    unsafe {
+        crate::arch::picos_switch_stack(Box::into_raw(info) as usize, main_on_runtime_stack, top)
+    }
 }
 
 /// Makes `path` absolute against the working directory.
@@ -136,7 +158,12 @@ pub fn absolute(path: &[u8]) -> Vec<u8> {
     }
     let mut cwd = alloc::vec![0u8; 4096];
     // SAFETY: `cwd` is a live writable buffer of the length passed.
-    let n = match unsafe { host::call(host::nr::GETCWD, [cwd.as_mut_ptr() as usize, cwd.len(), 0, 0, 0, 0]) } {
+    let n = match unsafe {
+        host::call(
+            host::nr::GETCWD,
+            [cwd.as_mut_ptr() as usize, cwd.len(), 0, 0, 0, 0],
+        )
+    } {
         Ok(n) if n > 0 => n - 1,
         _ => return path.to_vec(),
     };
@@ -161,11 +188,19 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
     thread::install(t);
     // The host clears this word when the thread is gone (as CLONE_CHILD_CLEARTID).
     // SAFETY: the address is the thread's own atomic, valid for the process's life.
-    let _ = unsafe { host::call(218 /* set_tid_address */, [t.kernel_tid_addr(), 0, 0, 0, 0, 0]) };
+    let _ = unsafe {
+        host::call(
+            218, /* set_tid_address */
+            [t.kernel_tid_addr(), 0, 0, 0, 0, 0],
+        )
+    };
     t.kernel_tid.store(t.tid.get(), Ordering::Relaxed);
     crate::signal::init_dispositions(t);
     if let Err(e) = crate::signal::install_sigsys() {
-        fatal(127, format_args!("cannot install the SIGSYS handler: {}", e));
+        fatal(
+            127,
+            format_args!("cannot install the SIGSYS handler: {}", e),
+        );
     }
     let cfg = config();
     if cfg.stack_size_bytes != 0 {
@@ -180,19 +215,38 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
     let loaded = match loader::load(exe, argv) {
         Ok(l) => l,
         Err(e) => {
-            let code = if matches!(e, loader::ExecError::Open(Errno::ENOENT)) { 127 } else { 126 };
-            fatal(code, format_args!("cannot run {}: {}", crate::log::Bytes(exe), e.reason()));
+            let code = if matches!(e, loader::ExecError::Open(Errno::ENOENT)) {
+                127
+            } else {
+                126
+            };
+            fatal(
+                code,
+                format_args!("cannot run {}: {}", crate::log::Bytes(exe), e.reason()),
+            );
         }
     };
     crate::sys::memory::init_brk(loaded.main.end);
     let execfn = &cfg.exe;
-    let sp = match loader::build_stack(info.stack_top - 256, &loaded, &info.envp, execfn, &info.auxv) {
+    let sp = match loader::build_stack(
+        info.stack_top - 256,
+        &loaded,
+        &info.envp,
+        execfn,
+        &info.auxv,
+    ) {
         Ok(sp) => sp,
         Err(e) => fatal(126, format_args!("cannot build the program's stack: {}", e)),
     };
     set_name(exe);
     if let Err(e) = arm_dispatch() {
-        fatal(126, format_args!("cannot enable Syscall User Dispatch (needs Linux 5.11+): {}", e));
+        fatal(
+            126,
+            format_args!(
+                "cannot enable Syscall User Dispatch (needs Linux 5.11+): {}",
+                e
+            ),
+        );
     }
     let entry = loaded.start;
     drop(info);
@@ -230,8 +284,20 @@ pub fn exec_path(dirfd: isize, path: &[u8], empty_path: bool) -> Result<Vec<u8>,
     let mut p: Vec<u8> = alloc::format!("/proc/self/fd/{}", dirfd as i32).into_bytes();
     p.push(0);
     // SAFETY: `p` is NUL-terminated; `link` is writable for its length.
-    let n = unsafe { host::call(89 /* readlink */, [p.as_ptr() as usize, link.as_mut_ptr() as usize, link.len(), 0, 0, 0]) }
-        .map_err(|_| Errno::EBADF)?;
+    let n = unsafe {
+        host::call(
+            89, /* readlink */
+            [
+                p.as_ptr() as usize,
+                link.as_mut_ptr() as usize,
+                link.len(),
+                0,
+                0,
+                0,
+            ],
+        )
+    }
+    .map_err(|_| Errno::EBADF)?;
     link.truncate(n);
     if path.is_empty() {
         return Ok(link);
@@ -241,23 +307,53 @@ pub fn exec_path(dirfd: isize, path: &[u8], empty_path: bool) -> Result<Vec<u8>,
 
 /// Replaces the process with a fresh runtime running `path` (execve).
 /// Returns only on failure.
-pub fn exec_runtime(t: &thread::Thread, path: &[u8], argv: &[Vec<u8>], envp: &[Vec<u8>]) -> Result<usize, Errno> {
+pub fn exec_runtime(
+    t: &thread::Thread,
+    path: &[u8],
+    argv: &[Vec<u8>],
+    envp: &[Vec<u8>],
+) -> Result<usize, Errno> {
     let mut cfg = config().clone();
     cfg.exe = path.to_vec();
     let prefix = [CONFIG_ENV.as_bytes(), b"="].concat();
-    let mut env: Vec<Vec<u8>> = envp.iter().filter(|e| !e.starts_with(&prefix)).cloned().collect();
+    let mut env: Vec<Vec<u8>> = envp
+        .iter()
+        .filter(|e| !e.starts_with(&prefix))
+        .cloned()
+        .collect();
     env.push([prefix.as_slice(), cfg.encode().as_bytes()].concat());
     let (mut astore, mut estore) = (Vec::new(), Vec::new());
     let argv_p = crate::sys::process::c_vector(argv, &mut astore);
     let envp_p = crate::sys::process::c_vector(&env, &mut estore);
     // The new program starts with the program's mask, not the runtime's.
-    let _ = host::rt_sigprocmask(crate::signal::SIG_SETMASK, Some(crate::signal::host_mask(t.sig_mask.get())));
+    let _ = host::rt_sigprocmask(
+        crate::signal::SIG_SETMASK,
+        Some(crate::signal::host_mask(t.sig_mask.get())),
+    );
     // SAFETY: all pointers reference live NUL-terminated vectors above.
-    let r = unsafe { host::call(host::nr::EXECVE, [b"/proc/self/exe\0".as_ptr() as usize, argv_p.as_ptr() as usize, envp_p.as_ptr() as usize, 0, 0, 0]) };
-    let _ = host::rt_sigprocmask(crate::signal::SIG_SETMASK, Some(crate::signal::RUNTIME_MASK));
+    let r = unsafe {
+        host::call(
+            host::nr::EXECVE,
+            [
+                b"/proc/self/exe\0".as_ptr() as usize,
+                argv_p.as_ptr() as usize,
+                envp_p.as_ptr() as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    };
+    let _ = host::rt_sigprocmask(
+        crate::signal::SIG_SETMASK,
+        Some(crate::signal::RUNTIME_MASK),
+    );
     match r {
         Err(Errno::ENOENT) => {
-            crate::log!(Error, "execve: cannot re-execute the runtime through /proc/self/exe (is /proc mounted?)");
+            crate::log!(
+                Error,
+                "execve: cannot re-execute the runtime through /proc/self/exe (is /proc mounted?)"
+            );
             Err(Errno::ENOENT)
         }
         Err(e) => Err(e),
@@ -271,19 +367,35 @@ pub fn exec_runtime(t: &thread::Thread, path: &[u8], argv: &[Vec<u8>], envp: &[V
 /// thread the runtime creates calls this before running program code.
 pub fn arm_dispatch() -> Result<(), Errno> {
     let (base, len) = crate::mem::image_range();
-    host::prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, base, len, 0).map(|_| ())
+    host::prctl(
+        PR_SET_SYSCALL_USER_DISPATCH,
+        PR_SYS_DISPATCH_ON,
+        base,
+        len,
+        0,
+    )
+    .map(|_| ())
 }
 
 /// Fix-ups in a forked child: only the forking thread exists.
 pub fn after_fork_child(t: &thread::Thread) {
     if let Err(e) = arm_dispatch() {
-        crate::log!(Error, "cannot arm Syscall User Dispatch in a forked child: {}", e);
+        crate::log!(
+            Error,
+            "cannot arm Syscall User Dispatch in a forked child: {}",
+            e
+        );
         host::exit_group(127);
     }
     crate::mem::reset_slots_after_fork(t.slot);
     t.tid.set(host::gettid());
     // SAFETY: the address is the thread's own atomic.
-    let _ = unsafe { host::call(218 /* set_tid_address */, [t.kernel_tid_addr(), 0, 0, 0, 0, 0]) };
+    let _ = unsafe {
+        host::call(
+            218, /* set_tid_address */
+            [t.kernel_tid_addr(), 0, 0, 0, 0, 0],
+        )
+    };
     t.kernel_tid.store(t.tid.get(), Ordering::Relaxed);
 }
 

@@ -90,7 +90,12 @@ pub fn sync_host_action(sig: i32, act: &KSigaction) {
     }
     let keep = act.flags & (SA_NOCLDSTOP | SA_NOCLDWAIT);
     let host_act = match act.handler {
-        SIG_DFL | SIG_IGN => KSigaction { handler: act.handler, flags: keep | SA_RESTORER, restorer: arch::picos_restorer as *const () as usize, mask: 0 },
+        SIG_DFL | SIG_IGN => KSigaction {
+            handler: act.handler,
+            flags: keep | SA_RESTORER,
+            restorer: arch::picos_restorer as *const () as usize,
+            mask: 0,
+        },
         _ => handler_action(host_signal as *const () as usize, keep),
     };
     if let Err(e) = host::rt_sigaction(sig, Some(&host_act), None) {
@@ -109,7 +114,12 @@ fn handler_action(handler: usize, extra: u64) -> KSigaction {
 
 /// Installs the SIGSYS handler (the syscall trap path).
 pub fn install_sigsys() -> Result<(), crate::errno::Errno> {
-    host::rt_sigaction(SIGSYS, Some(&handler_action(sigsys_handler as *const () as usize, 0)), None).map(|_| ())
+    host::rt_sigaction(
+        SIGSYS,
+        Some(&handler_action(sigsys_handler as *const () as usize, 0)),
+        None,
+    )
+    .map(|_| ())
 }
 
 /// At start-up: the program inherits ignored dispositions across execve, as
@@ -168,7 +178,9 @@ pub extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
             }
             runtime_crash(sig, info, uc);
         }
-        let Some(t) = thread::current_checked() else { return };
+        let Some(t) = thread::current_checked() else {
+            return;
+        };
         t.add_pending(info);
         if let Some(r) = arch::blocking_rewind(rip) {
             uc.mcontext.rip = r;
@@ -211,7 +223,12 @@ pub fn pending_wants_restart(t: &Thread) -> bool {
 /// Runs signal `sig`'s default action on the host (terminate, core, stop),
 /// returning only if the action does not end the process.
 pub fn die_by_signal(sig: i32) {
-    let dfl = KSigaction { handler: SIG_DFL, flags: SA_RESTORER, restorer: arch::picos_restorer as *const () as usize, mask: 0 };
+    let dfl = KSigaction {
+        handler: SIG_DFL,
+        flags: SA_RESTORER,
+        restorer: arch::picos_restorer as *const () as usize,
+        mask: 0,
+    };
     let mut old = KSigaction::default();
     let _ = host::rt_sigaction(sig, Some(&dfl), Some(&mut old));
     let old_mask = host::rt_sigprocmask(SIG_UNBLOCK, Some(bit(sig))).unwrap_or(RUNTIME_MASK);
@@ -253,16 +270,31 @@ pub fn altstack_view(t: &Thread, sp: u64) -> StackT {
     if ss.flags & SS_DISABLE == 0 && ss.size != 0 {
         ss.flags = if on_altstack(&ss, sp) { SS_ONSTACK } else { 0 };
     } else {
-        ss = StackT { sp: 0, flags: SS_DISABLE, pad: 0, size: 0 };
+        ss = StackT {
+            sp: 0,
+            flags: SS_DISABLE,
+            pad: 0,
+            size: 0,
+        };
     }
     ss
 }
 
-fn setup_frame(t: &Thread, sig: i32, act: &KSigaction, info: &SigInfo, uc: &mut UContext) -> Result<(), crate::errno::Errno> {
+fn setup_frame(
+    t: &Thread,
+    sig: i32,
+    act: &KSigaction,
+    info: &SigInfo,
+    uc: &mut UContext,
+) -> Result<(), crate::errno::Errno> {
     let ctx = &uc.mcontext;
     let alt = t.altstack.get();
     let mut sp = ctx.rsp;
-    if act.flags & SA_ONSTACK != 0 && alt.flags & SS_DISABLE == 0 && alt.size != 0 && !on_altstack(&alt, sp) {
+    if act.flags & SA_ONSTACK != 0
+        && alt.flags & SS_DISABLE == 0
+        && alt.size != 0
+        && !on_altstack(&alt, sp)
+    {
         sp = alt.sp + alt.size;
     } else {
         sp -= 128; // red zone
@@ -280,7 +312,11 @@ fn setup_frame(t: &Thread, sig: i32, act: &KSigaction, info: &SigInfo, uc: &mut 
     }
     let frame_addr = ((sp - size_of::<RtSigFrame>() as u64) & !15) - 8;
     let saved_mask = t.saved_mask.take().unwrap_or(t.sig_mask.get());
-    let mut frame = RtSigFrame { pretcode: act.restorer as u64, uc: *uc, info: *info };
+    let mut frame = RtSigFrame {
+        pretcode: act.restorer as u64,
+        uc: *uc,
+        info: *info,
+    };
     frame.uc.link = 0;
     frame.uc.stack = altstack_view(t, ctx.rsp);
     frame.uc.mcontext.fpstate = fp_dst;
@@ -318,7 +354,8 @@ pub fn sigreturn(t: &Thread, uc: &mut UContext) -> Result<(), crate::errno::Errn
     let (cs, ss) = (uc.mcontext.cs, uc.mcontext.ss);
     let mut m = saved.mcontext;
     // Only the user-changeable flags come from the frame (as FIX_EFLAGS).
-    const FIX_EFLAGS: u64 = 0x40000 | 0x800 | 0x400 | 0x100 | 0x80 | 0x40 | 0x10 | 0x4 | 0x1 | 0x10000;
+    const FIX_EFLAGS: u64 =
+        0x40000 | 0x800 | 0x400 | 0x100 | 0x80 | 0x40 | 0x10 | 0x4 | 0x1 | 0x10000;
     m.eflags = (old_flags & !FIX_EFLAGS) | (m.eflags & FIX_EFLAGS);
     m.cs = cs;
     m.ss = ss;
@@ -349,12 +386,22 @@ pub fn set_altstack(t: &Thread, ss: &StackT, cur_sp: u64) -> Result<(), crate::e
         return Err(Errno::EINVAL);
     }
     if mode == SS_DISABLE {
-        t.altstack.set(StackT { sp: 0, flags: SS_DISABLE, pad: 0, size: 0 });
+        t.altstack.set(StackT {
+            sp: 0,
+            flags: SS_DISABLE,
+            pad: 0,
+            size: 0,
+        });
     } else {
         if ss.size < 2048 {
             return Err(Errno::ENOMEM);
         }
-        t.altstack.set(StackT { sp: ss.sp, flags: ss.flags & (1 << 31), pad: 0, size: ss.size });
+        t.altstack.set(StackT {
+            sp: ss.sp,
+            flags: ss.flags & (1 << 31),
+            pad: 0,
+            size: ss.size,
+        });
     }
     Ok(())
 }
@@ -375,7 +422,12 @@ mod tests {
     const SIGINT_: i32 = 2;
     #[test]
     fn altstack_bounds() {
-        let ss = StackT { sp: 0x1000, flags: 0, pad: 0, size: 0x1000 };
+        let ss = StackT {
+            sp: 0x1000,
+            flags: 0,
+            pad: 0,
+            size: 0x1000,
+        };
         assert!(on_altstack(&ss, 0x2000));
         assert!(on_altstack(&ss, 0x1001));
         assert!(!on_altstack(&ss, 0x1000));

@@ -53,7 +53,9 @@ pub const MAX_NR: usize = 512;
 /// Looks up a syscall by number.
 pub fn lookup(nr: usize) -> Option<&'static SyscallDef> {
     let t = crate::table::TABLE;
-    t.binary_search_by_key(&nr, |d| d.nr as usize).ok().map(|i| &t[i])
+    t.binary_search_by_key(&nr, |d| d.nr as usize)
+        .ok()
+        .map(|i| &t[i])
 }
 
 #[cfg(test)]
@@ -82,7 +84,11 @@ mod tests {
     fn arg_formats_are_valid() {
         for d in TABLE {
             assert!(d.args.len() <= 6, "{}", d.name);
-            assert!(d.args.bytes().all(|c| b"duxfspoga".contains(&c)), "{}", d.name);
+            assert!(
+                d.args.bytes().all(|c| b"duxfspoga".contains(&c)),
+                "{}",
+                d.name
+            );
         }
     }
 }

@@ -35,14 +35,18 @@ pub struct SigHand {
 
 impl SigHand {
     pub fn new() -> Self {
-        SigHand { actions: spin::Mutex::new([KSigaction::default(); NSIG]) }
+        SigHand {
+            actions: spin::Mutex::new([KSigaction::default(); NSIG]),
+        }
     }
     /// The program's disposition for `sig` (1-based).
     pub fn get(&self, sig: i32) -> KSigaction {
         self.actions.lock()[(sig - 1) as usize]
     }
     pub fn copy(&self) -> Self {
-        SigHand { actions: spin::Mutex::new(*self.actions.lock()) }
+        SigHand {
+            actions: spin::Mutex::new(*self.actions.lock()),
+        }
     }
 }
 
@@ -186,7 +190,12 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             guest_clear_tid: Cell::new(0),
             sig_mask: Cell::new(sig_mask),
             saved_mask: Cell::new(None),
-            altstack: Cell::new(StackT { sp: 0, flags: 2 /* SS_DISABLE */, pad: 0, size: 0 }),
+            altstack: Cell::new(StackT {
+                sp: 0,
+                flags: 2, /* SS_DISABLE */
+                pad: 0,
+                size: 0,
+            }),
             guest_gs: Cell::new(0),
             sighand: Cell::new(sighand),
             pending_set: AtomicU64::new(0),
@@ -201,7 +210,12 @@ pub fn install(t: &'static Thread) {
     crate::arch::set_gs_base(t as *const Thread as usize);
     t.tid.set(host::gettid());
     let base = mem::slot_base(t.slot) + mem::PAGE_SIZE;
-    let ss = host::StackT { sp: base, flags: 0, pad: 0, size: t.stack_top() - base };
+    let ss = host::StackT {
+        sp: base,
+        flags: 0,
+        pad: 0,
+        size: t.stack_top() - base,
+    };
     if let Err(e) = host::sigaltstack(Some(&ss), None) {
         crate::log!(Error, "sigaltstack failed: {}", e);
     }
@@ -233,15 +247,28 @@ pub fn prepare_child(child: &'static Thread, uc: &crate::arch::UContext, settid:
     let top = child.stack_top();
     let fp_src = uc.mcontext.fpstate as usize;
     // SAFETY: `fp_src` is the FPU frame the kernel built for this SIGSYS.
-    let fp_size = if fp_src != 0 { unsafe { fpstate_size(fp_src as *const u8) } } else { 0 };
+    let fp_size = if fp_src != 0 {
+        unsafe { fpstate_size(fp_src as *const u8) }
+    } else {
+        0
+    };
     let fp = (top - fp_size) & !63;
     let frame = ((fp - core::mem::size_of::<RtSigFrame>()) & !15) - 8;
     let header = (frame - 32) & !15;
-    let mut f = RtSigFrame { pretcode: 0, uc: *uc, info: Default::default() };
+    let mut f = RtSigFrame {
+        pretcode: 0,
+        uc: *uc,
+        info: Default::default(),
+    };
     f.uc.mcontext.fpstate = if fp_size != 0 { fp as u64 } else { 0 };
     let base = mem::slot_base(child.slot) + mem::PAGE_SIZE;
     // rt_sigreturn also restores the signal stack: make it the child's own.
-    f.uc.stack = StackT { sp: base as u64, flags: 0, pad: 0, size: (child.stack_top() - base) as u64 };
+    f.uc.stack = StackT {
+        sp: base as u64,
+        flags: 0,
+        pad: 0,
+        size: (child.stack_top() - base) as u64,
+    };
     // SAFETY: all of [header, top) lies in the child's freshly allocated
     // stack slot, which nothing else uses yet; fp_src is readable.
     unsafe {
@@ -271,7 +298,11 @@ extern "C" fn picos_clone_child(header: usize) -> ! {
     let t: &'static Thread = unsafe { &*(t as *const Thread) };
     install(t);
     if let Err(e) = crate::rt::arm_dispatch() {
-        crate::log!(Error, "cannot arm Syscall User Dispatch in a new thread: {}", e);
+        crate::log!(
+            Error,
+            "cannot arm Syscall User Dispatch in a new thread: {}",
+            e
+        );
         host::exit_group(127);
     }
     if settid != 0 {

@@ -84,7 +84,8 @@ pub fn copy_out(dst: usize, src: &[u8]) -> Result<(), Errno> {
 pub fn read<T: Pod>(addr: usize) -> Result<T, Errno> {
     let mut v = MaybeUninit::<T>::uninit();
     // SAFETY: the slice covers exactly the storage of `v`.
-    let bytes = unsafe { core::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, size_of::<T>()) };
+    let bytes =
+        unsafe { core::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, size_of::<T>()) };
     copy_in(bytes, addr)?;
     // SAFETY: fully initialised by the copy; `T: Pod` accepts any bytes.
     Ok(unsafe { v.assume_init() })
@@ -143,7 +144,13 @@ pub fn read_cstr_array(addr: usize) -> Result<Vec<Vec<u8>>, Errno> {
         if i >= 0x7FFF_FFFF {
             return Err(Errno::E2BIG);
         }
-        let s = read_cstr(p, 32 * mem::PAGE_SIZE).map_err(|e| if e == Errno::ENAMETOOLONG { Errno::E2BIG } else { e })?;
+        let s = read_cstr(p, 32 * mem::PAGE_SIZE).map_err(|e| {
+            if e == Errno::ENAMETOOLONG {
+                Errno::E2BIG
+            } else {
+                e
+            }
+        })?;
         total += s.len() + 1 + 8;
         if total > 2 * 1024 * 1024 {
             return Err(Errno::E2BIG);
@@ -162,7 +169,10 @@ pub struct UserPtr<T: Pod> {
 
 impl<T: Pod> UserPtr<T> {
     pub fn new(addr: usize) -> Self {
-        UserPtr { addr, _t: PhantomData }
+        UserPtr {
+            addr,
+            _t: PhantomData,
+        }
     }
     pub fn is_null(&self) -> bool {
         self.addr == 0

@@ -10,8 +10,12 @@ pub fn is_self_exe(path: &[u8], pid: i32) -> bool {
     if path == b"/proc/self/exe" || path == b"/proc/thread-self/exe" {
         return true;
     }
-    let Some(rest) = path.strip_prefix(b"/proc/") else { return false };
-    let Some(num) = rest.strip_suffix(b"/exe") else { return false };
+    let Some(rest) = path.strip_prefix(b"/proc/") else {
+        return false;
+    };
+    let Some(num) = rest.strip_suffix(b"/exe") else {
+        return false;
+    };
     let mut n: i64 = 0;
     if num.is_empty() || num.len() > 10 || !num.iter().all(u8::is_ascii_digit) {
         return false;

@@ -5,7 +5,10 @@
 
 use super::{host_call, Ctx, SysResult};
 use crate::errno::Errno;
-use crate::mem::{self, page_up, MAP_ANONYMOUS, MAP_FIXED, MAP_FIXED_NOREPLACE, MAP_PRIVATE, PROT_READ, PROT_WRITE};
+use crate::mem::{
+    self, page_up, MAP_ANONYMOUS, MAP_FIXED, MAP_FIXED_NOREPLACE, MAP_PRIVATE, PROT_READ,
+    PROT_WRITE,
+};
 
 /// The emulated program break.
 pub struct Brk {
@@ -17,12 +20,20 @@ pub struct Brk {
     pub mapped_end: usize,
 }
 
-pub static BRK: spin::Mutex<Brk> = spin::Mutex::new(Brk { start: 0, cur: 0, mapped_end: 0 });
+pub static BRK: spin::Mutex<Brk> = spin::Mutex::new(Brk {
+    start: 0,
+    cur: 0,
+    mapped_end: 0,
+});
 
 /// Sets the initial break (called by the loader).
 pub fn init_brk(start: usize) {
     let start = page_up(start);
-    *BRK.lock() = Brk { start, cur: start, mapped_end: start };
+    *BRK.lock() = Brk {
+        start,
+        cur: start,
+        mapped_end: start,
+    };
 }
 
 /// Implements brk(2): returns the new break, or the old one on failure.
@@ -40,14 +51,26 @@ pub fn brk(c: &mut Ctx<'_>) -> SysResult {
         }
         let r = host_call(
             crate::host::nr::MMAP,
-            [b.mapped_end, len, (PROT_READ | PROT_WRITE) as usize, (MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE) as usize, usize::MAX, 0],
+            [
+                b.mapped_end,
+                len,
+                (PROT_READ | PROT_WRITE) as usize,
+                (MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE) as usize,
+                usize::MAX,
+                0,
+            ],
         );
         match r {
             Ok(addr) if addr == b.mapped_end => b.mapped_end = want_end,
             _ => return Ok(b.cur),
         }
     } else if want_end < b.mapped_end {
-        if host_call(crate::host::nr::MUNMAP, [want_end, b.mapped_end - want_end, 0, 0, 0, 0]).is_ok() {
+        if host_call(
+            crate::host::nr::MUNMAP,
+            [want_end, b.mapped_end - want_end, 0, 0, 0, 0],
+        )
+        .is_ok()
+        {
             b.mapped_end = want_end;
         }
     }
@@ -109,7 +132,8 @@ const MREMAP_FIXED: i32 = 2;
 /// Implements mremap(2): an old range in runtime memory gives EFAULT, a new
 /// fixed range there gives EINVAL.
 pub fn mremap(c: &mut Ctx<'_>) -> SysResult {
-    let (old, old_len, new_len, flags, new) = (c.arg(0), c.arg(1), c.arg(2), c.arg(3) as i32, c.arg(4));
+    let (old, old_len, new_len, flags, new) =
+        (c.arg(0), c.arg(1), c.arg(2), c.arg(3) as i32, c.arg(4));
     if mem::owns(old, old_len.max(1)) {
         return Err(Errno::EFAULT);
     }

@@ -72,7 +72,10 @@ pub fn host_blocking_with_mask(nr: usize, args: [usize; 6], mask: u64) -> SysRes
     #[allow(unsafe_code)]
     // SAFETY: as for host_call; the stub only reads `a`.
     let r = unsafe { crate::arch::picos_blocking_syscall(&a) };
-    let _ = host::rt_sigprocmask(crate::signal::SIG_SETMASK, Some(crate::signal::RUNTIME_MASK));
+    let _ = host::rt_sigprocmask(
+        crate::signal::SIG_SETMASK,
+        Some(crate::signal::RUNTIME_MASK),
+    );
     if (-4095..0).contains(&r) {
         Err(Errno(-r as i32))
     } else {
@@ -85,7 +88,12 @@ static WARNED: [AtomicU64; MAX_NR / 64 + 1] = [const { AtomicU64::new(0) }; MAX_
 fn warn_unsupported(nr: usize, name: &str) {
     let (w, b) = (nr / 64, 1u64 << (nr % 64));
     if w < WARNED.len() && WARNED[w].fetch_or(b, Ordering::Relaxed) & b == 0 {
-        crate::log!(Warning, "unsupported system call {} ({}) returns ENOSYS", name, nr);
+        crate::log!(
+            Warning,
+            "unsupported system call {} ({}) returns ENOSYS",
+            name,
+            nr
+        );
     }
 }
 
@@ -117,8 +125,18 @@ pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
     let args = [m.rdi, m.rsi, m.rdx, m.r10, m.r8, m.r9].map(|a| a as usize);
     let def = lookup(nr);
     let tracing = crate::log::enabled(LogLevel::Trace);
-    let pre = if tracing { Some(trace::Pre::capture(t, nr, def, &args)) } else { None };
-    let mut ctx = Ctx { t, uc, nr, args, keep_regs: false };
+    let pre = if tracing {
+        Some(trace::Pre::capture(t, nr, def, &args))
+    } else {
+        None
+    };
+    let mut ctx = Ctx {
+        t,
+        uc,
+        nr,
+        args,
+        keep_regs: false,
+    };
     let (res, served, restart) = match def.map(|d| d.serve) {
         Some(Serve::Emulated(h)) => (h(&mut ctx), Served::Emulated, false),
         Some(Serve::Mediated(h)) => (h(&mut ctx), Served::Mediated, false),

@@ -38,7 +38,14 @@ pub struct CloneArgs {
 /// Implements clone(2).
 pub fn clone(c: &mut Ctx<'_>) -> SysResult {
     let f = c.arg(0) as u64;
-    let a = CloneArgs { flags: f & !0xff, exit_signal: f & 0xff, stack: c.arg(1), ptid: c.arg(2), ctid: c.arg(3), tls: c.arg(4) };
+    let a = CloneArgs {
+        flags: f & !0xff,
+        exit_signal: f & 0xff,
+        stack: c.arg(1),
+        ptid: c.arg(2),
+        ctid: c.arg(3),
+        tls: c.arg(4),
+    };
     do_clone(c, a)
 }
 
@@ -55,7 +62,8 @@ pub fn clone3(c: &mut Ctx<'_>) -> SysResult {
     for (i, w) in raw.iter_mut().enumerate() {
         *w = u64::from_ne_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap());
     }
-    let [flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, _set_tid, set_tid_size, _cgroup] = raw;
+    let [flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, _set_tid, set_tid_size, _cgroup] =
+        raw;
     if set_tid_size != 0 || flags & CLONE_INTO_CGROUP != 0 {
         return Err(Errno::EINVAL);
     }
@@ -66,24 +74,50 @@ pub fn clone3(c: &mut Ctx<'_>) -> SysResult {
         // clone(2) shares one pointer for both; not expressible on the host path.
         return Err(Errno::EINVAL);
     }
-    let ptid = if flags & CLONE_PIDFD != 0 { pidfd } else { parent_tid };
+    let ptid = if flags & CLONE_PIDFD != 0 {
+        pidfd
+    } else {
+        parent_tid
+    };
     let sp = if stack != 0 { stack + stack_size } else { 0 };
-    let a = CloneArgs { flags, exit_signal, stack: sp as usize, ptid: ptid as usize, ctid: child_tid as usize, tls: tls as usize };
+    let a = CloneArgs {
+        flags,
+        exit_signal,
+        stack: sp as usize,
+        ptid: ptid as usize,
+        ctid: child_tid as usize,
+        tls: tls as usize,
+    };
     do_clone(c, a)
 }
 
 /// Implements fork(2).
 pub fn fork(c: &mut Ctx<'_>) -> SysResult {
-    do_clone(c, CloneArgs { exit_signal: crate::signal::SIGCHLD as u64, ..Default::default() })
+    do_clone(
+        c,
+        CloneArgs {
+            exit_signal: crate::signal::SIGCHLD as u64,
+            ..Default::default()
+        },
+    )
 }
 
 /// Implements vfork(2).
 pub fn vfork(c: &mut Ctx<'_>) -> SysResult {
-    do_clone(c, CloneArgs { flags: CLONE_VM | CLONE_VFORK, exit_signal: crate::signal::SIGCHLD as u64, ..Default::default() })
+    do_clone(
+        c,
+        CloneArgs {
+            flags: CLONE_VM | CLONE_VFORK,
+            exit_signal: crate::signal::SIGCHLD as u64,
+            ..Default::default()
+        },
+    )
 }
 
 fn do_clone(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
-    if a.flags & CLONE_THREAD != 0 && a.flags & CLONE_SIGHAND == 0 || a.flags & CLONE_SIGHAND != 0 && a.flags & CLONE_VM == 0 {
+    if a.flags & CLONE_THREAD != 0 && a.flags & CLONE_SIGHAND == 0
+        || a.flags & CLONE_SIGHAND != 0 && a.flags & CLONE_VM == 0
+    {
         return Err(Errno::EINVAL);
     }
     if a.flags & CLONE_VM == 0 {
@@ -103,7 +137,17 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
         let _acts = t.sighand().actions.lock();
         let _brk = super::memory::BRK.lock();
         let _heap = crate::mem::heap_guard();
-        host_call(host::nr::CLONE, [(a.flags | a.exit_signal) as usize, 0, a.ptid, a.ctid, a.tls, 0])
+        host_call(
+            host::nr::CLONE,
+            [
+                (a.flags | a.exit_signal) as usize,
+                0,
+                a.ptid,
+                a.ctid,
+                a.tls,
+                0,
+            ],
+        )
     }?;
     if r == 0 {
         crate::rt::after_fork_child(t);
@@ -151,9 +195,14 @@ fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     uc.mcontext.rcx = uc.mcontext.rip;
     uc.mcontext.r11 = uc.mcontext.eflags;
     uc.sigmask = crate::signal::host_mask(parent.sig_mask.get());
-    let settid = if a.flags & CLONE_CHILD_SETTID != 0 { a.ctid } else { 0 };
+    let settid = if a.flags & CLONE_CHILD_SETTID != 0 {
+        a.ctid
+    } else {
+        0
+    };
     let sp = thread::prepare_child(child, &uc, settid);
-    let host_flags = (a.flags & !CLONE_CHILD_SETTID) | CLONE_CHILD_CLEARTID | CLONE_CHILD_SETTID | a.exit_signal;
+    let host_flags =
+        (a.flags & !CLONE_CHILD_SETTID) | CLONE_CHILD_CLEARTID | CLONE_CHILD_SETTID | a.exit_signal;
     let r = thread::spawn(host_flags, sp, a.ptid, child.kernel_tid_addr(), a.tls);
     if r < 0 {
         thread::free_unused(child);
@@ -179,13 +228,27 @@ pub fn execve(c: &mut Ctx<'_>) -> SysResult {
 
 /// Implements execveat(2).
 pub fn execveat(c: &mut Ctx<'_>) -> SysResult {
-    exec_common(c, c.arg(0) as i32 as isize, c.arg(1), c.arg(2), c.arg(3), c.arg(4) as i32)
+    exec_common(
+        c,
+        c.arg(0) as i32 as isize,
+        c.arg(1),
+        c.arg(2),
+        c.arg(3),
+        c.arg(4) as i32,
+    )
 }
 
 const AT_EMPTY_PATH: i32 = 0x1000;
 const AT_SYMLINK_NOFOLLOW: i32 = 0x100;
 
-fn exec_common(c: &mut Ctx<'_>, dirfd: isize, path: usize, argv: usize, envp: usize, flags: i32) -> SysResult {
+fn exec_common(
+    c: &mut Ctx<'_>,
+    dirfd: isize,
+    path: usize,
+    argv: usize,
+    envp: usize,
+    flags: i32,
+) -> SysResult {
     if flags & !(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0 {
         return Err(Errno::EINVAL);
     }

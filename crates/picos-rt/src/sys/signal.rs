@@ -20,12 +20,21 @@ fn check_sigsetsize(n: usize) -> Result<(), Errno> {
 
 /// Implements rt_sigaction(2).
 pub fn rt_sigaction(c: &mut Ctx<'_>) -> SysResult {
-    let (signo, new, old, size) = (c.arg(0) as i32, UserPtr::<KSigaction>::new(c.arg(1)), UserPtr::<KSigaction>::new(c.arg(2)), c.arg(3));
+    let (signo, new, old, size) = (
+        c.arg(0) as i32,
+        UserPtr::<KSigaction>::new(c.arg(1)),
+        UserPtr::<KSigaction>::new(c.arg(2)),
+        c.arg(3),
+    );
     check_sigsetsize(size)?;
     if !(1..=NSIG as i32).contains(&signo) {
         return Err(Errno::EINVAL);
     }
-    let new_act = if new.is_null() { None } else { Some(new.read()?) };
+    let new_act = if new.is_null() {
+        None
+    } else {
+        Some(new.read()?)
+    };
     if new_act.is_some() && (signo == SIGKILL || signo == SIGSTOP) {
         return Err(Errno::EINVAL);
     }
@@ -53,7 +62,12 @@ pub fn rt_sigaction(c: &mut Ctx<'_>) -> SysResult {
 /// Implements rt_sigprocmask(2). The new mask takes effect on the host when
 /// the runtime returns to the program.
 pub fn rt_sigprocmask(c: &mut Ctx<'_>) -> SysResult {
-    let (how, set, oldset, size) = (c.arg(0) as i32, UserPtr::<u64>::new(c.arg(1)), UserPtr::<u64>::new(c.arg(2)), c.arg(3));
+    let (how, set, oldset, size) = (
+        c.arg(0) as i32,
+        UserPtr::<u64>::new(c.arg(1)),
+        UserPtr::<u64>::new(c.arg(2)),
+        c.arg(3),
+    );
     check_sigsetsize(size)?;
     let cur = c.t.sig_mask.get();
     if !set.is_null() {
@@ -92,7 +106,10 @@ pub fn rt_sigreturn(c: &mut Ctx<'_>) -> SysResult {
 
 /// Implements sigaltstack(2).
 pub fn sigaltstack(c: &mut Ctx<'_>) -> SysResult {
-    let (new, old) = (UserPtr::<StackT>::new(c.arg(0)), UserPtr::<StackT>::new(c.arg(1)));
+    let (new, old) = (
+        UserPtr::<StackT>::new(c.arg(0)),
+        UserPtr::<StackT>::new(c.arg(1)),
+    );
     let sp = c.uc.mcontext.rsp;
     let prev = sig::altstack_view(c.t, sp);
     if !new.is_null() {
@@ -115,7 +132,11 @@ pub fn rt_sigsuspend(c: &mut Ctx<'_>) -> SysResult {
     c.t.saved_mask.set(Some(old));
     loop {
         let mask = sig::host_mask(m);
-        let r = super::host_blocking_with_mask(130 /* rt_sigsuspend */, [&mask as *const u64 as usize, 8, 0, 0, 0, 0], mask);
+        let r = super::host_blocking_with_mask(
+            130, /* rt_sigsuspend */
+            [&mask as *const u64 as usize, 8, 0, 0, 0, 0],
+            mask,
+        );
         if c.t.has_pending() || r != Err(Errno::EINTR) {
             break;
         }

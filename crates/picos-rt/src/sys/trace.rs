@@ -53,7 +53,9 @@ fn push_array(b: &mut LineBuf, v: usize) -> core::fmt::Result {
     }
     b.write_char('[')?;
     for i in 0..8 {
-        let Ok(p) = user::read::<usize>(v + i * 8) else { return write!(b, "{:#x}]", v) };
+        let Ok(p) = user::read::<usize>(v + i * 8) else {
+            return write!(b, "{:#x}]", v);
+        };
         if p == 0 {
             return b.write_char(']');
         }
@@ -68,10 +70,38 @@ fn push_array(b: &mut LineBuf, v: usize) -> core::fmt::Result {
 /// Signal names for traces.
 pub fn signal_name(sig: i32) -> &'static str {
     const NAMES: [&str; 32] = [
-        "0", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE", "SIGKILL",
-        "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM", "SIGSTKFLT", "SIGCHLD", "SIGCONT",
-        "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGURG", "SIGXCPU", "SIGXFSZ", "SIGVTALRM", "SIGPROF",
-        "SIGWINCH", "SIGIO", "SIGPWR", "SIGSYS",
+        "0",
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
     ];
     if (0..32).contains(&sig) {
         NAMES[sig as usize]
@@ -103,7 +133,11 @@ impl Pre {
                 }
             }
             None => {
-                let _ = write!(b, "syscall_{}({:#x}, {:#x}, {:#x}, ...)", nr, args[0], args[1], args[2]);
+                let _ = write!(
+                    b,
+                    "syscall_{}({:#x}, {:#x}, {:#x}, ...)",
+                    nr, args[0], args[1], args[2]
+                );
             }
         }
         Pre { line: b }

@@ -1,0 +1,1710 @@
+//! The picos manifest: a TOML file that says what to run and under which policy.
+//!
+//! `picos run -m FILE` reads one; `picos manifest check FILE` only validates it.
+//! Without `-m`, picos uses [`DEFAULT_MANIFEST`] (see [`Manifest::embedded_default`]).
+//!
+//! Key names follow [Gramine]'s manifest wherever the meaning is the same, so a
+//! Gramine user can read (and mostly reuse) a picos manifest:
+//!
+//! ```toml
+//! [libos]
+//! entrypoint = "/usr/bin/python3"      # program to run; optional, the command line may give it
+//!
+//! [loader]
+//! argv = ["python3", "-c", "print(1)"] # argv including argv[0]; optional, non-empty
+//! log_level = "warning"                # none | error | warning | debug | trace | all (= trace)
+//! insecure__use_cmdline_argv = true    # take argv from the picos command line (default false)
+//! insecure__use_host_env = true        # pass the whole host environment through (default false)
+//!
+//! [loader.env]
+//! HOME = "/root"                       # explicit value
+//! LANG = { value = "C.UTF-8" }         # explicit value, table form
+//! PATH = { passthrough = true }        # the host's value, if the host has one
+//!
+//! [fs]
+//! start_dir = "/tmp"                   # working directory; default: the caller's
+//!
+//! [[fs.mounts]]
+//! type = "chroot"                      # optional; "chroot" is the default and only type
+//! path = "/"                           # where it appears in the picoprocess (absolute)
+//! uri = "file:/"                       # host path, with the "file:" prefix
+//!
+//! [sys]
+//! stack.size = "8M"                    # main-thread stack: bytes, or a string with K/M/G (powers of 1024)
+//! ```
+//!
+//! Every table may also be written with TOML's dotted keys (`loader.log_level = "debug"`
+//! at the top level) or as inline tables (`fs.mounts = [{ path = "/", uri = "file:/" }]`),
+//! as TOML allows.
+//!
+//! Validation is strict: an unknown key, a value of the wrong type or an invalid value is
+//! an error naming the file, line and column, and the full key, e.g.
+//!
+//! ```text
+//! manifest.toml:3:1: unknown key `loader.log_levle`; did you mean `loader.log_level`?
+//! manifest.toml:5:14: `sys.stack.size` must be a size like 8388608 or "8M", found "lots"
+//! ```
+//!
+//! The document is walked with `toml_edit`, which keeps the byte span of every key and
+//! value, rather than deserialized with serde, so that every error can point at its source.
+//!
+//! [Gramine]: https://gramine.readthedocs.io/en/stable/manifest-syntax.html
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use toml_edit::{ImDocument, Item, TableLike, Value};
+
+pub use picos_abi::LogLevel;
+
+/// The manifest picos uses when `picos run` gets no `-m` (printed by `picos manifest default`).
+pub const DEFAULT_MANIFEST: &str = r#"# The manifest picos uses when `picos run` is given no `-m MANIFEST`.
+#
+# The program named on the command line runs with the command line's arguments,
+# in the caller's working directory, with the caller's environment, and sees the
+# whole host file system.
+
+[loader]
+log_level = "warning"
+insecure__use_cmdline_argv = true
+insecure__use_host_env = true
+
+[[fs.mounts]]
+type = "chroot"
+path = "/"
+uri = "file:/"
+"#;
+
+/// The largest accepted `sys.stack.size`: 1 TiB.
+pub const MAX_STACK_SIZE: u64 = 1 << 40;
+
+/// The value of one `loader.env` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnvValue {
+    /// `NAME = "value"` or `NAME = { value = "value" }`.
+    Value(String),
+    /// `NAME = { passthrough = true }`: the host's value, if the host has the variable.
+    Passthrough,
+}
+
+/// One `[[fs.mounts]]` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// The mount type (`type` in the manifest); always `"chroot"` for now.
+    pub kind: String,
+    /// Absolute path inside the picoprocess.
+    pub path: String,
+    /// Host location as written, starting with `file:` (see [`Mount::host_path`]).
+    pub uri: String,
+}
+
+impl Mount {
+    /// The host path: [`Mount::uri`] without its `file:` prefix.
+    #[allow(dead_code)] // for the file-system layer
+    pub fn host_path(&self) -> &str {
+        self.uri.strip_prefix("file:").unwrap_or(&self.uri)
+    }
+}
+
+/// A validated manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// `libos.entrypoint`: the program to run (absolute, or resolved via `PATH` by the CLI).
+    pub entrypoint: Option<String>,
+    /// `loader.argv`: the program's argv including argv\[0\]; never empty when present.
+    /// As in Gramine, `use_cmdline_argv` takes precedence over it.
+    pub argv: Option<Vec<String>>,
+    /// `loader.insecure__use_cmdline_argv`: take argv from the picos command line.
+    pub use_cmdline_argv: bool,
+    /// `loader.insecure__use_host_env`: start from the whole host environment.
+    pub use_host_env: bool,
+    /// `loader.env`: explicit variables (applied on top of the host environment, if any).
+    pub env: BTreeMap<String, EnvValue>,
+    /// `loader.log_level` (default `warning`).
+    pub log_level: LogLevel,
+    /// `fs.start_dir`: working directory; `None` keeps the caller's.
+    pub start_dir: Option<String>,
+    /// `sys.stack.size` in bytes; `None` keeps the host's default.
+    pub stack_size_bytes: Option<u64>,
+    /// `fs.mounts`, in manifest order.
+    pub mounts: Vec<Mount>,
+}
+
+/// A place in a manifest: `file:line:column`, both 1-based, the column counted in characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The file name as given to [`Manifest::parse`] (the path, for [`Manifest::from_file`]).
+    pub file: String,
+    /// Line number, from 1.
+    pub line: usize,
+    /// Column number in characters, from 1.
+    pub column: usize,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+/// Why a manifest could not be read or is invalid. Each displays as one line.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// The file could not be read (the OS error is part of the message, not a `source`,
+    /// so that the message is complete on its own).
+    #[error("cannot read manifest {}: {error}", path.display())]
+    Read {
+        /// The path given to [`Manifest::from_file`].
+        path: PathBuf,
+        /// What the OS said.
+        error: std::io::Error,
+    },
+    /// The text is not valid TOML.
+    #[error("{location}: invalid TOML: {message}")]
+    Syntax {
+        /// Where the parser gave up.
+        location: Location,
+        /// The parser's message, on one line.
+        message: String,
+    },
+    /// A key that the manifest format does not have.
+    #[error("{location}: unknown key `{key}`{}", hint(.suggestion, .note))]
+    UnknownKey {
+        /// Where the key is written.
+        location: Location,
+        /// The full dotted key, e.g. `loader.log_levle`.
+        key: String,
+        /// A valid full key that looks like a typo fix.
+        suggestion: Option<String>,
+        /// An explanation for keys that Gramine has but picos does not.
+        note: Option<&'static str>,
+    },
+    /// A value of the wrong type, a missing key, or a value that makes no sense.
+    #[error("{location}: {message}")]
+    Invalid {
+        /// Where the offending value (or key) is written.
+        location: Location,
+        /// The full dotted key, e.g. `sys.stack.size`.
+        key: String,
+        /// The whole explanation; it names the key.
+        message: String,
+    },
+}
+
+fn hint(suggestion: &Option<String>, note: &Option<&'static str>) -> String {
+    match (note, suggestion) {
+        (Some(n), _) => format!("; {n}"),
+        (None, Some(s)) => format!("; did you mean `{s}`?"),
+        (None, None) => String::new(),
+    }
+}
+
+impl Manifest {
+    /// The embedded default, parsed from [`DEFAULT_MANIFEST`]: the whole host file system
+    /// (one chroot mount `/` <- `file:/`), the caller's working directory, environment and
+    /// argv, log level `warning`.
+    pub fn embedded_default() -> Manifest {
+        Manifest::parse(DEFAULT_MANIFEST, "<default manifest>")
+            .expect("the embedded default manifest is valid (checked by a unit test)")
+    }
+
+    /// Reads and validates the manifest at `path`.
+    pub fn from_file(path: &Path) -> Result<Manifest, ManifestError> {
+        let text = std::fs::read_to_string(path).map_err(|error| ManifestError::Read {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        Manifest::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses and validates manifest `text`; `name` is the file name used in error messages.
+    pub fn parse(text: &str, name: &str) -> Result<Manifest, ManifestError> {
+        let cx = Checker { text, file: name };
+        let doc = ImDocument::parse(text).map_err(|e| ManifestError::Syntax {
+            location: cx.location(e.span()),
+            message: one_line(e.message()),
+        })?;
+        cx.manifest(doc.as_table())
+    }
+
+    /// The program's environment as `KEY=VALUE` strings: the host's variables (in the host's
+    /// order) if `use_host_env`, then the `loader.env` entries in key order, each replacing a
+    /// host variable of the same name in place or being appended. A passthrough entry copies
+    /// the host's value, and is left out when the host does not have the variable.
+    pub fn environment(&self, host: &[(OsString, OsString)]) -> Vec<OsString> {
+        let mut vars: Vec<(OsString, OsString)> = if self.use_host_env {
+            host.to_vec()
+        } else {
+            Vec::new()
+        };
+        for (name, value) in &self.env {
+            let value = match value {
+                EnvValue::Value(v) => OsString::from(v),
+                EnvValue::Passthrough => match host.iter().find(|(k, _)| k == OsStr::new(name)) {
+                    Some((_, v)) => v.clone(),
+                    None => continue,
+                },
+            };
+            match vars.iter_mut().find(|(k, _)| k == OsStr::new(name)) {
+                Some(slot) => slot.1 = value,
+                None => vars.push((OsString::from(name), value)),
+            }
+        }
+        vars.into_iter()
+            .map(|(mut k, v)| {
+                k.push("=");
+                k.push(v);
+                k
+            })
+            .collect()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Schema
+
+/// Every key the format has, as paths from the root; `[]` stands for "any element" and `*`
+/// for "any name". Used to find the keys allowed in a table and for did-you-mean hints.
+const SCHEMA: &[&str] = &[
+    "libos",
+    "libos.entrypoint",
+    "loader",
+    "loader.argv",
+    "loader.log_level",
+    "loader.insecure__use_cmdline_argv",
+    "loader.insecure__use_host_env",
+    "loader.env",
+    "loader.env.*.value",
+    "loader.env.*.passthrough",
+    "fs",
+    "fs.start_dir",
+    "fs.mounts",
+    "fs.mounts[].type",
+    "fs.mounts[].path",
+    "fs.mounts[].uri",
+    "sys",
+    "sys.stack",
+    "sys.stack.size",
+];
+
+/// Gramine keys that picos does not have, with what to do instead (by schema path).
+const GRAMINE_NOTES: &[(&str, &str)] = &[
+    (
+        "loader.entrypoint",
+        "picos has no separate LibOS binary to load; the program to run is `libos.entrypoint`",
+    ),
+    (
+        "sgx",
+        "picos does not use Intel SGX; remove the `sgx` table",
+    ),
+    (
+        "fs.root",
+        "use an `[[fs.mounts]]` entry with path = \"/\" instead",
+    ),
+    (
+        "loader.argv_src_file",
+        "picos does not support it; use `loader.argv`",
+    ),
+    (
+        "loader.env_src_file",
+        "picos does not support it; use `loader.env`",
+    ),
+];
+
+/// The keys allowed directly in the table at schema path `schema` ("" for the root).
+fn allowed_keys(schema: &str) -> Vec<&'static str> {
+    relative_keys(schema)
+        .filter(|k| !k.contains(['.', '[', '*']))
+        .collect()
+}
+
+/// All schema keys below `schema`, relative to it, without wildcards (so they can be
+/// suggested as written): for `sys`, `stack` and `stack.size`.
+fn relative_keys(schema: &str) -> impl Iterator<Item = &'static str> + '_ {
+    SCHEMA.iter().filter_map(move |p| {
+        let rel = if schema.is_empty() {
+            Some(*p)
+        } else {
+            p.strip_prefix(schema)?.strip_prefix('.')
+        };
+        rel.filter(|r| !r.contains(['[', '*']))
+    })
+}
+
+/// The schema key below `schema` that `unknown` most likely meant, if any.
+///
+/// Candidates are scored: the same name as a key in a sub-table (`entrypoint` at the top
+/// for `libos.entrypoint`) wins; then typos (Jaro-Winkler similarity, or an edit distance of
+/// one or two counting a swap of neighbours as one edit, which also catches short keys);
+/// then a key that contains the unknown one or is contained in it (`use_host_env`).
+fn suggest(schema: &str, unknown: &str) -> Option<&'static str> {
+    let u = unknown.to_lowercase();
+    let mut best: Option<(f64, &'static str)> = None;
+    for cand in relative_keys(schema) {
+        let last = cand.rsplit('.').next().unwrap_or(cand);
+        let max_edits = if u.chars().count().min(cand.len()) <= 4 {
+            1
+        } else {
+            2
+        };
+        let (short, long) = if u.len() <= cand.len() {
+            (u.as_str(), cand)
+        } else {
+            (cand, u.as_str())
+        };
+        let score = if last == u {
+            2.0
+        } else if strsim::osa_distance(&u, cand) <= max_edits {
+            1.0 + strsim::jaro_winkler(&u, cand)
+        } else if strsim::jaro_winkler(&u, cand) >= 0.8 {
+            strsim::jaro_winkler(&u, cand)
+        } else if short.len() >= 4 && long.contains(short) {
+            0.5 + 0.3 * short.len() as f64 / long.len() as f64
+        } else {
+            continue;
+        };
+        if best.is_none_or(|(s, _)| score > s) {
+            best = Some((score, cand));
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
+/// A key of the same name in another table (`start_dir` in `[loader]` for `fs.start_dir`).
+fn elsewhere(unknown: &str) -> Option<&'static str> {
+    let u = unknown.to_lowercase();
+    SCHEMA
+        .iter()
+        .copied()
+        .filter(|p| !p.contains(['[', '*']))
+        .find(|p| p.rsplit('.').next() == Some(u.as_str()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Walking the document
+
+type Result<T, E = ManifestError> = std::result::Result<T, E>;
+
+/// What a key holds, with inline tables and tables treated alike.
+#[derive(Clone, Copy)]
+enum Data<'d> {
+    Value(&'d Value),
+    Table(&'d dyn TableLike),
+    Tables(&'d toml_edit::ArrayOfTables),
+}
+
+impl<'d> Data<'d> {
+    fn of_item(item: &'d Item) -> Option<Data<'d>> {
+        match item {
+            Item::None => None,
+            Item::Value(v) => Some(Data::of_value(v)),
+            Item::Table(t) => Some(Data::Table(t)),
+            Item::ArrayOfTables(a) => Some(Data::Tables(a)),
+        }
+    }
+
+    fn of_value(v: &'d Value) -> Data<'d> {
+        match v {
+            Value::InlineTable(t) => Data::Table(t),
+            v => Data::Value(v),
+        }
+    }
+
+    /// How the value is shown after "found" in a type error.
+    fn describe(self) -> String {
+        match self {
+            Data::Value(Value::String(s)) => {
+                let s = s.value();
+                if s.chars().count() > 60 {
+                    format!("{:?}...", s.chars().take(60).collect::<String>())
+                } else {
+                    format!("{s:?}")
+                }
+            }
+            Data::Value(Value::Integer(i)) => format!("integer {}", i.value()),
+            Data::Value(Value::Float(x)) => format!("float {}", x.value()),
+            Data::Value(Value::Boolean(b)) => format!("boolean {}", b.value()),
+            Data::Value(Value::Datetime(d)) => format!("date-time {}", d.value()),
+            Data::Value(Value::Array(_)) => "an array".into(),
+            Data::Value(Value::InlineTable(_)) | Data::Table(_) => "a table".into(),
+            Data::Tables(_) => "an array of tables".into(),
+        }
+    }
+}
+
+/// One key's value, with what is needed to report errors about it.
+#[derive(Clone)]
+struct Node<'d> {
+    /// Display path, e.g. `fs.mounts[0].uri`.
+    path: String,
+    /// Schema path, e.g. `fs.mounts[].uri`.
+    schema: String,
+    /// Where the value is (or, failing that, its key or its parent).
+    span: Option<Range<usize>>,
+    data: Data<'d>,
+}
+
+/// The checked entries of one table.
+struct Fields<'d> {
+    entries: Vec<(&'d str, Option<Range<usize>>, Node<'d>)>,
+}
+
+impl<'d> Fields<'d> {
+    fn get(&self, key: &str) -> Option<&Node<'d>> {
+        self.entries
+            .iter()
+            .find(|(k, _, _)| *k == key)
+            .map(|(_, _, n)| n)
+    }
+}
+
+/// Appends a key to a display path, quoting it if TOML would need quotes.
+fn join(path: &str, key: &str) -> String {
+    let bare = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    let key = if bare {
+        key.to_string()
+    } else {
+        format!("{key:?}")
+    };
+    if path.is_empty() {
+        key
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// A multi-line parser message on one line.
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+struct Checker<'a> {
+    text: &'a str,
+    file: &'a str,
+}
+
+impl Checker<'_> {
+    fn location(&self, span: Option<Range<usize>>) -> Location {
+        let mut offset = span.map_or(0, |s| s.start).min(self.text.len());
+        while !self.text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let before = &self.text[..offset];
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        Location {
+            file: self.file.to_string(),
+            line: before.matches('\n').count() + 1,
+            column: before[line_start..].chars().count() + 1,
+        }
+    }
+
+    fn invalid(&self, node: &Node<'_>, message: String) -> ManifestError {
+        self.invalid_at(node.span.clone(), &node.path, message)
+    }
+
+    fn invalid_at(&self, span: Option<Range<usize>>, key: &str, message: String) -> ManifestError {
+        ManifestError::Invalid {
+            location: self.location(span),
+            key: key.to_string(),
+            message,
+        }
+    }
+
+    fn type_error(&self, node: &Node<'_>, expected: &str) -> ManifestError {
+        self.invalid(
+            node,
+            format!(
+                "`{}` must be {expected}, found {}",
+                node.path,
+                node.data.describe()
+            ),
+        )
+    }
+
+    /// The entries of table `node`. With `check`, a key not in the schema is an error.
+    fn table<'d>(&self, node: &Node<'d>, check: bool) -> Result<Fields<'d>> {
+        let Data::Table(table) = node.data else {
+            return Err(self.type_error(node, "a table"));
+        };
+        let allowed = allowed_keys(&node.schema);
+        let mut entries = Vec::new();
+        for (key, item) in table.iter() {
+            let Some(data) = Data::of_item(item) else {
+                continue;
+            };
+            let key_span = table
+                .key(key)
+                .and_then(|k| k.span())
+                .or_else(|| node.span.clone());
+            let path = join(&node.path, key);
+            let schema = if node.schema.is_empty() {
+                key.to_string()
+            } else {
+                format!("{}.{key}", node.schema)
+            };
+            if check && !allowed.contains(&key) {
+                let note = GRAMINE_NOTES
+                    .iter()
+                    .find(|(k, _)| *k == schema)
+                    .map(|(_, n)| *n);
+                let suggestion = suggest(&node.schema, key)
+                    .map(|s| {
+                        if node.path.is_empty() {
+                            s.to_string()
+                        } else {
+                            format!("{}.{s}", node.path)
+                        }
+                    })
+                    .or_else(|| elsewhere(key).map(str::to_string));
+                return Err(ManifestError::UnknownKey {
+                    location: self.location(key_span),
+                    key: path,
+                    suggestion,
+                    note,
+                });
+            }
+            let span = item.span().or_else(|| key_span.clone());
+            entries.push((
+                key,
+                key_span,
+                Node {
+                    path,
+                    schema,
+                    span,
+                    data,
+                },
+            ));
+        }
+        Ok(Fields { entries })
+    }
+
+    /// The elements of array `node` (an array value, or an array of tables with `tables`).
+    fn array<'d>(&self, node: &Node<'d>, expected: &str) -> Result<Vec<Node<'d>>> {
+        let element = |i: usize, span: Option<Range<usize>>, data| Node {
+            path: format!("{}[{i}]", node.path),
+            schema: format!("{}[]", node.schema),
+            span: span.or_else(|| node.span.clone()),
+            data,
+        };
+        match node.data {
+            Data::Value(Value::Array(a)) => Ok(a
+                .iter()
+                .enumerate()
+                .map(|(i, v)| element(i, v.span(), Data::of_value(v)))
+                .collect()),
+            Data::Tables(a) => Ok(a
+                .iter()
+                .enumerate()
+                .map(|(i, t)| element(i, t.span(), Data::Table(t)))
+                .collect()),
+            _ => Err(self.type_error(node, expected)),
+        }
+    }
+
+    fn string<'d>(&self, node: &Node<'d>) -> Result<&'d str> {
+        match node.data {
+            Data::Value(Value::String(s)) => {
+                let s = s.value().as_str();
+                if s.contains('\0') {
+                    return Err(self.invalid(
+                        node,
+                        format!("`{}` must not contain a NUL character", node.path),
+                    ));
+                }
+                Ok(s)
+            }
+            _ => Err(self.type_error(node, "a string")),
+        }
+    }
+
+    fn non_empty_string<'d>(&self, node: &Node<'d>) -> Result<&'d str> {
+        let s = self.string(node)?;
+        if s.is_empty() {
+            return Err(self.invalid(node, format!("`{}` must not be empty", node.path)));
+        }
+        Ok(s)
+    }
+
+    fn bool(&self, node: &Node<'_>) -> Result<bool> {
+        match node.data {
+            Data::Value(Value::Boolean(b)) => Ok(*b.value()),
+            _ => Err(self.type_error(node, "true or false")),
+        }
+    }
+
+    fn manifest(&self, root: &toml_edit::Table) -> Result<Manifest> {
+        let root = Node {
+            path: String::new(),
+            schema: String::new(),
+            span: Some(0..0),
+            data: Data::Table(root),
+        };
+        let root = self.table(&root, true)?;
+        let mut m = Manifest {
+            entrypoint: None,
+            argv: None,
+            use_cmdline_argv: false,
+            use_host_env: false,
+            env: BTreeMap::new(),
+            log_level: LogLevel::Warning,
+            start_dir: None,
+            stack_size_bytes: None,
+            mounts: Vec::new(),
+        };
+        if let Some(libos) = root.get("libos") {
+            let libos = self.table(libos, true)?;
+            if let Some(n) = libos.get("entrypoint") {
+                m.entrypoint = Some(self.non_empty_string(n)?.to_string());
+            }
+        }
+        if let Some(loader) = root.get("loader") {
+            let loader = self.table(loader, true)?;
+            if let Some(n) = loader.get("argv") {
+                m.argv = Some(self.argv(n)?);
+            }
+            if let Some(n) = loader.get("log_level") {
+                m.log_level = self.log_level(n)?;
+            }
+            if let Some(n) = loader.get("insecure__use_cmdline_argv") {
+                m.use_cmdline_argv = self.bool(n)?;
+            }
+            if let Some(n) = loader.get("insecure__use_host_env") {
+                m.use_host_env = self.bool(n)?;
+            }
+            if let Some(n) = loader.get("env") {
+                m.env = self.env(n)?;
+            }
+        }
+        if let Some(fs) = root.get("fs") {
+            let fs = self.table(fs, true)?;
+            if let Some(n) = fs.get("start_dir") {
+                m.start_dir = Some(self.non_empty_string(n)?.to_string());
+            }
+            if let Some(n) = fs.get("mounts") {
+                m.mounts = self.mounts(n)?;
+            }
+        }
+        if let Some(sys) = root.get("sys") {
+            let sys = self.table(sys, true)?;
+            if let Some(stack) = sys.get("stack") {
+                let stack = self.table(stack, true)?;
+                if let Some(n) = stack.get("size") {
+                    m.stack_size_bytes = Some(self.stack_size(n)?);
+                }
+            }
+        }
+        Ok(m)
+    }
+
+    fn argv(&self, node: &Node<'_>) -> Result<Vec<String>> {
+        let elements = self.array(node, "an array of strings")?;
+        if elements.is_empty() {
+            return Err(self.invalid(
+                node,
+                format!("`{}` must not be empty: it starts with argv[0]", node.path),
+            ));
+        }
+        elements
+            .iter()
+            .map(|e| self.string(e).map(str::to_string))
+            .collect()
+    }
+
+    fn log_level(&self, node: &Node<'_>) -> Result<LogLevel> {
+        let s = self.string(node)?;
+        LogLevel::from_name(s).ok_or_else(|| {
+            let names: Vec<&str> = LogLevel::ALL
+                .iter()
+                .map(|l| l.name())
+                .chain(["all"])
+                .collect();
+            let guess = names
+                .iter()
+                .map(|n| (strsim::jaro_winkler(&s.to_lowercase(), n), n))
+                .filter(|(score, _)| *score >= 0.8)
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .map_or(String::new(), |(_, n)| format!("; did you mean \"{n}\"?"));
+            self.invalid(
+                node,
+                format!(
+                    "`{}` must be one of {}; found {s:?}{guess}",
+                    node.path,
+                    names.join(", ")
+                ),
+            )
+        })
+    }
+
+    fn env(&self, node: &Node<'_>) -> Result<BTreeMap<String, EnvValue>> {
+        let table = self.table(node, false)?;
+        let mut env = BTreeMap::new();
+        for (name, key_span, value) in &table.entries {
+            let problem = if name.is_empty() {
+                Some("must not be empty")
+            } else if name.contains('=') {
+                Some("must not contain '='")
+            } else if name.contains('\0') {
+                Some("must not contain a NUL character")
+            } else {
+                None
+            };
+            if let Some(problem) = problem {
+                return Err(self.invalid_at(
+                    key_span.clone(),
+                    &value.path,
+                    format!("`{}`: an environment variable name {problem}", value.path),
+                ));
+            }
+            // Table forms are checked against the schema of `loader.env.*`.
+            let value = Node {
+                schema: format!("{}.*", node.schema),
+                ..value.clone()
+            };
+            let v = match value.data {
+                Data::Value(Value::String(_)) => EnvValue::Value(self.string(&value)?.to_string()),
+                Data::Table(_) => self.env_table(&value)?,
+                _ => {
+                    return Err(self.type_error(
+                        &value,
+                        "a string, { value = \"...\" } or { passthrough = true }",
+                    ));
+                }
+            };
+            env.insert(name.to_string(), v);
+        }
+        Ok(env)
+    }
+
+    fn env_table(&self, node: &Node<'_>) -> Result<EnvValue> {
+        let fields = self.table(node, true)?;
+        match (fields.get("value"), fields.get("passthrough")) {
+            (Some(v), None) => Ok(EnvValue::Value(self.string(v)?.to_string())),
+            (None, Some(p)) => {
+                if self.bool(p)? {
+                    Ok(EnvValue::Passthrough)
+                } else {
+                    Err(self.invalid(
+                        p,
+                        format!(
+                            "`{}` may only be true; to not pass the variable, remove `{}`",
+                            p.path, node.path
+                        ),
+                    ))
+                }
+            }
+            (Some(_), Some(p)) => Err(self.invalid(
+                p,
+                format!(
+                    "`{}` has both `value` and `passthrough`; give only one",
+                    node.path
+                ),
+            )),
+            (None, None) => Err(self.invalid(
+                node,
+                format!(
+                    "`{}` needs `value = \"...\"` or `passthrough = true`",
+                    node.path
+                ),
+            )),
+        }
+    }
+
+    fn mounts(&self, node: &Node<'_>) -> Result<Vec<Mount>> {
+        let mut mounts = Vec::new();
+        for element in self.array(node, "an array of tables ([[fs.mounts]])")? {
+            let fields = self.table(&element, true)?;
+            let required = |key: &str, what: &str| {
+                fields.get(key).ok_or_else(|| {
+                    self.invalid(
+                        &element,
+                        format!("`{}` has no `{key}` ({what})", element.path),
+                    )
+                })
+            };
+            let kind = match fields.get("type") {
+                Some(n) => {
+                    let kind = self.string(n)?;
+                    if kind != "chroot" {
+                        return Err(self.invalid(
+                            n,
+                            format!("`{}`: unsupported mount type {kind:?}; picos supports only \"chroot\"", n.path),
+                        ));
+                    }
+                    kind
+                }
+                None => "chroot",
+            };
+            let path_node = required(
+                "path",
+                "the absolute path inside the picoprocess, like \"/data\"",
+            )?;
+            let path = self.non_empty_string(path_node)?;
+            if !path.starts_with('/') {
+                return Err(self.invalid(
+                    path_node,
+                    format!(
+                        "`{}` must be an absolute path (starting with '/'), found {path:?}",
+                        path_node.path
+                    ),
+                ));
+            }
+            let uri_node = required("uri", "the host path, like \"file:/srv/data\"")?;
+            let uri = self.string(uri_node)?;
+            match uri.strip_prefix("file:") {
+                Some(host) if !host.is_empty() => {}
+                _ => {
+                    return Err(self.invalid(
+                        uri_node,
+                        format!(
+                            "`{}` must be a host path like \"file:/srv/data\", found {uri:?}",
+                            uri_node.path
+                        ),
+                    ));
+                }
+            }
+            mounts.push(Mount {
+                kind: kind.to_string(),
+                path: path.to_string(),
+                uri: uri.to_string(),
+            });
+        }
+        Ok(mounts)
+    }
+
+    fn stack_size(&self, node: &Node<'_>) -> Result<u64> {
+        let malformed = || self.type_error(node, "a size like 8388608 or \"8M\"");
+        let size = match node.data {
+            Data::Value(Value::Integer(i)) => u64::try_from(*i.value()).map_err(|_| malformed())?,
+            Data::Value(Value::String(s)) => match parse_size(s.value()) {
+                Ok(n) => n,
+                Err(SizeError::Malformed) => return Err(malformed()),
+                Err(SizeError::TooLarge) => u64::MAX,
+            },
+            _ => return Err(malformed()),
+        };
+        if size == 0 {
+            return Err(self.invalid(node, format!("`{}` must not be zero", node.path)));
+        }
+        if size > MAX_STACK_SIZE {
+            return Err(self.invalid(
+                node,
+                format!(
+                    "`{}` must be at most \"1024G\" ({MAX_STACK_SIZE} bytes), found {}",
+                    node.path,
+                    node.data.describe()
+                ),
+            ));
+        }
+        Ok(size)
+    }
+}
+
+/// Why [`parse_size`] failed.
+#[derive(Debug, PartialEq, Eq)]
+enum SizeError {
+    /// Not digits with an optional K, M or G suffix.
+    Malformed,
+    /// Does not fit in 64 bits.
+    TooLarge,
+}
+
+/// Parses a Gramine-style size: decimal digits, optionally followed by `K`, `M` or `G`
+/// (either case; powers of 1024).
+fn parse_size(s: &str) -> Result<u64, SizeError> {
+    let (digits, unit) = match s.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let unit = match c.to_ascii_uppercase() {
+                'K' => 1u64 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                _ => return Err(SizeError::Malformed),
+            };
+            (&s[..i], unit)
+        }
+        _ => (s, 1),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(SizeError::Malformed);
+    }
+    let n: u64 = digits.parse().map_err(|_| SizeError::TooLarge)?;
+    n.checked_mul(unit).ok_or(SizeError::TooLarge)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Manifest, ManifestError> {
+        Manifest::parse(text, "manifest.toml")
+    }
+
+    /// The error message for `text`, which must be invalid.
+    fn err(text: &str) -> String {
+        match parse(text) {
+            Ok(m) => panic!("expected an error for {text:?}, got {m:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn empty() -> Manifest {
+        Manifest {
+            entrypoint: None,
+            argv: None,
+            use_cmdline_argv: false,
+            use_host_env: false,
+            env: BTreeMap::new(),
+            log_level: LogLevel::Warning,
+            start_dir: None,
+            stack_size_bytes: None,
+            mounts: Vec::new(),
+        }
+    }
+
+    fn root_mount() -> Mount {
+        Mount {
+            kind: "chroot".into(),
+            path: "/".into(),
+            uri: "file:/".into(),
+        }
+    }
+
+    fn os(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect()
+    }
+
+    fn strs(v: &[OsString]) -> Vec<&str> {
+        v.iter().map(|s| s.to_str().unwrap()).collect()
+    }
+
+    const FULL: &str = r#"
+[libos]
+entrypoint = "/usr/bin/python3"
+
+[loader]
+argv = ["python3", "-c", "print(1)"]
+log_level = "debug"
+insecure__use_cmdline_argv = true
+insecure__use_host_env = true
+
+[loader.env]
+HOME = "/root"
+PATH = { passthrough = true }
+LANG = { value = "C.UTF-8" }
+
+[fs]
+start_dir = "/tmp"
+
+[[fs.mounts]]
+type = "chroot"
+path = "/"
+uri = "file:/"
+
+[[fs.mounts]]
+path = "/data"
+uri = "file:/srv/data"
+
+[sys]
+stack.size = "8M"
+"#;
+
+    fn full() -> Manifest {
+        Manifest {
+            entrypoint: Some("/usr/bin/python3".into()),
+            argv: Some(vec!["python3".into(), "-c".into(), "print(1)".into()]),
+            use_cmdline_argv: true,
+            use_host_env: true,
+            env: BTreeMap::from([
+                ("HOME".into(), EnvValue::Value("/root".into())),
+                ("PATH".into(), EnvValue::Passthrough),
+                ("LANG".into(), EnvValue::Value("C.UTF-8".into())),
+            ]),
+            log_level: LogLevel::Debug,
+            start_dir: Some("/tmp".into()),
+            stack_size_bytes: Some(8 << 20),
+            mounts: vec![
+                root_mount(),
+                Mount {
+                    kind: "chroot".into(),
+                    path: "/data".into(),
+                    uri: "file:/srv/data".into(),
+                },
+            ],
+        }
+    }
+
+    // --- valid manifests ------------------------------------------------------------------
+
+    #[test]
+    fn full_example() {
+        assert_eq!(parse(FULL).unwrap(), full());
+    }
+
+    #[test]
+    fn empty_manifest_gives_defaults() {
+        assert_eq!(parse("").unwrap(), empty());
+        assert_eq!(
+            parse("# nothing\n\n[loader]\n[fs]\n[sys]\n[libos]\n").unwrap(),
+            empty()
+        );
+    }
+
+    #[test]
+    fn embedded_default() {
+        let m = Manifest::embedded_default();
+        assert_eq!(
+            m,
+            Manifest {
+                use_cmdline_argv: true,
+                use_host_env: true,
+                mounts: vec![root_mount()],
+                ..empty()
+            }
+        );
+        assert_eq!(Manifest::parse(DEFAULT_MANIFEST, "x").unwrap(), m);
+        assert!(DEFAULT_MANIFEST.contains("insecure__use_host_env = true"));
+    }
+
+    #[test]
+    fn dotted_keys_at_top_level() {
+        let dotted = r#"
+libos.entrypoint = "/usr/bin/python3"
+loader.argv = ["python3", "-c", "print(1)"]
+loader.log_level = "debug"
+loader.insecure__use_cmdline_argv = true
+loader.insecure__use_host_env = true
+loader.env.HOME = "/root"
+loader.env.PATH.passthrough = true
+loader.env.LANG.value = "C.UTF-8"
+fs.start_dir = "/tmp"
+fs.mounts = [
+  { type = "chroot", path = "/", uri = "file:/" },
+  { path = "/data", uri = "file:/srv/data" },
+]
+sys.stack.size = "8M"
+"#;
+        assert_eq!(parse(dotted).unwrap(), full());
+    }
+
+    #[test]
+    fn table_forms() {
+        let text = r#"
+[loader.env.PATH]
+passthrough = true
+[loader.env.LANG]
+value = "C"
+[sys.stack]
+size = 4096
+[sys]
+stack = { size = "1K" }
+"#;
+        // `[sys]` after `[sys.stack]` is valid TOML, but `stack` is then defined twice.
+        assert!(err(text).contains("invalid TOML"));
+        let m = parse(&text.replace("[sys]\nstack = { size = \"1K\" }\n", "")).unwrap();
+        assert_eq!(
+            m.env,
+            BTreeMap::from([
+                ("PATH".into(), EnvValue::Passthrough),
+                ("LANG".into(), EnvValue::Value("C".into()))
+            ])
+        );
+        assert_eq!(m.stack_size_bytes, Some(4096));
+        assert_eq!(
+            parse("sys = { stack = { size = \"1K\" } }")
+                .unwrap()
+                .stack_size_bytes,
+            Some(1024)
+        );
+    }
+
+    #[test]
+    fn log_levels() {
+        for (name, level) in [
+            ("none", LogLevel::None),
+            ("error", LogLevel::Error),
+            ("warning", LogLevel::Warning),
+            ("debug", LogLevel::Debug),
+            ("trace", LogLevel::Trace),
+            ("all", LogLevel::Trace),
+        ] {
+            let m = parse(&format!("loader.log_level = \"{name}\"")).unwrap();
+            assert_eq!(m.log_level, level, "{name}");
+        }
+    }
+
+    #[test]
+    fn relative_entrypoint_is_allowed() {
+        assert_eq!(
+            parse("libos.entrypoint = \"python3\"")
+                .unwrap()
+                .entrypoint
+                .as_deref(),
+            Some("python3")
+        );
+    }
+
+    #[test]
+    fn mount_type_defaults_to_chroot() {
+        let m = parse("[[fs.mounts]]\npath = \"/lib\"\nuri = \"file:lib\"\n").unwrap();
+        assert_eq!(
+            m.mounts,
+            vec![Mount {
+                kind: "chroot".into(),
+                path: "/lib".into(),
+                uri: "file:lib".into()
+            }]
+        );
+        assert_eq!(m.mounts[0].host_path(), "lib");
+    }
+
+    #[test]
+    fn escaped_strings_are_decoded() {
+        let m = parse("libos.entrypoint = \"/bin/\\u0073h\"\nloader.argv = ['C:\\x']").unwrap();
+        assert_eq!(m.entrypoint.as_deref(), Some("/bin/sh"));
+        assert_eq!(m.argv, Some(vec!["C:\\x".to_string()]));
+    }
+
+    // --- sizes ----------------------------------------------------------------------------
+
+    #[test]
+    fn parse_size_values() {
+        assert_eq!(parse_size("8M"), Ok(8 << 20));
+        assert_eq!(parse_size("8m"), Ok(8 << 20));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_size("1g"), Ok(1 << 30));
+        assert_eq!(parse_size("512K"), Ok(512 << 10));
+        assert_eq!(parse_size("512k"), Ok(512 << 10));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("0"), Ok(0));
+        assert_eq!(parse_size("007"), Ok(7));
+        for bad in [
+            "", "M", "-1", "+1", "12X", "1.5M", " 8M", "8M ", "8 M", "8MB", "8MM", "0x10", "1_000",
+            "é", "8é",
+        ] {
+            assert_eq!(parse_size(bad), Err(SizeError::Malformed), "{bad:?}");
+        }
+        assert_eq!(parse_size("99999999999999999999"), Err(SizeError::TooLarge));
+        assert_eq!(parse_size("17179869184G"), Err(SizeError::TooLarge));
+    }
+
+    #[test]
+    fn stack_sizes_in_manifest() {
+        let size = |v: &str| {
+            parse(&format!("[sys]\nstack.size = {v}\n")).map(|m| m.stack_size_bytes.unwrap())
+        };
+        assert_eq!(size("\"8M\"").unwrap(), 8 << 20);
+        assert_eq!(size("\"8m\"").unwrap(), 8 << 20);
+        assert_eq!(size("\"1G\"").unwrap(), 1 << 30);
+        assert_eq!(size("4096").unwrap(), 4096);
+        assert_eq!(size("0x1000").unwrap(), 4096);
+        assert_eq!(size("1_048_576").unwrap(), 1 << 20);
+        assert_eq!(size("\"1024G\"").unwrap(), MAX_STACK_SIZE);
+        assert_eq!(size("1099511627776").unwrap(), MAX_STACK_SIZE);
+
+        let msg = |v: &str| size(v).unwrap_err().to_string();
+        assert_eq!(
+            msg("\"lots\""),
+            "manifest.toml:2:14: `sys.stack.size` must be a size like 8388608 or \"8M\", found \"lots\""
+        );
+        assert_eq!(
+            msg("\"12X\""),
+            "manifest.toml:2:14: `sys.stack.size` must be a size like 8388608 or \"8M\", found \"12X\""
+        );
+        assert_eq!(
+            msg("\"-1\""),
+            "manifest.toml:2:14: `sys.stack.size` must be a size like 8388608 or \"8M\", found \"-1\""
+        );
+        assert_eq!(
+            msg("-1"),
+            "manifest.toml:2:14: `sys.stack.size` must be a size like 8388608 or \"8M\", found integer -1"
+        );
+        assert_eq!(
+            msg("1.5"),
+            "manifest.toml:2:14: `sys.stack.size` must be a size like 8388608 or \"8M\", found float 1.5"
+        );
+        assert_eq!(
+            msg("\"0\""),
+            "manifest.toml:2:14: `sys.stack.size` must not be zero"
+        );
+        assert_eq!(
+            msg("0"),
+            "manifest.toml:2:14: `sys.stack.size` must not be zero"
+        );
+        assert_eq!(
+            msg("\"1025G\""),
+            "manifest.toml:2:14: `sys.stack.size` must be at most \"1024G\" (1099511627776 bytes), found \"1025G\""
+        );
+        assert!(msg("1099511627777").contains("must be at most"));
+        assert!(msg("\"99999999999999999999\"").contains("must be at most"));
+        assert!(msg("\"17179869184G\"").contains("must be at most"));
+    }
+
+    // --- unknown keys ---------------------------------------------------------------------
+
+    #[test]
+    fn unknown_top_level_table() {
+        assert_eq!(
+            err("[foo]\nx = 1\n"),
+            "manifest.toml:1:2: unknown key `foo`"
+        );
+        assert_eq!(err("\n\n  [ldr]\n"), "manifest.toml:3:4: unknown key `ldr`");
+        assert_eq!(
+            err("[lodaer]\n"),
+            "manifest.toml:1:2: unknown key `lodaer`; did you mean `loader`?"
+        );
+        assert_eq!(
+            err("[[mounts]]\n"),
+            "manifest.toml:1:3: unknown key `mounts`; did you mean `fs.mounts`?"
+        );
+    }
+
+    #[test]
+    fn unknown_nested_key_with_suggestion() {
+        assert_eq!(
+            err("[loader]\nargv = [\"a\"]\nlog_levle = \"debug\"\n"),
+            "manifest.toml:3:1: unknown key `loader.log_levle`; did you mean `loader.log_level`?"
+        );
+        assert_eq!(
+            err("loader.log_levle = \"debug\"\n"),
+            "manifest.toml:1:8: unknown key `loader.log_levle`; did you mean `loader.log_level`?"
+        );
+        assert_eq!(
+            err("[loader]\ninsecure_use_host_env = true\n"),
+            "manifest.toml:2:1: unknown key `loader.insecure_use_host_env`; did you mean `loader.insecure__use_host_env`?"
+        );
+        assert_eq!(
+            err("[loader]\nuse_cmdline_argv = true\n"),
+            "manifest.toml:2:1: unknown key `loader.use_cmdline_argv`; did you mean `loader.insecure__use_cmdline_argv`?"
+        );
+        assert_eq!(
+            err("[fs]\nstartdir = \"/\"\n"),
+            "manifest.toml:2:1: unknown key `fs.startdir`; did you mean `fs.start_dir`?"
+        );
+        assert_eq!(
+            err("[fs]\nzzz = 1\n"),
+            "manifest.toml:2:1: unknown key `fs.zzz`"
+        );
+    }
+
+    #[test]
+    fn unknown_key_in_wrong_table() {
+        assert_eq!(
+            err("entrypoint = \"/bin/sh\"\n"),
+            "manifest.toml:1:1: unknown key `entrypoint`; did you mean `libos.entrypoint`?"
+        );
+        assert_eq!(
+            err("[loader]\nstart_dir = \"/\"\n"),
+            "manifest.toml:2:1: unknown key `loader.start_dir`; did you mean `fs.start_dir`?"
+        );
+        assert_eq!(
+            err("[sys]\nstack_size = \"8M\"\n"),
+            "manifest.toml:2:1: unknown key `sys.stack_size`; did you mean `sys.stack.size`?"
+        );
+        assert_eq!(
+            err("log_level = \"debug\"\n"),
+            "manifest.toml:1:1: unknown key `log_level`; did you mean `loader.log_level`?"
+        );
+    }
+
+    #[test]
+    fn gramine_only_keys_explained() {
+        assert_eq!(
+            err("loader.entrypoint = \"file:libsysdb.so\"\n"),
+            "manifest.toml:1:8: unknown key `loader.entrypoint`; picos has no separate LibOS binary to load; \
+             the program to run is `libos.entrypoint`"
+        );
+        assert_eq!(
+            err("[sgx]\ndebug = true\n"),
+            "manifest.toml:1:2: unknown key `sgx`; picos does not use Intel SGX; remove the `sgx` table"
+        );
+    }
+
+    #[test]
+    fn unknown_keys_in_mounts_and_env() {
+        assert_eq!(
+            err("[[fs.mounts]]\npath = \"/\"\nuir = \"file:/\"\n"),
+            "manifest.toml:3:1: unknown key `fs.mounts[0].uir`; did you mean `fs.mounts[0].uri`?"
+        );
+        assert_eq!(
+            err("fs.mounts = [{ path = \"/\", uri = \"file:/\" }, { path = \"/a\", uri = \"file:/a\", kind = \"chroot\" }]"),
+            "manifest.toml:1:78: unknown key `fs.mounts[1].kind`"
+        );
+        assert_eq!(
+            err("[loader.env]\nPATH = { passtrough = true }\n"),
+            "manifest.toml:2:10: unknown key `loader.env.PATH.passtrough`; did you mean `loader.env.PATH.passthrough`?"
+        );
+        assert_eq!(
+            err("[loader.env.\"MY VAR\"]\nvalu = \"x\"\n"),
+            "manifest.toml:2:1: unknown key `loader.env.\"MY VAR\".valu`; did you mean `loader.env.\"MY VAR\".value`?"
+        );
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(suggest("loader", "log_levle"), Some("log_level"));
+        assert_eq!(suggest("loader", "LOG_LEVEL"), Some("log_level"));
+        assert_eq!(suggest("", "size"), Some("sys.stack.size"));
+        assert_eq!(suggest("", "env"), Some("loader.env"));
+        assert_eq!(suggest("", "mounts"), Some("fs.mounts"));
+        assert_eq!(suggest("", "qqq"), None);
+        assert_eq!(suggest("fs.mounts[]", "typ"), Some("type"));
+        assert_eq!(allowed_keys(""), ["libos", "loader", "fs", "sys"]);
+        assert_eq!(allowed_keys("fs.mounts[]"), ["type", "path", "uri"]);
+        assert_eq!(allowed_keys("loader.env.*"), ["value", "passthrough"]);
+        assert_eq!(allowed_keys("sys"), ["stack"]);
+    }
+
+    // --- wrong types ----------------------------------------------------------------------
+
+    #[test]
+    fn wrong_types() {
+        assert_eq!(
+            err("[libos]\nentrypoint = 3\n"),
+            "manifest.toml:2:14: `libos.entrypoint` must be a string, found integer 3"
+        );
+        assert_eq!(
+            err("[loader]\ninsecure__use_host_env = \"yes\"\n"),
+            "manifest.toml:2:26: `loader.insecure__use_host_env` must be true or false, found \"yes\""
+        );
+        assert_eq!(
+            err("loader.insecure__use_cmdline_argv = 1"),
+            "manifest.toml:1:37: `loader.insecure__use_cmdline_argv` must be true or false, found integer 1"
+        );
+        assert_eq!(
+            err("loader = 3"),
+            "manifest.toml:1:10: `loader` must be a table, found integer 3"
+        );
+        assert_eq!(
+            err("libos = [1]"),
+            "manifest.toml:1:9: `libos` must be a table, found an array"
+        );
+        assert_eq!(
+            err("[libos.entrypoint]\n"),
+            "manifest.toml:1:1: `libos.entrypoint` must be a string, found a table"
+        );
+        assert_eq!(
+            err("[loader]\nargv = \"sh -c x\"\n"),
+            "manifest.toml:2:8: `loader.argv` must be an array of strings, found \"sh -c x\""
+        );
+        assert_eq!(
+            err("[loader]\nargv = [\"sh\", 3]\n"),
+            "manifest.toml:2:15: `loader.argv[1]` must be a string, found integer 3"
+        );
+        assert_eq!(
+            err("[loader]\nlog_level = 2\n"),
+            "manifest.toml:2:13: `loader.log_level` must be a string, found integer 2"
+        );
+        assert_eq!(
+            err("fs.start_dir = 1979-05-27"),
+            "manifest.toml:1:16: `fs.start_dir` must be a string, found date-time 1979-05-27"
+        );
+        assert_eq!(
+            err("fs.mounts = \"/\""),
+            "manifest.toml:1:13: `fs.mounts` must be an array of tables ([[fs.mounts]]), found \"/\""
+        );
+        assert_eq!(
+            err("fs.mounts = [\"/\"]"),
+            "manifest.toml:1:14: `fs.mounts[0]` must be a table, found \"/\""
+        );
+        assert_eq!(
+            err("[[loader]]\n"),
+            "manifest.toml:1:1: `loader` must be a table, found an array of tables"
+        );
+        assert_eq!(
+            err("[loader.env]\nX = 1\n"),
+            "manifest.toml:2:5: `loader.env.X` must be a string, { value = \"...\" } or { passthrough = true }, \
+             found integer 1"
+        );
+        assert_eq!(
+            err("[loader.env]\nX = { value = 1 }\n"),
+            "manifest.toml:2:15: `loader.env.X.value` must be a string, found integer 1"
+        );
+        assert_eq!(
+            err("[loader.env]\nX = { passthrough = \"true\" }\n"),
+            "manifest.toml:2:21: `loader.env.X.passthrough` must be true or false, found \"true\""
+        );
+        assert_eq!(
+            err("loader.env = \"A=B\""),
+            "manifest.toml:1:14: `loader.env` must be a table, found \"A=B\""
+        );
+    }
+
+    #[test]
+    fn long_strings_are_shortened_in_messages() {
+        let long = "x".repeat(100);
+        let e = err(&format!("sys.stack.size = \"{long}\""));
+        assert!(
+            e.ends_with(&format!("found \"{}\"...", "x".repeat(60))),
+            "{e}"
+        );
+    }
+
+    // --- semantic errors ------------------------------------------------------------------
+
+    #[test]
+    fn bad_log_level() {
+        assert_eq!(
+            err("[loader]\nlog_level = \"verbose\"\n"),
+            "manifest.toml:2:13: `loader.log_level` must be one of none, error, warning, debug, trace, all; \
+             found \"verbose\""
+        );
+        assert_eq!(
+            err("[loader]\nlog_level = \"warn\"\n"),
+            "manifest.toml:2:13: `loader.log_level` must be one of none, error, warning, debug, trace, all; \
+             found \"warn\"; did you mean \"warning\"?"
+        );
+        assert!(err("loader.log_level = \"DEBUG\"").ends_with("did you mean \"debug\"?"));
+    }
+
+    #[test]
+    fn empty_strings_and_nul() {
+        assert_eq!(
+            err("[libos]\nentrypoint = \"\"\n"),
+            "manifest.toml:2:14: `libos.entrypoint` must not be empty"
+        );
+        assert_eq!(
+            err("fs.start_dir = ''"),
+            "manifest.toml:1:16: `fs.start_dir` must not be empty"
+        );
+        assert_eq!(
+            err("libos.entrypoint = \"/bin/sh\\u0000\""),
+            "manifest.toml:1:20: `libos.entrypoint` must not contain a NUL character"
+        );
+        assert!(
+            err("loader.argv = [\"a\\u0000\"]").contains("`loader.argv[0]` must not contain a NUL")
+        );
+        assert!(err("loader.env.A = \"\\u0000\"").contains("`loader.env.A` must not contain a NUL"));
+    }
+
+    #[test]
+    fn argv_must_not_be_empty() {
+        assert_eq!(
+            err("[loader]\nargv = []\n"),
+            "manifest.toml:2:8: `loader.argv` must not be empty: it starts with argv[0]"
+        );
+        // An empty argv[0] is odd but legal for execve.
+        assert_eq!(
+            parse("loader.argv = [\"\"]").unwrap().argv,
+            Some(vec![String::new()])
+        );
+    }
+
+    #[test]
+    fn env_errors() {
+        assert_eq!(
+            err("[loader.env]\n\"A=B\" = \"x\"\n"),
+            "manifest.toml:2:1: `loader.env.\"A=B\"`: an environment variable name must not contain '='"
+        );
+        assert_eq!(
+            err("[loader.env]\n\"\" = \"x\"\n"),
+            "manifest.toml:2:1: `loader.env.\"\"`: an environment variable name must not be empty"
+        );
+        assert_eq!(
+            err("[loader.env]\nPATH = { passthrough = true, value = \"/bin\" }\n"),
+            "manifest.toml:2:24: `loader.env.PATH` has both `value` and `passthrough`; give only one"
+        );
+        assert_eq!(
+            err("[loader.env]\nPATH = {}\n"),
+            "manifest.toml:2:8: `loader.env.PATH` needs `value = \"...\"` or `passthrough = true`"
+        );
+        assert_eq!(
+            err("[loader.env]\nPATH = { passthrough = false }\n"),
+            "manifest.toml:2:24: `loader.env.PATH.passthrough` may only be true; \
+             to not pass the variable, remove `loader.env.PATH`"
+        );
+    }
+
+    #[test]
+    fn mount_errors() {
+        assert_eq!(
+            err("[[fs.mounts]]\npath = \"data\"\nuri = \"file:/srv/data\"\n"),
+            "manifest.toml:2:8: `fs.mounts[0].path` must be an absolute path (starting with '/'), found \"data\""
+        );
+        assert_eq!(
+            err("[[fs.mounts]]\npath = \"/\"\nuri = \"/srv\"\n"),
+            "manifest.toml:3:7: `fs.mounts[0].uri` must be a host path like \"file:/srv/data\", found \"/srv\""
+        );
+        assert!(
+            err("[[fs.mounts]]\npath = \"/\"\nuri = \"file:\"\n").contains("must be a host path")
+        );
+        assert!(
+            err("[[fs.mounts]]\npath = \"/\"\nuri = \"dev:tty\"\n").contains("must be a host path")
+        );
+        assert_eq!(
+            err("[[fs.mounts]]\ntype = \"tmpfs\"\npath = \"/tmp\"\n"),
+            "manifest.toml:2:8: `fs.mounts[0].type`: unsupported mount type \"tmpfs\"; picos supports only \"chroot\""
+        );
+        assert_eq!(
+            err("[[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\n\n[[fs.mounts]]\npath = \"/x\"\n"),
+            "manifest.toml:5:1: `fs.mounts[1]` has no `uri` (the host path, like \"file:/srv/data\")"
+        );
+        assert_eq!(
+            err("fs.mounts = [{ uri = \"file:/\" }]"),
+            "manifest.toml:1:14: `fs.mounts[0]` has no `path` (the absolute path inside the picoprocess, like \"/data\")"
+        );
+        assert!(err("[[fs.mounts]]\npath = \"\"\nuri = \"file:/\"\n")
+            .contains("`fs.mounts[0].path` must not be empty"));
+    }
+
+    // --- syntax errors and locations ------------------------------------------------------
+
+    #[test]
+    fn syntax_errors_have_locations() {
+        assert_eq!(
+            err("a = \n"),
+            "manifest.toml:1:5: invalid TOML: invalid string; expected `\"`, `'`"
+        );
+        let dup = err("[loader]\nlog_level = \"debug\"\nlog_level = \"trace\"\n");
+        assert!(
+            dup.starts_with("manifest.toml:3:1: invalid TOML: "),
+            "{dup}"
+        );
+        assert!(dup.contains("duplicate key `log_level`"), "{dup}");
+        let unterminated = err("[libos]\nentrypoint = \"/bin/sh\n");
+        assert!(
+            unterminated.starts_with("manifest.toml:2:"),
+            "{unterminated}"
+        );
+        assert!(!unterminated.contains('\n'), "one line: {unterminated}");
+        assert!(err("[loader\n").starts_with("manifest.toml:1:"));
+    }
+
+    #[test]
+    fn columns_count_characters() {
+        // `é` is two bytes; the column of `3` is 14 in characters (15 in bytes).
+        assert_eq!(
+            err("[loader]\nargv = [\"é\", 3]\n"),
+            "manifest.toml:2:14: `loader.argv[1]` must be a string, found integer 3"
+        );
+        // CRLF line endings.
+        assert_eq!(
+            err("[loader]\r\nargv = []\r\n"),
+            "manifest.toml:2:8: `loader.argv` must not be empty: it starts with argv[0]"
+        );
+    }
+
+    #[test]
+    fn error_fields() {
+        match parse("[sys]\nstack.size = \"lots\"\n").unwrap_err() {
+            ManifestError::Invalid { location, key, .. } => {
+                assert_eq!(
+                    location,
+                    Location {
+                        file: "manifest.toml".into(),
+                        line: 2,
+                        column: 14
+                    }
+                );
+                assert_eq!(key, "sys.stack.size");
+            }
+            e => panic!("unexpected {e:?}"),
+        }
+        match parse("[loader]\nlog_levle = 1\n").unwrap_err() {
+            ManifestError::UnknownKey {
+                key, suggestion, ..
+            } => {
+                assert_eq!(key, "loader.log_levle");
+                assert_eq!(suggestion.as_deref(), Some("loader.log_level"));
+            }
+            e => panic!("unexpected {e:?}"),
+        }
+    }
+
+    // --- files ----------------------------------------------------------------------------
+
+    #[test]
+    fn from_file_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nope.toml");
+        let e = Manifest::from_file(&path).unwrap_err();
+        assert!(matches!(e, ManifestError::Read { .. }));
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with(&format!("cannot read manifest {}: ", path.display())),
+            "{msg}"
+        );
+        assert!(msg.contains("No such file or directory"), "{msg}");
+    }
+
+    #[test]
+    fn from_file_names_the_file_in_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.manifest.toml");
+        std::fs::write(&path, FULL).unwrap();
+        assert_eq!(Manifest::from_file(&path).unwrap(), full());
+        std::fs::write(&path, "[loader]\nlog_levle = \"debug\"\n").unwrap();
+        assert_eq!(
+            Manifest::from_file(&path).unwrap_err().to_string(),
+            format!(
+                "{}:2:1: unknown key `loader.log_levle`; did you mean `loader.log_level`?",
+                path.display()
+            )
+        );
+        std::fs::write(&path, b"libos.entrypoint = \"\xff\"").unwrap();
+        assert!(Manifest::from_file(&path)
+            .unwrap_err()
+            .to_string()
+            .starts_with("cannot read manifest"));
+    }
+
+    // --- environment ----------------------------------------------------------------------
+
+    #[test]
+    fn environment_without_host_env() {
+        let m = parse("[loader.env]\nHOME = \"/root\"\nPATH = { passthrough = true }\nTERM = { passthrough = true }\n")
+            .unwrap();
+        let host = os(&[("PATH", "/usr/bin"), ("USER", "me"), ("HOME", "/home/me")]);
+        assert_eq!(strs(&m.environment(&host)), ["HOME=/root", "PATH=/usr/bin"]);
+        assert!(m.environment(&[]).iter().all(|v| v != "PATH=/usr/bin"));
+        assert_eq!(strs(&m.environment(&[])), ["HOME=/root"]);
+    }
+
+    #[test]
+    fn environment_with_host_env() {
+        let m = parse(
+            "loader.insecure__use_host_env = true\n[loader.env]\nHOME = \"/root\"\nNEW = { value = \"a=b\" }\n\
+             PATH = { passthrough = true }\n",
+        )
+        .unwrap();
+        let host = os(&[
+            ("USER", "me"),
+            ("HOME", "/home/me"),
+            ("PATH", "/bin"),
+            ("EMPTY", ""),
+        ]);
+        assert_eq!(
+            strs(&m.environment(&host)),
+            ["USER=me", "HOME=/root", "PATH=/bin", "EMPTY=", "NEW=a=b"]
+        );
+        let default = Manifest::embedded_default();
+        assert_eq!(
+            strs(&default.environment(&host)),
+            ["USER=me", "HOME=/home/me", "PATH=/bin", "EMPTY="]
+        );
+        assert!(default.environment(&[]).is_empty());
+    }
+
+    #[test]
+    fn environment_keeps_non_utf8_host_values() {
+        use std::os::unix::ffi::OsStringExt;
+        let m = parse("loader.env.X.passthrough = true").unwrap();
+        let host = vec![(OsString::from("X"), OsString::from_vec(vec![0xff, b'y']))];
+        assert_eq!(
+            m.environment(&host),
+            vec![OsString::from_vec(b"X=\xffy".to_vec())]
+        );
+    }
+}
