@@ -505,20 +505,34 @@ pub fn build_stack(
         }
         Ok(*sp)
     };
-    let execfn_p = push_bytes(&mut sp, execfn, true)?;
+    // As Linux: the argv strings, then the envp strings, then the file name,
+    // back to back at the top of the stack (setproctitle-style code relies on it).
+    let mut block: Vec<u8> = Vec::new();
+    let mut offsets = Vec::with_capacity(loaded.argv.len() + envp.len());
+    for s in loaded.argv.iter().chain(envp.iter()) {
+        offsets.push(block.len());
+        block.extend_from_slice(s);
+        block.push(0);
+    }
+    let execfn_off = block.len();
+    block.extend_from_slice(execfn);
+    block.push(0);
+    let block_p = push_bytes(&mut sp, &block, false)?;
+    let argv_p: Vec<usize> = offsets[..loaded.argv.len()]
+        .iter()
+        .map(|o| block_p + o)
+        .collect();
+    let envp_p: Vec<usize> = offsets[loaded.argv.len()..]
+        .iter()
+        .map(|o| block_p + o)
+        .collect();
+    let execfn_p = block_p + execfn_off;
+    sp &= !15;
     let platform_p = push_bytes(&mut sp, b"x86_64", true)?;
     let mut rnd = [0u8; 16];
     host::getrandom(&mut rnd);
     sp &= !15;
     let random_p = push_bytes(&mut sp, &rnd, false)?;
-    let mut argv_p = Vec::with_capacity(loaded.argv.len());
-    for a in &loaded.argv {
-        argv_p.push(push_bytes(&mut sp, a, true)?);
-    }
-    let mut envp_p = Vec::with_capacity(envp.len());
-    for e in envp {
-        envp_p.push(push_bytes(&mut sp, e, true)?);
-    }
     // auxv: the host's entries, with the program's own values.
     let m = &loaded.main;
     let overrides: [(u64, u64); 8] = [

@@ -1,0 +1,676 @@
+//! Conformance tests: C programs in `tests/conformance/*.c` run natively and
+//! under `picos run`, and must produce identical stdout and exit status.
+//!
+//! Each program is compiled (on demand, into `target/conformance/<variant>/`)
+//! as a glibc dynamic PIE, a glibc static non-PIE executable, and a musl
+//! static executable (when `musl-gcc` is available).
+//!
+//! Environment knobs:
+//! * `PICOS_CONFORMANCE_NATIVE_ONLY=1`: only run natively. Each program is run
+//!   twice and the two runs must agree (determinism check).
+//!
+//! Native runs must also meet the expectation written here (exit status, no
+//! `: FAIL` line on stdout), so a broken test program is caught even without
+//! picos.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::fmt::Write as _;
+use std::io::Read;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::{Mutex, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime};
+
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+const SRC_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance");
+const BUILD_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/conformance");
+const PICOS: &str = env!("CARGO_BIN_EXE_picos");
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The environment every program (and picos itself) runs with.
+const TEST_ENV: &[(&str, &str)] = &[
+    ("PATH", "/usr/bin:/bin"),
+    ("PICOS_TEST_VAR", "hello"),
+    ("LC_ALL", "C"),
+];
+
+// ---------------------------------------------------------------------------
+// Variants and building
+// ---------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Variant {
+    GlibcDynamic,
+    GlibcStatic,
+    MuslStatic,
+}
+
+const VARIANTS: [Variant; 3] = [
+    Variant::GlibcDynamic,
+    Variant::GlibcStatic,
+    Variant::MuslStatic,
+];
+
+impl Variant {
+    fn name(self) -> &'static str {
+        match self {
+            Variant::GlibcDynamic => "glibc-dynamic",
+            Variant::GlibcStatic => "glibc-static",
+            Variant::MuslStatic => "musl-static",
+        }
+    }
+
+    fn compiler(self) -> &'static str {
+        match self {
+            Variant::GlibcDynamic | Variant::GlibcStatic => "gcc",
+            Variant::MuslStatic => "musl-gcc",
+        }
+    }
+
+    fn flags(self) -> &'static [&'static str] {
+        match self {
+            Variant::GlibcDynamic => &["-O1", "-pthread", "-Wall", "-fPIE", "-pie"],
+            Variant::GlibcStatic => &["-O1", "-pthread", "-Wall", "-static", "-no-pie", "-fno-pie"],
+            Variant::MuslStatic => &["-O1", "-pthread", "-Wall", "-static"],
+        }
+    }
+}
+
+fn find_in_path(prog: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
+}
+
+/// Why a variant can't be built on this machine, if it can't.
+fn unavailable(variant: Variant) -> Option<String> {
+    static CACHE: OnceLock<HashMap<&'static str, bool>> = OnceLock::new();
+    let found = CACHE.get_or_init(|| {
+        ["gcc", "musl-gcc"]
+            .into_iter()
+            .map(|c| (c, find_in_path(c).is_some()))
+            .collect()
+    });
+    if found[variant.compiler()] {
+        None
+    } else {
+        Some(format!("{} not found in PATH", variant.compiler()))
+    }
+}
+
+fn mtime(p: &Path) -> Option<SystemTime> {
+    std::fs::metadata(p).and_then(|m| m.modified()).ok()
+}
+
+/// Newest modification time of the program's source and the shared headers.
+fn source_mtime(src: &Path) -> SystemTime {
+    let mut newest = mtime(src).unwrap_or_else(|| panic!("missing source {}", src.display()));
+    if let Ok(rd) = std::fs::read_dir(SRC_DIR) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.extension() == Some(OsStr::new("h")) {
+                if let Some(t) = mtime(&p) {
+                    newest = newest.max(t);
+                }
+            }
+        }
+    }
+    newest
+}
+
+/// Serialises builds of the same output inside this test process.
+fn build_lock() -> &'static Mutex<()> {
+    static LOCK: OnceLock<Mutex<()>> = OnceLock::new();
+    LOCK.get_or_init(|| Mutex::new(()))
+}
+
+/// Compile `tests/conformance/<prog>.c` for `variant` if it is out of date.
+/// Returns the binary path, or the compiler's complaint.
+fn build(prog: &str, variant: Variant) -> Result<PathBuf, String> {
+    let src = Path::new(SRC_DIR).join(format!("{prog}.c"));
+    let out_dir = Path::new(BUILD_DIR).join(variant.name());
+    std::fs::create_dir_all(&out_dir)
+        .map_err(|e| format!("creating {}: {e}", out_dir.display()))?;
+    let out = out_dir.join(prog);
+    let out = std::fs::canonicalize(&out_dir)
+        .map(|d| d.join(prog))
+        .unwrap_or(out);
+
+    let _guard = build_lock().lock().unwrap_or_else(|e| e.into_inner());
+    let src_time = source_mtime(&src);
+    if let Some(bin_time) = mtime(&out) {
+        if bin_time >= src_time {
+            return Ok(out);
+        }
+    }
+    // Build to a unique name and rename, so concurrent test processes never
+    // see (or run) a half-written binary.
+    let tmp = out_dir.join(format!(".{prog}.{}.tmp", std::process::id()));
+    let output = Command::new(variant.compiler())
+        .args(variant.flags())
+        .arg("-o")
+        .arg(&tmp)
+        .arg(&src)
+        .current_dir(ROOT)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("running {}: {e}", variant.compiler()))?;
+    if !output.status.success() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!(
+            "compiling {} for {} failed ({}):\n{} {} -o {} {}\n{}",
+            src.display(),
+            variant.name(),
+            output.status,
+            variant.compiler(),
+            variant.flags().join(" "),
+            tmp.display(),
+            src.display(),
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    std::fs::rename(&tmp, &out).map_err(|e| format!("renaming to {}: {e}", out.display()))?;
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------
+// Running
+// ---------------------------------------------------------------------------
+
+extern "C" {
+    fn kill(pid: i32, sig: i32) -> i32;
+}
+
+fn kill_process_group(pgid: u32) {
+    // SAFETY: kill(2) with a negative pid only sends a signal to the process
+    // group we created for the child (process_group(0) below); no memory is
+    // involved.
+    unsafe {
+        kill(-(pgid as i32), 9);
+    }
+}
+
+struct Outcome {
+    status: ExitStatus,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    timed_out: bool,
+    elapsed: Duration,
+}
+
+impl Outcome {
+    /// Exit status as a `picos run` exit code: killed by signal N => 128+N.
+    fn code(&self) -> i32 {
+        match (self.status.code(), self.status.signal()) {
+            (Some(c), _) => c,
+            (None, Some(s)) => 128 + s,
+            _ => -1,
+        }
+    }
+
+    fn status_str(&self) -> String {
+        let mut s = match (self.status.code(), self.status.signal()) {
+            (Some(c), _) => format!("exit code {c}"),
+            (None, Some(sig)) => format!("killed by signal {sig} (= code {})", 128 + sig),
+            _ => format!("{:?}", self.status),
+        };
+        if self.timed_out {
+            s.push_str(&format!(" [TIMED OUT after {:?}, killed]", TIMEOUT));
+        }
+        s
+    }
+}
+
+fn spawn_reader<R: Read + Send + 'static>(
+    mut r: R,
+    tx: mpsc::Sender<(bool, Vec<u8>)>,
+    is_out: bool,
+) {
+    thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = r.read_to_end(&mut buf);
+        let _ = tx.send((is_out, buf));
+    });
+}
+
+/// Run `cmd` with the test environment, stdin null, its own process group and
+/// a timeout. Stray processes still holding the output pipes after the main
+/// process exited are killed.
+fn run(mut cmd: Command, cwd: &Path) -> Result<Outcome, String> {
+    cmd.env_clear()
+        .envs(TEST_ENV.iter().copied())
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let desc = format!("{cmd:?}");
+    let start = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| format!("spawning {desc}: {e}"))?;
+    let pgid = child.id();
+    let (tx, rx) = mpsc::channel();
+    spawn_reader(child.stdout.take().expect("stdout"), tx.clone(), true);
+    spawn_reader(child.stderr.take().expect("stderr"), tx, false);
+
+    let deadline = start + TIMEOUT;
+    let mut timed_out = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break st,
+            Ok(None) => {}
+            Err(e) => return Err(format!("waiting for {desc}: {e}")),
+        }
+        if Instant::now() >= deadline {
+            timed_out = true;
+            kill_process_group(pgid);
+            let _ = child.kill();
+            break child
+                .wait()
+                .map_err(|e| format!("waiting for {desc}: {e}"))?;
+        }
+        thread::sleep(Duration::from_millis(5));
+    };
+    let elapsed = start.elapsed();
+
+    let mut stdout = None;
+    let mut stderr = None;
+    let grace = Instant::now() + Duration::from_secs(5);
+    let mut killed_stragglers = false;
+    while stdout.is_none() || stderr.is_none() {
+        let wait = grace.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(if killed_stragglers {
+            Duration::from_secs(5)
+        } else {
+            wait
+        }) {
+            Ok((true, b)) => stdout = Some(b),
+            Ok((false, b)) => stderr = Some(b),
+            Err(mpsc::RecvTimeoutError::Timeout) if !killed_stragglers => {
+                // Something in the process group still holds the pipes.
+                kill_process_group(pgid);
+                killed_stragglers = true;
+            }
+            Err(_) => break,
+        }
+    }
+    let mut stderr = stderr.unwrap_or_default();
+    if killed_stragglers {
+        stderr.extend_from_slice(b"\n[harness: killed stray processes holding the output pipes]\n");
+    }
+    Ok(Outcome {
+        status,
+        stdout: stdout.unwrap_or_default(),
+        stderr,
+        timed_out,
+        elapsed,
+    })
+}
+
+fn native_cmd(bin: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(bin);
+    c.args(args);
+    c
+}
+
+fn picos_cmd(bin: &Path, args: &[&str], extra: &[&str]) -> Command {
+    let mut c = Command::new(PICOS);
+    c.arg("run").args(extra).arg("--").arg(bin).args(args);
+    c
+}
+
+fn native_only() -> bool {
+    std::env::var("PICOS_CONFORMANCE_NATIVE_ONLY").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+// ---------------------------------------------------------------------------
+// Cases and checking
+// ---------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug)]
+enum Expect {
+    Code(i32),
+    Signal(i32),
+}
+
+struct Case {
+    args: &'static [&'static str],
+    expect: Expect,
+}
+
+const fn ok(args: &'static [&'static str]) -> Case {
+    Case {
+        args,
+        expect: Expect::Code(0),
+    }
+}
+
+const fn code(args: &'static [&'static str], c: i32) -> Case {
+    Case {
+        args,
+        expect: Expect::Code(c),
+    }
+}
+
+const fn signal(args: &'static [&'static str], s: i32) -> Case {
+    Case {
+        args,
+        expect: Expect::Signal(s),
+    }
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Last `max` bytes of `b`, lossily decoded.
+fn tail(b: &[u8], max: usize) -> String {
+    if b.len() <= max {
+        lossy(b)
+    } else {
+        format!(
+            "[... {} bytes elided ...]\n{}",
+            b.len() - max,
+            lossy(&b[b.len() - max..])
+        )
+    }
+}
+
+fn first_difference(a: &[u8], b: &[u8], b_name: &str) -> String {
+    let (a, b) = (lossy(a), lossy(b));
+    let (al, bl): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    for i in 0..al.len().max(bl.len()) {
+        let (x, y) = (al.get(i), bl.get(i));
+        if x != y {
+            return format!(
+                "first difference at line {}:\n  native: {}\n  {b_name}: {}",
+                i + 1,
+                x.map_or("<missing>".to_string(), |s| format!("{s:?}")),
+                y.map_or("<missing>".to_string(), |s| format!("{s:?}")),
+            );
+        }
+    }
+    "outputs differ only in trailing bytes".to_string()
+}
+
+/// Problems with a native run against the expectation, if any.
+fn check_native(label: &str, case: &Case, out: &Outcome) -> Option<String> {
+    let status_ok = match case.expect {
+        Expect::Code(c) => out.status.code() == Some(c),
+        Expect::Signal(s) => out.status.signal() == Some(s),
+    };
+    let stdout = lossy(&out.stdout);
+    let fails: Vec<&str> = stdout.lines().filter(|l| l.contains(": FAIL")).collect();
+    if status_ok && fails.is_empty() && !out.timed_out {
+        return None;
+    }
+    Some(format!(
+        "{label}: NATIVE run is wrong (the test program or the host is broken)\n\
+         expected {:?}, got {}\nfailing checks: {:?}\n--- native stdout ---\n{}\n--- native stderr ---\n{}",
+        case.expect,
+        out.status_str(),
+        fails,
+        tail(&out.stdout, 16 * 1024),
+        tail(&out.stderr, 8 * 1024),
+    ))
+}
+
+fn compare(label: &str, what: &str, a: &Outcome, b: &Outcome, b_name: &str) -> Option<String> {
+    if a.stdout == b.stdout && a.code() == b.code() && !b.timed_out {
+        return None;
+    }
+    Some(format!(
+        "{label}: {what} MISMATCH\n\
+         status: native {} | {b_name} {}\nstdout {}\n{}\n\
+         --- native stdout ---\n{}\n--- {b_name} stdout ---\n{}\n--- {b_name} stderr ---\n{}",
+        a.status_str(),
+        b.status_str(),
+        if a.stdout == b.stdout {
+            "identical"
+        } else {
+            "differs"
+        },
+        if a.stdout == b.stdout {
+            String::new()
+        } else {
+            first_difference(&a.stdout, &b.stdout, b_name)
+        },
+        tail(&a.stdout, 16 * 1024),
+        tail(&b.stdout, 16 * 1024),
+        tail(&b.stderr, 16 * 1024),
+    ))
+}
+
+/// Run every case of `prog` in every variant; panic with all problems found.
+fn conformance(prog: &str, cases: &[Case]) {
+    let cwd = tempfile::Builder::new()
+        .prefix(&format!("picos-conformance-{prog}-"))
+        .tempdir()
+        .expect("tempdir");
+    let native_only = native_only();
+    let mut failures = Vec::new();
+    let mut summary = String::new();
+
+    for variant in VARIANTS {
+        if let Some(why) = unavailable(variant) {
+            eprintln!("SKIP: {prog} [{}]: {why}", variant.name());
+            let _ = writeln!(summary, "SKIP {prog} [{}]: {why}", variant.name());
+            continue;
+        }
+        let bin = match build(prog, variant) {
+            Ok(b) => b,
+            Err(e) => {
+                failures.push(e);
+                continue;
+            }
+        };
+        for case in cases {
+            let label = format!("{prog} [{}] {:?}", variant.name(), case.args);
+            let native = match run(native_cmd(&bin, case.args), cwd.path()) {
+                Ok(o) => o,
+                Err(e) => {
+                    failures.push(format!("{label}: {e}"));
+                    continue;
+                }
+            };
+            if let Some(f) = check_native(&label, case, &native) {
+                failures.push(f);
+                continue;
+            }
+            let second = if native_only {
+                run(native_cmd(&bin, case.args), cwd.path())
+            } else {
+                run(picos_cmd(&bin, case.args, &[]), cwd.path())
+            };
+            let second = match second {
+                Ok(o) => o,
+                Err(e) => {
+                    failures.push(format!("{label}: {e}"));
+                    continue;
+                }
+            };
+            let (what, name) = if native_only {
+                ("native determinism (two native runs)", "native#2")
+            } else {
+                ("native vs picos", "picos")
+            };
+            match compare(&label, what, &native, &second, name) {
+                Some(f) => failures.push(f),
+                None => {
+                    let _ = writeln!(
+                        summary,
+                        "ok   {label}: {} (native {:?}, {name} {:?})",
+                        native.status_str(),
+                        native.elapsed,
+                        second.elapsed
+                    );
+                }
+            }
+        }
+    }
+    eprint!("{summary}");
+    if !failures.is_empty() {
+        panic!(
+            "{} conformance failure(s) in {prog}{}:\n\n{}",
+            failures.len(),
+            if native_only { " (native only)" } else { "" },
+            failures.join("\n\n==========\n\n")
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Tests
+// ---------------------------------------------------------------------------
+
+#[test]
+fn args_env() {
+    conformance(
+        "args_env",
+        &[
+            ok(&[]),
+            ok(&[
+                "one",
+                "two words",
+                "",
+                "--flag=x",
+                "\u{fc}n\u{ef}c\u{f6}d\u{e9}",
+                "-",
+            ]),
+        ],
+    );
+}
+
+#[test]
+fn auxv() {
+    conformance("auxv", &[ok(&[])]);
+}
+
+#[test]
+fn files() {
+    // Default: a fresh mkdtemp directory; ".": relative paths under the cwd.
+    conformance("files", &[ok(&[]), ok(&["."])]);
+}
+
+#[test]
+fn threads() {
+    conformance("threads", &[ok(&[])]);
+}
+
+#[test]
+fn signals() {
+    conformance("signals", &[ok(&[])]);
+}
+
+#[test]
+fn memory() {
+    conformance("memory", &[ok(&[])]);
+}
+
+#[test]
+fn jit_syscall() {
+    conformance("jit_syscall", &[ok(&[])]);
+}
+
+#[test]
+fn exec() {
+    conformance("exec", &[ok(&[])]);
+}
+
+#[test]
+fn exit_codes() {
+    conformance(
+        "exit_codes",
+        &[
+            ok(&[]),
+            ok(&["exit", "0"]),
+            code(&["exit", "1"], 1),
+            code(&["exit", "42"], 42),
+            code(&["exit", "255"], 255),
+            code(&["exit", "256"], 0),
+            code(&["_exit", "3"], 3),
+            code(&["return", "9"], 9),
+            signal(&["signal", "15"], 15),
+            signal(&["signal", "9"], 9),
+            signal(&["signal", "2"], 2),
+            signal(&["kill", "10"], 10),
+            ok(&["ignored", "15"]),
+            signal(&["abort"], 6),
+            signal(&["segv"], 11),
+            code(&["thread-exit"], 3),
+            ok(&["thread-last"]),
+            code(&["group"], 5),
+            signal(&["thread-signal", "15"], 15),
+            code(&["atexit"], 4),
+            code(&["no-such-mode"], 2),
+        ],
+    );
+}
+
+#[test]
+fn fork_wait() {
+    conformance("fork_wait", &[ok(&[])]);
+}
+
+/// `jit_syscall` under `picos run --trace`: the raw `syscall` instructions in
+/// run-time generated code must show up in the trace.
+#[test]
+fn jit_syscall_is_trapped() {
+    if native_only() {
+        eprintln!(
+            "SKIP: jit_syscall_is_trapped needs picos (PICOS_CONFORMANCE_NATIVE_ONLY is set)"
+        );
+        return;
+    }
+    let cwd = tempfile::tempdir().expect("tempdir");
+    let mut failures = Vec::new();
+    for variant in VARIANTS {
+        if let Some(why) = unavailable(variant) {
+            eprintln!("SKIP: jit_syscall_is_trapped [{}]: {why}", variant.name());
+            continue;
+        }
+        let label = format!("jit_syscall --trace [{}]", variant.name());
+        let bin = match build("jit_syscall", variant) {
+            Ok(b) => b,
+            Err(e) => {
+                failures.push(e);
+                continue;
+            }
+        };
+        let native = match run(native_cmd(&bin, &[]), cwd.path()) {
+            Ok(o) => o,
+            Err(e) => {
+                failures.push(format!("{label}: {e}"));
+                continue;
+            }
+        };
+        let traced = match run(picos_cmd(&bin, &[], &["--trace"]), cwd.path()) {
+            Ok(o) => o,
+            Err(e) => {
+                failures.push(format!("{label}: {e}"));
+                continue;
+            }
+        };
+        if let Some(f) = compare(&label, "native vs picos --trace", &native, &traced, "picos") {
+            failures.push(f);
+        }
+        let stderr = lossy(&traced.stderr);
+        let getpids = stderr.lines().filter(|l| l.contains("getpid(")).count();
+        // 1 libc getpid() + 5 raw `syscall` getpids (4 from generated code,
+        // 1 inline asm). Require at least the raw ones.
+        if getpids < 5 {
+            failures.push(format!(
+                "{label}: expected >= 5 trace lines containing `getpid(` (raw syscalls from \
+                 generated code), found {getpids}\n--- picos stderr ---\n{}",
+                tail(&traced.stderr, 16 * 1024)
+            ));
+        }
+    }
+    if !failures.is_empty() {
+        panic!("{}", failures.join("\n\n==========\n\n"));
+    }
+}

@@ -1,0 +1,611 @@
+//! Real programs from Debian packages, run natively and under `picos run`:
+//! stdout, stderr and the exit status must be the same.
+//!
+//! A test whose program is missing prints `SKIP <name>: <why>` and passes
+//! (`.ci/run` installs the packages, so in CI they all run). Every run has a
+//! timeout, stdin from /dev/null, and a cleared environment with a fixed,
+//! small set of variables.
+//!
+//! Scripts and data live in `tests/programs/` at the top of the workspace.
+
+use std::ffi::{OsStr, OsString};
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Longest any one program may run (natively or under picos).
+const TIMEOUT: Duration = Duration::from_secs(120);
+/// How much of each output `assert_same` shows on a mismatch.
+const SHOW_BYTES: usize = 4096;
+
+const PICOS: &str = env!("CARGO_BIN_EXE_picos");
+
+/// Tests hold this for reading while they run programs; `dynamic_ls` holds it
+/// for writing, so that it runs while no other test here starts processes.
+static QUIET: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    QUIET.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The workspace root (for `tests/programs/...`).
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root")
+}
+
+/// A script or data file in `tests/programs/`.
+fn program_file(name: &str) -> PathBuf {
+    let p = workspace().join("tests/programs").join(name);
+    assert!(p.is_file(), "missing test file {}", p.display());
+    p
+}
+
+/// A fresh temporary directory. It is made under cargo's per-target temporary
+/// directory rather than /tmp, so that creating and removing it does not
+/// change what `ls -la /` shows for /tmp.
+fn tempdir() -> tempfile::TempDir {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(base).expect("create CARGO_TARGET_TMPDIR");
+    tempfile::Builder::new()
+        .prefix("picos-programs-")
+        .tempdir_in(base)
+        .expect("create temp dir")
+}
+
+/// Prints the skip line and returns true if `path` is not an executable file.
+fn skip_unless_installed(test: &str, path: &str, package: &str) -> bool {
+    let ok = std::fs::metadata(path)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false);
+    if !ok {
+        println!("SKIP {test}: {path} not installed: apt-get install {package}");
+    }
+    !ok
+}
+
+/// How one program is started: the same for the native and the picos run.
+struct Spec {
+    program: OsString,
+    args: Vec<OsString>,
+    cwd: PathBuf,
+    /// `HOME` for the program.
+    home: PathBuf,
+    /// A file for standard input; /dev/null when `None`.
+    stdin: Option<PathBuf>,
+}
+
+impl Spec {
+    fn new(program: impl AsRef<OsStr>, args: &[&dyn AsRef<OsStr>], cwd: &Path) -> Spec {
+        Spec {
+            program: program.as_ref().to_owned(),
+            args: args.iter().map(|a| a.as_ref().to_owned()).collect(),
+            cwd: cwd.to_owned(),
+            home: cwd.to_owned(),
+            stdin: None,
+        }
+    }
+
+    fn stdin(mut self, file: impl Into<PathBuf>) -> Spec {
+        self.stdin = Some(file.into());
+        self
+    }
+
+    fn describe(&self) -> String {
+        let mut s = self.program.to_string_lossy().into_owned();
+        for a in &self.args {
+            s.push(' ');
+            s.push_str(&a.to_string_lossy());
+        }
+        if let Some(f) = &self.stdin {
+            s.push_str(&format!(" < {}", f.display()));
+        }
+        s
+    }
+}
+
+/// A `Command` with the fixed environment, the working directory and stdin.
+fn command(exe: impl AsRef<OsStr>, spec: &Spec) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("LC_ALL", "C")
+        .env("HOME", &spec.home)
+        .env("TZ", "UTC")
+        .current_dir(&spec.cwd);
+    match &spec.stdin {
+        Some(f) => cmd
+            .stdin(std::fs::File::open(f).unwrap_or_else(|e| panic!("open {}: {e}", f.display()))),
+        None => cmd.stdin(Stdio::null()),
+    };
+    cmd
+}
+
+/// Runs `cmd` to completion with the timeout, capturing stdout and stderr.
+/// The child gets its own process group so that on a timeout everything it
+/// started (the picoprocess and its children too) can be killed.
+fn run_with_timeout(mut cmd: Command, what: &str) -> Output {
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    let reader = |mut r: Box<dyn Read + Send>| {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            let _ = tx.send(buf);
+        });
+        rx
+    };
+    let out_rx = reader(Box::new(child.stdout.take().unwrap()));
+    let err_rx = reader(Box::new(child.stderr.take().unwrap()));
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if start.elapsed() > TIMEOUT {
+            kill_group(child.id());
+            let _ = child.kill();
+            let _ = child.wait();
+            let out = out_rx
+                .recv_timeout(Duration::from_secs(5))
+                .unwrap_or_default();
+            let err = err_rx
+                .recv_timeout(Duration::from_secs(5))
+                .unwrap_or_default();
+            panic!(
+                "TIMEOUT after {:?}: {what}\n--- stdout (partial) ---\n{}\n--- stderr (partial) ---\n{}",
+                TIMEOUT,
+                shown(&out),
+                shown(&err)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // The program has exited; something it left behind may still hold the
+    // pipes open, so do not wait for them forever.
+    let left = TIMEOUT
+        .saturating_sub(start.elapsed())
+        .max(Duration::from_secs(5));
+    let stdout = out_rx.recv_timeout(left).unwrap_or_else(|_| {
+        kill_group(child.id());
+        panic!("{what}: exited ({status}) but its stdout stayed open (a leftover process?)")
+    });
+    let stderr = err_rx
+        .recv_timeout(Duration::from_secs(10))
+        .unwrap_or_else(|_| {
+            kill_group(child.id());
+            panic!("{what}: exited ({status}) but its stderr stayed open (a leftover process?)")
+        });
+    Output {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+/// SIGKILLs process group `pgid` (std has no killpg; /bin/kill does it).
+fn kill_group(pgid: u32) {
+    let _ = Command::new("/bin/kill")
+        .args(["-KILL", "--", &format!("-{pgid}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Runs the program natively.
+fn run_native(spec: &Spec) -> Output {
+    let mut cmd = command(&spec.program, spec);
+    cmd.args(&spec.args);
+    run_with_timeout(cmd, &format!("native: {}", spec.describe()))
+}
+
+/// Runs the program under `picos run -- PROGRAM ARGS...`.
+fn run_picos(spec: &Spec) -> Output {
+    let mut cmd = command(PICOS, spec);
+    cmd.arg("run").arg("--").arg(&spec.program).args(&spec.args);
+    run_with_timeout(cmd, &format!("picos run -- {}", spec.describe()))
+}
+
+/// Runs `picos ARGS...` exactly as given (for the error-handling tests).
+fn run_picos_raw(args: &[&dyn AsRef<OsStr>], cwd: &Path) -> Output {
+    let spec = Spec::new(PICOS, args, cwd);
+    let mut cmd = command(PICOS, &spec);
+    cmd.args(&spec.args);
+    run_with_timeout(cmd, &format!("picos {}", spec.describe()))
+}
+
+/// The exit status as a shell reports it: the code, or 128+N for signal N.
+fn shell_status(st: &ExitStatus) -> i32 {
+    match (st.code(), st.signal()) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        _ => -1,
+    }
+}
+
+/// Up to `SHOW_BYTES` of `b`, lossily, marked if truncated.
+fn shown(b: &[u8]) -> String {
+    let mut s = String::from_utf8_lossy(&b[..b.len().min(SHOW_BYTES)]).into_owned();
+    if b.len() > SHOW_BYTES {
+        s.push_str(&format!("\n[... {} more bytes]", b.len() - SHOW_BYTES));
+    }
+    s
+}
+
+/// The first line where `a` and `b` differ, for the mismatch report.
+fn first_difference(a: &[u8], b: &[u8]) -> String {
+    let (al, bl): (Vec<&[u8]>, Vec<&[u8]>) = (
+        a.split(|&c| c == b'\n').collect(),
+        b.split(|&c| c == b'\n').collect(),
+    );
+    for i in 0..al.len().max(bl.len()) {
+        let (x, y) = (al.get(i), bl.get(i));
+        if x != y {
+            let show = |l: Option<&&[u8]>| {
+                l.map(|l| format!("{:?}", String::from_utf8_lossy(l)))
+                    .unwrap_or_else(|| "(none)".into())
+            };
+            return format!("line {}: native {} / picos {}", i + 1, show(x), show(y));
+        }
+    }
+    "(no difference)".into()
+}
+
+/// picos's stderr without its own diagnostic lines (`picos: warning: ...`),
+/// which the native run cannot have. They are printed, not compared.
+fn program_stderr(picos_stderr: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for line in picos_stderr.split_inclusive(|&c| c == b'\n') {
+        if line.starts_with(b"picos: warning: ") {
+            eprintln!(
+                "NOTE picos diagnostic: {}",
+                String::from_utf8_lossy(line).trim_end()
+            );
+        } else {
+            out.extend_from_slice(line);
+        }
+    }
+    out
+}
+
+/// Fails (showing both runs) unless stdout, stderr and the exit status match.
+fn assert_same(what: &str, native: &Output, picos: &Output) {
+    let (ns, ps) = (shell_status(&native.status), shell_status(&picos.status));
+    let picos_err = program_stderr(&picos.stderr);
+    let same_out = native.stdout == picos.stdout;
+    let same_err = native.stderr == picos_err;
+    if same_out && same_err && ns == ps {
+        println!(
+            "{what}: same ({} bytes of stdout, {} of stderr, status {ns})",
+            native.stdout.len(),
+            native.stderr.len()
+        );
+        return;
+    }
+    let mut report = format!("{what}: native and picos runs differ\n");
+    report += &format!(
+        "exit status: native {ns} ({}), picos {ps} ({})\n",
+        native.status, picos.status
+    );
+    if !same_out {
+        report += &format!(
+            "stdout differs at {}\n",
+            first_difference(&native.stdout, &picos.stdout)
+        );
+    }
+    if !same_err {
+        report += &format!(
+            "stderr differs at {}\n",
+            first_difference(&native.stderr, &picos_err)
+        );
+    }
+    report += &format!(
+        "--- native stdout ({} bytes) ---\n{}\n",
+        native.stdout.len(),
+        shown(&native.stdout)
+    );
+    report += &format!(
+        "--- picos stdout ({} bytes) ---\n{}\n",
+        picos.stdout.len(),
+        shown(&picos.stdout)
+    );
+    report += &format!(
+        "--- native stderr ({} bytes) ---\n{}\n",
+        native.stderr.len(),
+        shown(&native.stderr)
+    );
+    report += &format!(
+        "--- picos stderr ({} bytes) ---\n{}\n",
+        picos.stderr.len(),
+        shown(&picos.stderr)
+    );
+    panic!("{report}");
+}
+
+// ---------------------------------------------------------------------------
+
+#[test]
+fn busybox_shell_script() {
+    const T: &str = "busybox_shell_script";
+    let _shared = shared();
+    if skip_unless_installed(T, "/bin/busybox", "busybox-static") {
+        return;
+    }
+    let script = program_file("busybox_script.sh");
+    // Each run gets its own fresh directory: the script builds its tree there.
+    let run = |picos: bool| {
+        let dir = tempdir();
+        let spec = Spec::new("/bin/busybox", &[&"sh", &script, &dir.path()], dir.path());
+        let out = if picos {
+            run_picos(&spec)
+        } else {
+            run_native(&spec)
+        };
+        (spec.describe(), out)
+    };
+    let (what, native) = run(false);
+    assert!(
+        native.status.success(),
+        "the script fails natively: {}\n{}",
+        native.status,
+        shown(&native.stderr)
+    );
+    let (_, picos) = run(true);
+    // The temp dir's name appears nowhere in the output (the script only
+    // prints relative paths), so the outputs compare directly.
+    assert_same(&what, &native, &picos);
+}
+
+#[test]
+fn dynamic_ls() {
+    const T: &str = "dynamic_ls";
+    if skip_unless_installed(T, "/bin/ls", "coreutils") {
+        return;
+    }
+    // Run alone: the other tests start processes, which changes the link
+    // count `ls -la /` shows for /proc (and can widen that column).
+    let _alone = QUIET.write().unwrap_or_else(|e| e.into_inner());
+    let dir = tempdir();
+    let spec = Spec::new("/bin/ls", &[&"-la", &"/"], dir.path());
+    // Other processes on the machine can still change a few entries between
+    // the two runs: the link count of /proc (one per process), /tmp's and
+    // /run's links and times, and the column widths with them. If only those
+    // differ, run both again (up to 3 retries).
+    const ATTEMPTS: usize = 4;
+    for attempt in 1..=ATTEMPTS {
+        // /proc's link count is 2 + the number of processes. Under picos
+        // there is one more: the `picos` CLI, parent of the picoprocess. An
+        // idle stand-in for it during the native run evens that out.
+        let mut stand_in = Command::new("/bin/sleep")
+            .arg("60")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start /bin/sleep");
+        let native = run_native(&spec);
+        let _ = stand_in.kill();
+        let _ = stand_in.wait();
+        let picos = run_picos(&spec);
+        assert!(
+            native.status.success(),
+            "ls fails natively: {}",
+            shown(&native.stderr)
+        );
+        if native.stdout == picos.stdout
+            || !only_volatile_ls_differences(&native.stdout, &picos.stdout)
+        {
+            assert_same(&spec.describe(), &native, &picos);
+            return;
+        }
+        let diff = first_difference(&native.stdout, &picos.stdout);
+        if attempt < ATTEMPTS {
+            println!("attempt {attempt}: only volatile entries differ ({diff}); retrying");
+        } else {
+            // Still only the entries that other processes keep changing:
+            // everything else is the same, so this is not picos's doing.
+            assert_eq!(
+                shell_status(&native.status),
+                shell_status(&picos.status),
+                "exit status"
+            );
+            assert_eq!(native.stderr, program_stderr(&picos.stderr), "stderr");
+            println!("NOTE {T}: after {ATTEMPTS} attempts /proc, /tmp, /run or /dev still changed between the runs ({diff}); all other entries are identical");
+        }
+    }
+}
+
+/// True if two `ls -la /` listings differ only where other processes on the
+/// machine can change them between two runs: the "total" line, the link
+/// count and time of /proc, /tmp, /run, /dev, / itself, and the column
+/// alignment (a link count gaining a digit widens the column).
+fn only_volatile_ls_differences(a: &[u8], b: &[u8]) -> bool {
+    let lines = |x: &[u8]| -> Vec<Vec<String>> {
+        String::from_utf8_lossy(x)
+            .lines()
+            .map(|l| l.split_whitespace().map(str::to_owned).collect())
+            .collect()
+    };
+    let (la, lb) = (lines(a), lines(b));
+    if la.len() != lb.len() {
+        return false;
+    }
+    la.iter().zip(&lb).all(|(x, y)| {
+        if x == y {
+            return true;
+        }
+        if x.len() != y.len() || x.is_empty() {
+            return false;
+        }
+        if x[0] == "total" && y[0] == "total" {
+            return x.len() == 2;
+        }
+        // mode links owner group size month day time-or-year name
+        let name = x.last().unwrap();
+        let volatile = ["proc", "tmp", "run", "dev", ".", ".."].contains(&name.as_str());
+        volatile && x.len() == 9 && x[0] == y[0] && x[2..5] == y[2..5] && x[8] == y[8]
+    })
+}
+
+#[test]
+fn python_script() {
+    const T: &str = "python_script";
+    let _shared = shared();
+    // Debian's python, not a pyenv build that may come first in PATH.
+    if skip_unless_installed(T, "/usr/bin/python3", "python3") {
+        return;
+    }
+    let script = program_file("py_workload.py");
+    let dir = tempdir();
+    let spec = Spec::new("/usr/bin/python3", &[&script], dir.path());
+    let native = run_native(&spec);
+    // The script ends with sys.exit(3), so the exit status is checked too.
+    assert_eq!(
+        shell_status(&native.status),
+        3,
+        "the script fails natively:\n{}",
+        shown(&native.stderr)
+    );
+    let picos = run_picos(&spec);
+    assert_same(&spec.describe(), &native, &picos);
+}
+
+#[test]
+fn sqlite_script() {
+    const T: &str = "sqlite_script";
+    let _shared = shared();
+    if skip_unless_installed(T, "/usr/bin/sqlite3", "sqlite3") {
+        return;
+    }
+    let script = program_file("sqlite_script.sql");
+    // A fresh database for each run.
+    let run = |picos: bool| {
+        let dir = tempdir();
+        let db = dir.path().join("test.db");
+        let spec = Spec::new("/usr/bin/sqlite3", &[&db], dir.path()).stdin(&script);
+        let out = if picos {
+            run_picos(&spec)
+        } else {
+            run_native(&spec)
+        };
+        (spec.describe(), out)
+    };
+    let (what, native) = run(false);
+    assert!(
+        native.status.success(),
+        "the script fails natively: {}\n{}",
+        native.status,
+        shown(&native.stderr)
+    );
+    let (_, picos) = run(true);
+    assert_same(&what, &native, &picos);
+}
+
+#[test]
+fn exit_status_and_errors() {
+    let _shared = shared();
+    let dir = tempdir();
+    let cwd = dir.path();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let mut failures = Vec::new();
+    let mut check = |what: &str, out: &Output, code: i32, stderr_has: &[&str]| {
+        let got = shell_status(&out.status);
+        let err = text(&out.stderr);
+        let missing: Vec<_> = stderr_has.iter().filter(|s| !err.contains(*s)).collect();
+        if got != code || !missing.is_empty() {
+            failures.push(format!(
+                "{what}: expected status {code} and stderr containing {stderr_has:?}; got status {got} ({}), stderr:\n{}\n",
+                out.status,
+                shown(&out.stderr)
+            ));
+        } else {
+            println!("{what}: status {got}, stderr {:?}", err.trim_end());
+        }
+    };
+
+    // A program that does not exist: 127, naming it.
+    let out = run_picos_raw(&[&"run", &"/nonexistent/prog"], cwd);
+    check(
+        "picos run /nonexistent/prog",
+        &out,
+        127,
+        &["/nonexistent/prog"],
+    );
+
+    // A file that is not a program: 126, naming it. (Whether or not
+    // /etc/hostname has x bits, execve refuses it: EACCES or ENOEXEC.)
+    if Path::new("/etc/hostname").is_file() {
+        let out = run_picos_raw(&[&"run", &"/etc/hostname"], cwd);
+        check("picos run /etc/hostname", &out, 126, &["/etc/hostname"]);
+    }
+    // A text file without x bits: 126.
+    let plain = cwd.join("plain.txt");
+    std::fs::write(&plain, "just text\n").unwrap();
+    std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = run_picos_raw(&[&"run", &plain], cwd);
+    check("picos run <non-executable file>", &out, 126, &["plain.txt"]);
+
+    // Random bytes marked executable: 126, saying it is not an ELF file.
+    let junk = cwd.join("junk.bin");
+    let mut bytes = Vec::with_capacity(4096);
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..4096 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        bytes.push((x >> 24) as u8);
+    }
+    bytes[0] = 0x01; // never "\x7fELF" nor "#!"
+    std::fs::write(&junk, &bytes).unwrap();
+    std::fs::set_permissions(&junk, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = run_picos_raw(&[&"run", &junk], cwd);
+    check(
+        "picos run <random bytes, executable>",
+        &out,
+        126,
+        &["junk.bin", "not an ELF"],
+    );
+
+    // The program's own exit status.
+    let out = run_picos_raw(&[&"run", &"/bin/sh", &"-c", &"exit 42"], cwd);
+    check("picos run /bin/sh -c 'exit 42'", &out, 42, &[]);
+    let out = run_picos_raw(&[&"run", &"--", &"/bin/sh", &"-c", &"exit 0"], cwd);
+    check("picos run -- /bin/sh -c 'exit 0'", &out, 0, &[]);
+
+    // Killed by a signal: 128+N.
+    let out = run_picos_raw(&[&"run", &"/bin/sh", &"-c", &"kill -TERM $$"], cwd);
+    check("picos run /bin/sh -c 'kill -TERM $$'", &out, 143, &[]);
+    let out = run_picos_raw(&[&"run", &"/bin/sh", &"-c", &"kill -KILL $$"], cwd);
+    check("picos run /bin/sh -c 'kill -KILL $$'", &out, 137, &[]);
+
+    // No program at all: fails, saying what is missing.
+    let out = run_picos_raw(&[&"run"], cwd);
+    let got = shell_status(&out.status);
+    let err = text(&out.stderr).to_lowercase();
+    if got == 0 || !(err.contains("program") || err.contains("usage")) {
+        failures.push(format!("picos run (no program): expected a non-zero status and a message about the missing program; got status {got}, stderr:\n{}\n", shown(&out.stderr)));
+    } else {
+        println!(
+            "picos run (no program): status {got}, stderr {:?}",
+            text(&out.stderr).trim_end()
+        );
+    }
+
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

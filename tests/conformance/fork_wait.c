@@ -1,0 +1,284 @@
+/* fork / wait conformance. */
+#include "conformance.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+static int global_value = 100;
+
+static int cmp_int(const void *a, const void *b)
+{
+    return *(const int *)a - *(const int *)b;
+}
+
+int main(void)
+{
+    conf_init();
+    pid_t me = getpid();
+    int r, e, st;
+
+    /* fork tree: 3 children with distinct exit codes, collected by wait4 */
+    {
+        pid_t kids[3];
+        int codes[3] = { 11, 22, 33 };
+        for (int i = 0; i < 3; i++) {
+            kids[i] = fork();
+            if (kids[i] == 0) {
+                sleep_ms(10 * (3 - i));
+                _exit(codes[i]);
+            }
+        }
+        int got[3], matched = 0, rusage_ok = 1;
+        for (int i = 0; i < 3; i++) {
+            struct rusage ru;
+            pid_t w = wait4(-1, &st, 0, &ru);
+            got[i] = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+            for (int j = 0; j < 3; j++)
+                if (w == kids[j] && got[i] == codes[j])
+                    matched++;
+            rusage_ok &= ru.ru_utime.tv_sec >= 0;
+        }
+        qsort(got, 3, sizeof got[0], cmp_int);
+        show("wait4_collected", "%d %d %d", got[0], got[1], got[2]);
+        check("wait4_pid_matches_code", matched == 3);
+        check("wait4_rusage", rusage_ok);
+        r = wait(&st); e = errno;
+        check_errno("wait_no_children_echild", r, e, ECHILD);
+    }
+
+    /* grandchildren: a 2-level tree, each level reports its subtree sum */
+    {
+        pid_t pid = fork();
+        if (pid == 0) {
+            int sum = 0;
+            for (int i = 1; i <= 3; i++) {
+                pid_t g = fork();
+                if (g == 0)
+                    _exit(i);
+                int s;
+                waitpid(g, &s, 0);
+                sum += WEXITSTATUS(s);
+            }
+            _exit(sum);
+        }
+        waitpid(pid, &st, 0);
+        check("fork_tree_grandchildren", WIFEXITED(st) && WEXITSTATUS(st) == 6);
+    }
+
+    /* waitid: exited, WNOHANG on a running child, killed child */
+    {
+        int p[2];
+        pipe(p);
+        pid_t pid = fork();
+        if (pid == 0) {
+            char c;
+            close(p[1]);
+            read(p[0], &c, 1); /* wait for the parent */
+            _exit(44);
+        }
+        close(p[0]);
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        r = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG);
+        check("waitid_wnohang_running", r == 0 && si.si_pid == 0);
+        r = waitpid(pid, &st, WNOHANG);
+        check("waitpid_wnohang_running", r == 0);
+        write(p[1], "go", 1);
+        close(p[1]);
+        memset(&si, 0, sizeof si);
+        r = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT);
+        check("waitid_wnowait", r == 0 && si.si_pid == pid && si.si_status == 44);
+        memset(&si, 0, sizeof si);
+        r = waitid(P_ALL, 0, &si, WEXITED);
+        check("waitid_exited", r == 0 && si.si_pid == pid);
+        check("waitid_code_exited", si.si_code == CLD_EXITED);
+        check("waitid_status", si.si_status == 44);
+        check("waitid_signo_sigchld", si.si_signo == SIGCHLD);
+        check("waitid_uid", si.si_uid == getuid());
+
+        pid = fork();
+        if (pid == 0) {
+            for (;;)
+                pause();
+        }
+        kill(pid, SIGKILL);
+        memset(&si, 0, sizeof si);
+        r = waitid(P_PID, (id_t)pid, &si, WEXITED);
+        check("waitid_killed", r == 0 && si.si_code == CLD_KILLED && si.si_status == SIGKILL);
+
+        pid = fork();
+        if (pid == 0) {
+            for (;;)
+                pause();
+        }
+        kill(pid, SIGTERM);
+        waitpid(pid, &st, 0);
+        check("waitpid_wifsignaled", WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+    }
+
+    /* stop / continue reporting */
+    {
+        pid_t pid = fork();
+        if (pid == 0) {
+            for (;;)
+                pause();
+        }
+        kill(pid, SIGSTOP);
+        r = waitpid(pid, &st, WUNTRACED);
+        check("waitpid_wuntraced_stopped", r == pid && WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP);
+        kill(pid, SIGCONT);
+        r = waitpid(pid, &st, WCONTINUED);
+        check("waitpid_wcontinued", r == pid && WIFCONTINUED(st));
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        check("stopped_child_killed", WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    }
+
+    /* getppid in child */
+    {
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(getppid() == me ? 0 : 1);
+        waitpid(pid, &st, 0);
+        check("child_getppid_is_parent", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        check("fork_returns_child_pid", pid > 0 && pid != me);
+    }
+
+    /* copy-on-write */
+    {
+        int stack_value = 5;
+        int *heap = malloc(sizeof *heap);
+        *heap = 7;
+        pid_t pid = fork();
+        if (pid == 0) {
+            global_value = 200;
+            stack_value = 6;
+            *heap = 8;
+            _exit(global_value == 200 && stack_value == 6 && *heap == 8 ? 0 : 1);
+        }
+        waitpid(pid, &st, 0);
+        check("cow_child_saw_own_writes", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        check("cow_global_unchanged", global_value == 100);
+        check("cow_stack_unchanged", stack_value == 5);
+        check("cow_heap_unchanged", *heap == 7);
+        free(heap);
+    }
+
+    /* pipes between parent and child, both directions */
+    {
+        int up[2], down[2];
+        pipe(up);
+        pipe(down);
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(up[0]);
+            close(down[1]);
+            char buf[64] = {0};
+            ssize_t n = read_full(down[0], buf, sizeof buf - 1);
+            for (ssize_t i = 0; i < n; i++)
+                if (buf[i] >= 'a' && buf[i] <= 'z')
+                    buf[i] = (char)(buf[i] - 32);
+            write_all(up[1], buf, (size_t)n);
+            _exit(0);
+        }
+        close(up[1]);
+        close(down[0]);
+        write_all(down[1], "hello child", 11);
+        close(down[1]);
+        char buf[64] = {0};
+        ssize_t n = read_full(up[0], buf, sizeof buf - 1);
+        close(up[0]);
+        waitpid(pid, &st, 0);
+        show("pipe_roundtrip", "%s", n > 0 ? buf : "(none)");
+        check("pipe_roundtrip", n == 11 && !strcmp(buf, "HELLO CHILD"));
+    }
+
+    /* file offset shared across fork */
+    {
+        char path[] = "/tmp/picos-fork-XXXXXX";
+        int fd = mkstemp(path);
+        unlink(path);
+        pid_t pid = fork();
+        if (pid == 0) {
+            write(fd, "child!", 6);
+            _exit(0);
+        }
+        waitpid(pid, &st, 0);
+        check("fork_shared_file_offset", lseek(fd, 0, SEEK_CUR) == 6);
+        close(fd);
+    }
+
+    /* process groups */
+    {
+        pid_t pid = fork();
+        if (pid == 0) {
+            setpgid(0, 0);
+            _exit(getpgrp() == getpid() ? 0 : 1);
+        }
+        waitpid(pid, &st, 0);
+        check("child_setpgid", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        pid = fork();
+        if (pid == 0)
+            _exit(12);
+        r = waitpid(0, &st, 0); /* any child in our process group */
+        check("waitpid_same_pgrp", r == pid && WEXITSTATUS(st) == 12);
+    }
+
+    /* subreaper: orphaned grandchild is reparented to us */
+    {
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
+        int p[2];
+        pipe(p);
+        pid_t pid = fork();
+        if (pid == 0) {
+            pid_t g = fork();
+            if (g == 0) {
+                close(p[0]);
+                sleep_ms(100); /* parent is gone by now */
+                int ok = getppid() == me;
+                write(p[1], ok ? "y" : "n", 1);
+                _exit(21);
+            }
+            _exit(0);
+        }
+        close(p[1]);
+        waitpid(pid, &st, 0);
+        char c = 0;
+        read(p[0], &c, 1);
+        close(p[0]);
+        check("subreaper_getppid", c == 'y');
+        r = wait(&st);
+        check("subreaper_reaps_orphan", r > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 21);
+        prctl(PR_SET_CHILD_SUBREAPER, 0);
+    }
+
+    /* SIGCHLD ignored: children are reaped automatically */
+    {
+        signal(SIGCHLD, SIG_IGN);
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(1);
+        r = waitpid(pid, &st, 0); e = errno;
+        check_errno("sigchld_ign_autoreap", r, e, ECHILD);
+        signal(SIGCHLD, SIG_DFL);
+    }
+
+    /* many sequential forks */
+    {
+        int ok = 1;
+        for (int i = 0; i < 50; i++) {
+            pid_t pid = fork();
+            if (pid == 0)
+                _exit(i);
+            if (waitpid(pid, &st, 0) != pid || WEXITSTATUS(st) != i)
+                ok = 0;
+        }
+        check("fifty_forks", ok);
+    }
+
+    return conf_finish("fork_wait");
+}
