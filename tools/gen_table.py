@@ -23,7 +23,7 @@ EMULATED = {
   'clone': 'process::clone', 'clone3': 'process::clone3', 'fork': 'process::fork', 'vfork': 'process::vfork',
   'execve': 'process::execve', 'execveat': 'process::execveat',
   'exit': 'process::exit', 'exit_group': 'process::exit_group',
-  'set_tid_address': 'process::set_tid_address', 'arch_prctl': 'process::arch_prctl',
+'arch_prctl': 'process::arch_prctl',
   'brk': 'memory::brk',
 }
 MEDIATED = {
@@ -70,7 +70,7 @@ NOTES = {
   'execve': 'checked, then the runtime re-executes itself with the new program',
   'execveat': 'checked, then the runtime re-executes itself with the new program',
   'exit': 'emulates CLONE_CHILD_CLEARTID, frees runtime state',
-  'set_tid_address': 'address kept by the runtime',
+
   'arch_prctl': 'FS passed to the host; GS emulated (GS is the runtime\'s)',
   'brk': 'program break emulated over anonymous mappings',
   'mmap': 'MAP_FIXED over runtime memory refused', 'munmap': 'runtime memory refused',

@@ -277,6 +277,12 @@ pub fn tgkill(tgid: i32, tid: i32, sig: i32) -> HostResult {
     unsafe { sc!(nr::TGKILL, tgid, tid, sig) }
 }
 
+/// tkill(2); with signal 0 it tells whether thread `tid` exists.
+pub fn tkill(tid: i32, sig: i32) -> HostResult {
+    // SAFETY: integer arguments only.
+    unsafe { sc!(200, tid, sig) }
+}
+
 /// rt_tgsigqueueinfo(2) to re-queue a signal with its original siginfo.
 pub fn rt_tgsigqueueinfo(tgid: i32, tid: i32, sig: i32, info: &[u8; 128]) -> HostResult {
     // SAFETY: `info` is a live 128-byte siginfo.

@@ -99,7 +99,7 @@ pub fn image_range() -> (usize, usize) {
 const SLOT_FREE: u8 = 0;
 const SLOT_USED: u8 = 1;
 /// The thread has exited (or is exiting); the slot is free once the kernel
-/// has cleared the thread's tid word (see `thread::Thread::kernel_tid`).
+/// reports the thread gone (see `thread::reclaimable`).
 const SLOT_EXITING: u8 = 2;
 
 static SLOTS: [AtomicU8; STACK_SLOTS] = [const { AtomicU8::new(SLOT_FREE) }; STACK_SLOTS];

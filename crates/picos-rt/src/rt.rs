@@ -186,17 +186,8 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
     let info = unsafe { Box::from_raw(info as *mut StartInfo) };
     let t = info.thread;
     thread::install(t);
-    // The host clears this word when the thread is gone (as CLONE_CHILD_CLEARTID).
-    // SAFETY: the address is the thread's own atomic, valid for the process's life.
-    let _ = unsafe {
-        host::call(
-            218, /* set_tid_address */
-            [t.kernel_tid_addr(), 0, 0, 0, 0, 0],
-        )
-    };
-    t.kernel_tid.store(t.tid.get(), Ordering::Relaxed);
     crate::signal::init_dispositions(t);
-    if let Err(e) = crate::signal::install_sigsys() {
+    if let Err(e) = crate::signal::install_runtime_handlers() {
         fatal(
             127,
             format_args!("cannot install the SIGSYS handler: {}", e),
@@ -388,15 +379,7 @@ pub fn after_fork_child(t: &thread::Thread) {
         host::exit_group(127);
     }
     crate::mem::reset_slots_after_fork(t.slot);
-    t.tid.set(host::gettid());
-    // SAFETY: the address is the thread's own atomic.
-    let _ = unsafe {
-        host::call(
-            218, /* set_tid_address */
-            [t.kernel_tid_addr(), 0, 0, 0, 0, 0],
-        )
-    };
-    t.kernel_tid.store(t.tid.get(), Ordering::Relaxed);
+    t.tid.store(host::gettid(), Ordering::Release);
 }
 
 /// Called when a program thread exits.

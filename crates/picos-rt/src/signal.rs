@@ -89,6 +89,11 @@ pub fn sync_host_action(sig: i32, act: &KSigaction) {
         return;
     }
     let keep = act.flags & (SA_NOCLDSTOP | SA_NOCLDWAIT);
+    if SYNC_FAULTS & bit(sig) != 0 {
+        // The runtime always handles synchronous faults: to recover its own
+        // accesses to program memory (EFAULT) and to report its own bugs.
+        return;
+    }
     let host_act = match act.handler {
         SIG_DFL | SIG_IGN => KSigaction {
             handler: act.handler,
@@ -112,14 +117,15 @@ fn handler_action(handler: usize, extra: u64) -> KSigaction {
     }
 }
 
-/// Installs the SIGSYS handler (the syscall trap path).
-pub fn install_sigsys() -> Result<(), crate::errno::Errno> {
-    host::rt_sigaction(
-        SIGSYS,
-        Some(&handler_action(sigsys_handler as *const () as usize, 0)),
-        None,
-    )
-    .map(|_| ())
+/// Installs the SIGSYS handler (the syscall trap path) and the handlers for
+/// synchronous faults, which the runtime keeps whatever the program asks.
+pub fn install_runtime_handlers() -> Result<(), crate::errno::Errno> {
+    let h = |f: usize| handler_action(f, 0);
+    host::rt_sigaction(SIGSYS, Some(&h(sigsys_handler as *const () as usize)), None)?;
+    for sig in [SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP] {
+        host::rt_sigaction(sig, Some(&h(host_signal as *const () as usize)), None)?;
+    }
+    Ok(())
 }
 
 /// At start-up: the program inherits ignored dispositions across execve, as
@@ -190,6 +196,27 @@ pub extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
     let Some(t) = thread::current_checked() else {
         runtime_crash(sig, info, uc);
     };
+    if kernel_fault && t.sighand().get(sig).handler <= SIG_IGN {
+        crate::log!(
+            Debug,
+            "program fault: signal {} at rip={:#x} addr={:#x} rsp={:#x}",
+            sig,
+            uc.mcontext.rip,
+            u64::from_ne_bytes(info.0[16..24].try_into().unwrap()),
+            uc.mcontext.rsp
+        );
+        // Let the faulting instruction run again with the default action, so
+        // the process dies of the real fault (core dump and all), as natively.
+        let dfl = KSigaction {
+            handler: SIG_DFL,
+            flags: SA_RESTORER,
+            restorer: arch::picos_restorer as *const () as usize,
+            mask: 0,
+        };
+        let _ = host::rt_sigaction(sig, Some(&dfl), None);
+        uc.sigmask = host_mask(t.sig_mask.get()) & !bit(sig);
+        return;
+    }
     deliver(t, info, uc);
     uc.sigmask = host_mask(t.sig_mask.get());
 }
@@ -204,7 +231,7 @@ pub fn deliver_pending(t: &Thread, uc: &mut UContext) {
         t.sig_mask.set(saved);
     }
     while let Some(info) = t.take_pending(0) {
-        let _ = host::rt_tgsigqueueinfo(host::getpid(), t.tid.get(), info.signo(), &info.0);
+        let _ = host::rt_tgsigqueueinfo(host::getpid(), t.tid(), info.signo(), &info.0);
     }
     uc.sigmask = host_mask(t.sig_mask.get());
 }

@@ -1538,9 +1538,9 @@ pub static TABLE: &[SyscallDef] = &[
     SyscallDef {
         nr: 218,
         name: "set_tid_address",
-        serve: Serve::Emulated(sys::process::set_tid_address),
+        serve: Serve::Host,
         args: "p",
-        note: "address kept by the runtime",
+        note: "",
     },
     SyscallDef {
         nr: 219,

@@ -63,16 +63,12 @@ pub struct Thread {
     pub self_ptr: usize,
     /// Non-zero while signals wait in `pending_set` (offset 8, read by asm).
     pub pending: AtomicU32,
-    /// Written by the kernel (CLONE_CHILD_SETTID) and cleared when the thread
-    /// is gone (CLONE_CHILD_CLEARTID / set_tid_address): then the slot is free.
-    pub kernel_tid: AtomicI32,
+    /// Host thread id (0 until known). Once the thread has exited, `tkill`
+    /// on it fails and its stack slot may be reused.
+    pub tid: AtomicI32,
     pub magic: u64,
     /// Stack slot index.
     pub slot: usize,
-    /// Host thread id.
-    pub tid: Cell<i32>,
-    /// The program's clear_child_tid address (emulated CLONE_CHILD_CLEARTID).
-    pub guest_clear_tid: Cell<usize>,
     /// The program's signal mask (the host mask is this minus reserved signals).
     pub sig_mask: Cell<u64>,
     /// Mask to restore after rt_sigsuspend, when one is in progress.
@@ -132,9 +128,9 @@ impl Thread {
         self.pending_set.load(Ordering::Relaxed) != 0
     }
 
-    /// Address of the word the kernel clears when this thread is gone.
-    pub fn kernel_tid_addr(&self) -> usize {
-        &self.kernel_tid as *const AtomicI32 as usize
+    /// Host thread id.
+    pub fn tid(&self) -> i32 {
+        self.tid.load(Ordering::Relaxed)
     }
 
     /// Top of this thread's runtime stack (below the Thread itself), 64-aligned.
@@ -169,7 +165,10 @@ pub fn current_checked() -> Option<&'static Thread> {
 fn reclaimable(i: usize) -> bool {
     let t = (mem::slot_base(i) + mem::STACK_SLOT - THREAD_AREA) as *const Thread;
     // SAFETY: exiting slots stay mapped; we only read an atomic.
-    unsafe { (*t).kernel_tid.load(Ordering::Acquire) == 0 }
+    let tid = unsafe { (*t).tid.load(Ordering::Acquire) };
+    // The thread is gone once the host no longer knows its id (a reused id
+    // only delays the reuse of this slot).
+    tid > 0 && host::tkill(tid, 0) == Err(Errno::ESRCH)
 }
 
 /// Allocates a stack slot and initialises a Thread at its top.
@@ -183,11 +182,9 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
         t.write(Thread {
             self_ptr: addr,
             pending: AtomicU32::new(0),
-            kernel_tid: AtomicI32::new(-1),
+            tid: AtomicI32::new(0),
             magic: THREAD_MAGIC,
             slot,
-            tid: Cell::new(0),
-            guest_clear_tid: Cell::new(0),
             sig_mask: Cell::new(sig_mask),
             saved_mask: Cell::new(None),
             altstack: Cell::new(StackT {
@@ -208,7 +205,7 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
 /// Makes `t` the calling thread's runtime state and its signal stack.
 pub fn install(t: &'static Thread) {
     crate::arch::set_gs_base(t as *const Thread as usize);
-    t.tid.set(host::gettid());
+    t.tid.store(host::gettid(), Ordering::Release);
     let base = mem::slot_base(t.slot) + mem::PAGE_SIZE;
     let ss = host::StackT {
         sp: base,
@@ -226,7 +223,7 @@ pub fn free_unused(t: &'static Thread) {
     mem::free_slot(t.slot);
 }
 
-/// Marks the calling thread's slot for reuse once the kernel reports it gone.
+/// Marks a thread's slot for reuse once the host reports the thread gone.
 pub fn retire(t: &Thread) {
     mem::mark_slot_exiting(t.slot);
 }
@@ -242,7 +239,7 @@ pub fn drop_sighand(p: *const SigHand) {
 /// signal frame holding `uc` (with the FPU state copied) that the child
 /// returns through, and a header for `picos_clone_child`. Returns the
 /// child's initial stack pointer.
-pub fn prepare_child(child: &'static Thread, uc: &crate::arch::UContext, settid: usize) -> usize {
+pub fn prepare_child(child: &'static Thread, uc: &crate::arch::UContext) -> usize {
     use crate::arch::{fpstate_size, RtSigFrame};
     let top = child.stack_top();
     let fp_src = uc.mcontext.fpstate as usize;
@@ -276,7 +273,7 @@ pub fn prepare_child(child: &'static Thread, uc: &crate::arch::UContext, settid:
             core::ptr::copy_nonoverlapping(fp_src as *const u8, fp as *mut u8, fp_size);
         }
         (frame as *mut RtSigFrame).write(f);
-        (header as *mut [usize; 4]).write([child as *const Thread as usize, frame + 8, settid, 0]);
+        (header as *mut [usize; 4]).write([child as *const Thread as usize, frame + 8, 0, 0]);
     }
     header
 }
@@ -293,7 +290,7 @@ pub fn spawn(flags: u64, sp: usize, ptid: usize, ctid: usize, tls: usize) -> isi
 #[no_mangle]
 extern "C" fn picos_clone_child(header: usize) -> ! {
     // SAFETY: `header` is the block written by prepare_child.
-    let [t, uc, settid, _] = unsafe { (header as *const [usize; 4]).read() };
+    let [t, uc, _, _] = unsafe { (header as *const [usize; 4]).read() };
     // SAFETY: `t` is the child's Thread, initialised by alloc().
     let t: &'static Thread = unsafe { &*(t as *const Thread) };
     install(t);
@@ -304,9 +301,6 @@ extern "C" fn picos_clone_child(header: usize) -> ! {
             e
         );
         host::exit_group(127);
-    }
-    if settid != 0 {
-        let _ = crate::user::write(settid, &t.tid.get());
     }
     // SAFETY: `uc` is the ucontext inside a complete kernel-format frame.
     unsafe { crate::arch::picos_sigreturn_to(uc as *mut crate::arch::UContext) }

@@ -151,9 +151,6 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     }?;
     if r == 0 {
         crate::rt::after_fork_child(t);
-        if a.flags & CLONE_CHILD_CLEARTID != 0 {
-            t.guest_clear_tid.set(a.ctid);
-        }
     }
     Ok(r)
 }
@@ -181,9 +178,6 @@ fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
             return Err(e);
         }
     };
-    if a.flags & CLONE_CHILD_CLEARTID != 0 {
-        child.guest_clear_tid.set(a.ctid);
-    }
     if a.flags & CLONE_VFORK != 0 {
         child.altstack.set(parent.altstack.get());
     }
@@ -195,27 +189,26 @@ fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     uc.mcontext.rcx = uc.mcontext.rip;
     uc.mcontext.r11 = uc.mcontext.eflags;
     uc.sigmask = crate::signal::host_mask(parent.sig_mask.get());
-    let settid = if a.flags & CLONE_CHILD_SETTID != 0 {
-        a.ctid
-    } else {
-        0
-    };
-    let sp = thread::prepare_child(child, &uc, settid);
-    let host_flags =
-        (a.flags & !CLONE_CHILD_SETTID) | CLONE_CHILD_CLEARTID | CLONE_CHILD_SETTID | a.exit_signal;
-    let r = thread::spawn(host_flags, sp, a.ptid, child.kernel_tid_addr(), a.tls);
+    let sp = thread::prepare_child(child, &uc);
+    // CLONE_CHILD_SETTID/CLEARTID go to the host as asked: the kernel must
+    // clear the tid only once the thread is really gone (glibc frees the
+    // thread's memory, rseq area included, as soon as it sees the clear).
+    let r = thread::spawn(a.flags | a.exit_signal, sp, a.ptid, a.ctid, a.tls);
     if r < 0 {
         thread::free_unused(child);
         free_sighand();
         return Err(Errno(-r as i32));
     }
+    child
+        .tid
+        .store(r as i32, core::sync::atomic::Ordering::Release);
     if a.flags & CLONE_VFORK != 0 {
         // The child has exec'd or exited: its runtime state is ours to free.
-        thread::retire(child);
+        thread::free_unused(child);
         free_sighand();
     } else if a.flags & CLONE_THREAD == 0 {
-        // A process sharing our memory: its stack slot is freed when the
-        // kernel clears its tid; its dispositions stay (they are small).
+        // A process sharing our memory: its stack slot is freed once it is
+        // gone; its dispositions stay (they are small).
         thread::retire(child);
     }
     Ok(r as usize)
@@ -260,16 +253,10 @@ fn exec_common(
     crate::rt::exec_runtime(c.t, &full, &argv, &envp)
 }
 
-/// Implements exit(2): ends the calling thread.
+/// Implements exit(2): ends the calling thread (the host clears and wakes
+/// its clear_child_tid word when the thread is gone, as natively).
 pub fn exit(c: &mut Ctx<'_>) -> SysResult {
     let t = c.t;
-    let ctid = t.guest_clear_tid.get();
-    if ctid != 0 {
-        // CLONE_CHILD_CLEARTID, as mm_release() does it.
-        if UserPtr::<i32>::new(ctid).write(&0).is_ok() {
-            let _ = host_call(host::nr::FUTEX, [ctid, 1, 1, 0, 0, 0]);
-        }
-    }
     crate::rt::thread_exiting(t);
     thread::retire(t);
     host::exit_thread(c.arg(0) as i32)
@@ -279,13 +266,6 @@ pub fn exit(c: &mut Ctx<'_>) -> SysResult {
 pub fn exit_group(c: &mut Ctx<'_>) -> SysResult {
     crate::rt::process_exiting();
     host::exit_group(c.arg(0) as i32)
-}
-
-/// Implements set_tid_address(2): the address is kept by the runtime (the
-/// host's clear-tid word is the runtime's own).
-pub fn set_tid_address(c: &mut Ctx<'_>) -> SysResult {
-    c.t.guest_clear_tid.set(c.arg(0));
-    Ok(c.t.tid.get() as usize)
 }
 
 const ARCH_SET_GS: usize = 0x1001;

@@ -115,7 +115,7 @@ pub fn signal_name(sig: i32) -> &'static str {
 impl Pre {
     pub fn capture(t: &Thread, nr: usize, def: Option<&SyscallDef>, args: &[usize; 6]) -> Pre {
         let mut b = LineBuf::new();
-        let _ = write!(b, "[{}] ", t.tid.get());
+        let _ = write!(b, "[{}] ", t.tid());
         match def {
             Some(d) => {
                 let _ = b.write_str(d.name);
