@@ -9,9 +9,8 @@ use picos_rt::loader::{check_executable, ExecError};
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 
 /// The runtime image, built by build.rs.
 static RUNTIME: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/picos-rt"));
@@ -131,7 +130,6 @@ pub fn check_program(path: &Path, shown: &str) -> Result<(), RunError> {
 }
 
 struct Plan {
-    exe: PathBuf,
     argv: Vec<OsString>,
     env: Vec<OsString>,
     cwd: Option<PathBuf>,
@@ -187,7 +185,6 @@ fn plan(args: &RunArgs) -> Result<Plan, RunError> {
         stack_size_bytes: manifest.stack_size_bytes.unwrap_or(0),
     };
     Ok(Plan {
-        exe,
         argv,
         env,
         cwd,
@@ -209,81 +206,173 @@ fn runtime_fd() -> std::io::Result<std::os::fd::OwnedFd> {
     Ok(fd)
 }
 
+fn cstring(b: &[u8]) -> Result<std::ffi::CString, RunError> {
+    std::ffi::CString::new(b)
+        .map_err(|_| RunError::Spawn(std::io::Error::other("argument contains a NUL byte")))
+}
+
 fn launch(p: Plan) -> Result<ExitCode, RunError> {
     use std::os::fd::AsRawFd;
     let fd = runtime_fd().map_err(RunError::Spawn)?;
-    let mut cmd = Command::new(format!("/proc/self/fd/{}", fd.as_raw_fd()));
-    cmd.arg0(&p.argv[0]).args(&p.argv[1..]).env_clear();
-    for kv in &p.env {
-        let b = kv.as_bytes();
-        let eq = b.iter().position(|&c| c == b'=').unwrap_or(b.len());
-        let (k, v) = (
-            OsStr::from_bytes(&b[..eq]),
-            OsStr::from_bytes(b.get(eq + 1..).unwrap_or(b"")),
-        );
-        if k != CONFIG_ENV {
-            cmd.env(k, v);
-        }
-    }
-    cmd.env(CONFIG_ENV, p.config.encode());
-    if let Some(d) = &p.cwd {
-        cmd.current_dir(d);
-    }
-    cmd.stdin(Stdio::inherit())
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::inherit());
-    let _ = &p.exe;
-    let forwarder = SignalForwarder::install();
-    let mut child = cmd.spawn().map_err(RunError::Spawn)?;
+    let path = cstring(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_bytes())?;
+    let argv: Vec<std::ffi::CString> = p
+        .argv
+        .iter()
+        .map(|a| cstring(a.as_bytes()))
+        .collect::<Result<_, _>>()?;
+    let prefix = format!("{CONFIG_ENV}=");
+    let mut env: Vec<std::ffi::CString> = p
+        .env
+        .iter()
+        .filter(|kv| !kv.as_bytes().starts_with(prefix.as_bytes()))
+        .map(|kv| cstring(kv.as_bytes()))
+        .collect::<Result<_, _>>()?;
+    env.push(cstring(
+        format!("{prefix}{}", p.config.encode()).as_bytes(),
+    )?);
+    let cwd = p
+        .cwd
+        .as_ref()
+        .map(|d| cstring(d.as_os_str().as_bytes()))
+        .transpose()?;
+    // Block the signals we forward (and SIGCHLD) before the child exists, so
+    // none is lost; the child gets our original mask back through posix_spawn.
+    let forwarded = Forwarded::block();
+    let pid = spawn(&path, &argv, &env, cwd.as_deref(), &forwarded.old).map_err(|e| {
+        forwarded.unblock();
+        RunError::Spawn(e)
+    })?;
     drop(fd);
-    forwarder.set_child(child.id() as i32);
-    let status = child.wait().map_err(RunError::Spawn)?;
-    let code = match (status.code(), status.signal()) {
-        (Some(c), _) => c,
-        (None, Some(s)) => 128 + s,
-        _ => 1,
+    let status = forwarded.wait_forwarding(pid);
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        128 + libc::WTERMSIG(status)
+    } else {
+        1
     };
     Ok(ExitCode::from(code as u8))
 }
 
-/// Forwards signals sent to `picos` (by kill, not by the terminal, which
-/// already signals the whole foreground group) to the picoprocess.
-struct SignalForwarder {
-    child: std::sync::Arc<std::sync::atomic::AtomicI32>,
+/// posix_spawn(3) of the runtime: signal mask `mask`, default dispositions
+/// for SIGPIPE (which the CLI ignores, as Rust programs do), `cwd`.
+fn spawn(
+    path: &std::ffi::CStr,
+    argv: &[std::ffi::CString],
+    env: &[std::ffi::CString],
+    cwd: Option<&std::ffi::CStr>,
+    mask: &libc::sigset_t,
+) -> std::io::Result<libc::pid_t> {
+    let mut argv_p: Vec<*mut libc::c_char> = argv.iter().map(|a| a.as_ptr() as *mut _).collect();
+    argv_p.push(std::ptr::null_mut());
+    let mut env_p: Vec<*mut libc::c_char> = env.iter().map(|a| a.as_ptr() as *mut _).collect();
+    env_p.push(std::ptr::null_mut());
+    // SAFETY: the attribute and file-action objects are initialised before
+    // use and destroyed after; every pointer passed stays alive for the call.
+    unsafe {
+        let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
+        let mut fa: libc::posix_spawn_file_actions_t = std::mem::zeroed();
+        libc::posix_spawnattr_init(&mut attr);
+        libc::posix_spawn_file_actions_init(&mut fa);
+        // Only SIGPIPE, which the Rust runtime ignores in this process: other
+        // ignored signals (nohup) are inherited, as by any program.
+        let mut dfl: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut dfl);
+        libc::sigaddset(&mut dfl, libc::SIGPIPE);
+        libc::posix_spawnattr_setsigdefault(&mut attr, &dfl);
+        libc::posix_spawnattr_setsigmask(&mut attr, mask);
+        libc::posix_spawnattr_setflags(
+            &mut attr,
+            (libc::POSIX_SPAWN_SETSIGDEF | libc::POSIX_SPAWN_SETSIGMASK) as _,
+        );
+        if let Some(d) = cwd {
+            libc::posix_spawn_file_actions_addchdir_np(&mut fa, d.as_ptr());
+        }
+        let mut pid: libc::pid_t = 0;
+        let r = libc::posix_spawn(
+            &mut pid,
+            path.as_ptr(),
+            &fa,
+            &attr,
+            argv_p.as_ptr(),
+            env_p.as_ptr(),
+        );
+        libc::posix_spawn_file_actions_destroy(&mut fa);
+        libc::posix_spawnattr_destroy(&mut attr);
+        if r != 0 {
+            return Err(std::io::Error::from_raw_os_error(r));
+        }
+        Ok(pid)
+    }
 }
 
-impl SignalForwarder {
-    fn install() -> Self {
-        use signal_hook::consts::*;
-        use signal_hook::iterator::exfiltrator::WithOrigin;
-        use signal_hook::iterator::SignalsInfo;
-        use signal_hook::low_level::siginfo::Cause;
-        let child = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
-        let c2 = child.clone();
-        if let Ok(mut signals) = SignalsInfo::<WithOrigin>::new([
-            SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT,
-        ]) {
-            std::thread::spawn(move || {
-                for o in signals.forever() {
-                    let pid = c2.load(std::sync::atomic::Ordering::SeqCst);
-                    let from_terminal = matches!(o.cause, Cause::Kernel)
-                        && matches!(o.signal, SIGINT | SIGQUIT | SIGWINCH);
-                    if pid > 0 && !from_terminal {
-                        if let Some(sig) = rustix::process::Signal::from_named_raw(o.signal) {
-                            let _ = rustix::process::kill_process(
-                                rustix::process::Pid::from_raw(pid).unwrap(),
-                                sig,
-                            );
-                        }
-                    }
-                }
-            });
+/// Signals sent to `picos` with kill(2) are forwarded to the picoprocess.
+/// Those the terminal generates (Ctrl-C, Ctrl-\\, window size) are not: the
+/// terminal already sends them to the whole foreground process group.
+const FORWARDED: [i32; 8] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGWINCH,
+    libc::SIGCONT,
+];
+
+/// The forwarded signals and SIGCHLD, blocked in this (single-threaded)
+/// process and taken synchronously with sigwaitinfo: no handler, no thread.
+struct Forwarded {
+    set: libc::sigset_t,
+    old: libc::sigset_t,
+}
+
+impl Forwarded {
+    fn block() -> Self {
+        // SAFETY: sigset_t is plain data; the libc calls only write the sets
+        // we pass, and the process has one thread.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for s in FORWARDED.iter().chain([libc::SIGCHLD].iter()) {
+                libc::sigaddset(&mut set, *s);
+            }
+            libc::sigprocmask(libc::SIG_BLOCK, &set, &mut old);
+            Forwarded { set, old }
         }
-        SignalForwarder { child }
     }
 
-    fn set_child(&self, pid: i32) {
-        self.child.store(pid, std::sync::atomic::Ordering::SeqCst);
+    fn unblock(&self) {
+        // SAFETY: restores the mask saved by block().
+        unsafe { libc::sigprocmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
+    }
+
+    /// Waits for the child, forwarding signals sent to us meanwhile;
+    /// returns its wait status.
+    fn wait_forwarding(self, pid: libc::pid_t) -> libc::c_int {
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid on our own child, writing a local.
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if r == pid
+                || (r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
+            {
+                self.unblock();
+                return status;
+            }
+            // SAFETY: siginfo_t is plain data filled by the kernel.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            // SAFETY: `self.set` is a valid set; `info` is writable.
+            let sig = unsafe { libc::sigwaitinfo(&self.set, &mut info) };
+            if sig <= 0 || sig == libc::SIGCHLD {
+                continue;
+            }
+            if info.si_code != libc::SI_KERNEL {
+                // SAFETY: plain kill(2) of our own child.
+                unsafe { libc::kill(pid, sig) };
+            }
+        }
     }
 }
 

@@ -609,3 +609,44 @@ fn exit_status_and_errors() {
         failures.join("\n")
     );
 }
+
+/// A signal sent to `picos` itself (as a service manager or `kill` would)
+/// reaches the program, whose handler runs; picos then exits with the
+/// program's status.
+#[test]
+fn signals_sent_to_picos_reach_the_program() {
+    use std::io::{BufRead, BufReader};
+    let _g = shared();
+    let script = "trap 'echo got TERM; exit 7' TERM; echo ready; while :; do sleep 0.05; done";
+    let mut child = Command::new(PICOS)
+        .args(["run", "/bin/sh", "-c", script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn picos");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    let st = Command::new("/bin/kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("picos did not exit after SIGTERM was forwarded");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "got TERM\n");
+    assert_eq!(status.code(), Some(7), "status {status:?}");
+}
