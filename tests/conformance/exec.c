@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -108,6 +109,26 @@ static void write_file(const char *path, const char *content, mode_t mode)
     chmod(path, mode);
 }
 
+/* Run through a symlink: /proc/self/exe names the real file (symlinks
+ * resolved), while AT_EXECFN and argv[0] keep the name that was executed. */
+static int mode_execheck(const char *real)
+{
+    char link[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", link, sizeof link - 1);
+    if (n < 0)
+        return 10;
+    link[n] = 0;
+    char want[PATH_MAX];
+    if (!realpath(real, want))
+        return 11;
+    const char *execfn = (const char *)getauxval(AT_EXECFN);
+    if (strcmp(link, want) != 0)
+        return 12;
+    if (!execfn || !strstr(execfn, "selflink"))
+        return 13;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     conf_init();
@@ -121,6 +142,8 @@ int main(int argc, char **argv)
             return mode_fdcheck(atoi(argv[2]), atoi(argv[3]));
         if (!strcmp(argv[1], "pidcheck") && argc == 3)
             return mode_pidcheck(atol(argv[2]));
+        if (!strcmp(argv[1], "execheck") && argc == 3)
+            return mode_execheck(argv[2]);
         fprintf(stderr, "unknown mode %s\n", argv[1]);
         return 2;
     }
@@ -134,6 +157,26 @@ int main(int argc, char **argv)
     }
     char path[PATH_MAX];
     int r, e, st;
+
+    /* /proc/self/exe through a symlink */
+    {
+        char link[PATH_MAX], real[PATH_MAX];
+        snprintf(link, sizeof link, "%s/selflink", tmpdir);
+        if (!realpath(self, real) || symlink(real, link) != 0) {
+            perror("symlink");
+            return 2;
+        }
+        pid_t pid = fork();
+        if (pid == 0) {
+            execl(link, link, "execheck", real, (char *)NULL);
+            _exit(127);
+        }
+        waitpid(pid, &st, 0);
+        check("proc_self_exe_resolves_symlinks", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+            fprintf(stderr, "execheck status %d\n", st);
+        unlink(link);
+    }
 
     /* fork + execve self with args and a custom envp */
     {

@@ -417,8 +417,22 @@ pub struct Loaded {
     pub interp: Option<Image>,
     /// The argv after `#!` rewriting.
     pub argv: Vec<Vec<u8>>,
-    /// The path of the file finally executed (for AT_EXECFN it is the path given).
+    /// Where the program starts (the interpreter's entry if it has one).
     pub start: usize,
+    /// Canonical path of the ELF file loaded (what Linux shows as
+    /// /proc/self/exe: symlinks resolved; for a script, its interpreter).
+    pub real_path: Vec<u8>,
+}
+
+/// The canonical path of an open file, from /proc/self/fd.
+fn fd_path(fd: i32) -> Option<Vec<u8>> {
+    let mut link = alloc::format!("/proc/self/fd/{fd}").into_bytes();
+    link.push(0);
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: `link` is NUL-terminated; `buf` is writable for its length.
+    let n = unsafe { host::call(89 /* readlink */, [link.as_ptr() as usize, buf.as_mut_ptr() as usize, buf.len(), 0, 0, 0]) }.ok()?;
+    buf.truncate(n);
+    Some(buf)
 }
 
 /// Loads the program at `path` (following `#!` lines) into memory.
@@ -460,11 +474,13 @@ pub fn load(path: &[u8], argv: Vec<Vec<u8>>) -> Result<Loaded, ExecError> {
             None => None,
         };
         let start = interp.map_or(main.entry, |i| i.entry);
+        let real_path = fd_path(fd.0).unwrap_or_else(|| path.clone());
         return Ok(Loaded {
             main,
             interp,
             argv,
             start,
+            real_path,
         });
     }
     Err(ExecError::TooManyInterpreters)

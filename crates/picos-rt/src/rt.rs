@@ -124,8 +124,6 @@ pub unsafe fn start(sp: *const usize, image_base: usize, image_len: usize) -> ! 
         .into_iter()
         .filter(|e| !e.starts_with(&prefix))
         .collect();
-    let exe = absolute(&cfg.exe);
-    EXE.call_once(|| exe);
     CONFIG.call_once(|| cfg);
 
     let mask = host::rt_sigprocmask(crate::signal::SIG_BLOCK, None).unwrap_or(0);
@@ -201,7 +199,7 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
             let _ = host::setrlimit(RLIMIT_STACK, cfg.stack_size_bytes, cfg.stack_size_bytes);
         }
     }
-    let exe = exe_path();
+    let exe = &absolute(&cfg.exe);
     let argv = info.argv.clone();
     let loaded = match loader::load(exe, argv) {
         Ok(l) => l,
@@ -217,6 +215,7 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
             );
         }
     };
+    EXE.call_once(|| loaded.real_path.clone());
     crate::sys::memory::init_brk(loaded.main.end);
     let execfn = &cfg.exe;
     let sp = match loader::build_stack(
