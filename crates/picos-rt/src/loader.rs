@@ -430,7 +430,20 @@ fn fd_path(fd: i32) -> Option<Vec<u8>> {
     link.push(0);
     let mut buf = vec![0u8; 4096];
     // SAFETY: `link` is NUL-terminated; `buf` is writable for its length.
-    let n = unsafe { host::call(89 /* readlink */, [link.as_ptr() as usize, buf.as_mut_ptr() as usize, buf.len(), 0, 0, 0]) }.ok()?;
+    let n = unsafe {
+        host::call(
+            89, /* readlink */
+            [
+                link.as_ptr() as usize,
+                buf.as_mut_ptr() as usize,
+                buf.len(),
+                0,
+                0,
+                0,
+            ],
+        )
+    }
+    .ok()?;
     buf.truncate(n);
     Some(buf)
 }

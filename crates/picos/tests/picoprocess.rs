@@ -12,11 +12,18 @@ fn workspace() -> PathBuf {
 }
 
 fn compile(name: &str) -> PathBuf {
-    let src = workspace().join("tests/picoprocess").join(format!("{name}.c"));
+    let src = workspace()
+        .join("tests/picoprocess")
+        .join(format!("{name}.c"));
     let out_dir = workspace().join("target/picoprocess");
     std::fs::create_dir_all(&out_dir).unwrap();
     let out = out_dir.join(name);
-    let st = Command::new("gcc").args(["-O1", "-o"]).arg(&out).arg(&src).status().expect("gcc");
+    let st = Command::new("gcc")
+        .args(["-O1", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("gcc");
     assert!(st.success(), "compiling {}", src.display());
     out
 }
@@ -26,7 +33,12 @@ fn runtime_memory_is_protected() {
     let prog = compile("runtime_memory");
     let out = Command::new(PICOS).arg("run").arg(&prog).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "status {:?}\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "status {:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     let expected = "runtime mapping: found\nmunmap: refused\nmprotect: refused\nmadvise: refused\n\
                     mmap MAP_FIXED: refused\nmmap MAP_FIXED_NOREPLACE: refused\nmremap: refused\n\
                     munmap overlapping: refused\nown mapping: ok\n";
@@ -38,14 +50,25 @@ fn syscalls_table_lists_every_call() {
     let out = Command::new(PICOS).arg("syscalls").output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    for row in ["   0  read ", "  59  execve ", "  15  rt_sigreturn ", " 425  io_uring_setup "] {
+    for row in [
+        "   0  read ",
+        "  59  execve ",
+        "  15  rt_sigreturn ",
+        " 425  io_uring_setup ",
+    ] {
         assert!(text.contains(row), "missing row {row:?}");
     }
     assert!(text.contains("io_uring_setup           unsupported"));
     assert!(text.contains("rt_sigaction             emulated"));
     let summary = text.lines().last().unwrap();
-    assert!(summary.contains("system calls:") && summary.contains("emulated"), "{summary}");
-    let json = Command::new(PICOS).args(["syscalls", "--json"]).output().unwrap();
+    assert!(
+        summary.contains("system calls:") && summary.contains("emulated"),
+        "{summary}"
+    );
+    let json = Command::new(PICOS)
+        .args(["syscalls", "--json"])
+        .output()
+        .unwrap();
     let j = String::from_utf8(json.stdout).unwrap();
     assert!(j.trim_start().starts_with('[') && j.contains("\"name\": \"openat\""));
 }
@@ -54,18 +77,38 @@ fn syscalls_table_lists_every_call() {
 fn manifest_check_reports_file_line_column() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.toml");
-    std::fs::write(&bad, "[loader]\nlog_level = \"debug\"\nargv = [\"a\"]\nentrypont = \"/bin/true\"\n").unwrap();
-    let out = Command::new(PICOS).args(["manifest", "check"]).arg(&bad).output().unwrap();
+    std::fs::write(
+        &bad,
+        "[loader]\nlog_level = \"debug\"\nargv = [\"a\"]\nentrypont = \"/bin/true\"\n",
+    )
+    .unwrap();
+    let out = Command::new(PICOS)
+        .args(["manifest", "check"])
+        .arg(&bad)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.toml:4:1:"), "{err}");
     assert!(err.contains("loader.entrypont"), "{err}");
     let good = dir.path().join("good.toml");
-    std::fs::write(&good, "[libos]\nentrypoint = \"/bin/echo\"\n[loader]\nargv = [\"echo\", \"from-manifest\"]\n").unwrap();
-    let out = Command::new(PICOS).args(["manifest", "check"]).arg(&good).output().unwrap();
+    std::fs::write(
+        &good,
+        "[libos]\nentrypoint = \"/bin/echo\"\n[loader]\nargv = [\"echo\", \"from-manifest\"]\n",
+    )
+    .unwrap();
+    let out = Command::new(PICOS)
+        .args(["manifest", "check"])
+        .arg(&good)
+        .output()
+        .unwrap();
     assert!(out.status.success());
     // The manifest's entrypoint and argv are used when the command line gives none.
-    let out = Command::new(PICOS).args(["run", "-m"]).arg(&good).output().unwrap();
+    let out = Command::new(PICOS)
+        .args(["run", "-m"])
+        .arg(&good)
+        .output()
+        .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "from-manifest\n");
 }
 
@@ -88,6 +131,14 @@ fn manifest_env_and_start_dir_apply() {
         .env("HOME", "/should/not/pass")
         .output()
         .unwrap();
-    let expected = format!("hi\n{}\nunset\n", dir.path().canonicalize().unwrap().display());
-    assert_eq!(String::from_utf8_lossy(&out.stdout), expected, "{}", String::from_utf8_lossy(&out.stderr));
+    let expected = format!(
+        "hi\n{}\nunset\n",
+        dir.path().canonicalize().unwrap().display()
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        expected,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -650,3 +650,51 @@ fn signals_sent_to_picos_reach_the_program() {
     assert_eq!(line, "got TERM\n");
     assert_eq!(status.code(), Some(7), "status {status:?}");
 }
+
+/// Runs `program args` natively and under picos and compares everything.
+fn compare_program(test: &str, program: &str, package: &str, args: &[&dyn AsRef<OsStr>]) {
+    let _shared = shared();
+    if skip_unless_installed(test, program, package) {
+        return;
+    }
+    let dir = tempdir();
+    let spec = Spec::new(program, args, dir.path());
+    let native = run_native(&spec);
+    let picos = run_picos(&spec);
+    assert_same(&spec.describe(), &native, &picos);
+}
+
+/// Java: a JIT, many threads, SIGSEGV-based null checks, a child process.
+#[test]
+fn java_workload() {
+    let src = program_file("Workload.java");
+    compare_program(
+        "java_workload",
+        "/usr/bin/java",
+        "default-jre-headless",
+        &[&"-Xshare:auto", &src],
+    );
+}
+
+/// Node.js: worker threads, libuv's thread pool, timers, a child process.
+#[test]
+fn node_workload() {
+    let src = program_file("node_workload.js");
+    compare_program("node_workload", "/usr/bin/node", "nodejs", &[&src]);
+}
+
+/// Perl: fork, pipes, signals, backticks.
+#[test]
+fn perl_workload() {
+    let src = program_file("perl_workload.pl");
+    compare_program("perl_workload", "/usr/bin/perl", "perl-base", &[&src]);
+}
+
+/// bash: job control off, pipelines, traps, subshells, process substitution.
+#[test]
+fn bash_workload() {
+    let script = "set -e; f() { echo \"f:$1\"; }; f one; for i in 3 1 2; do echo $i; done | sort; \
+                  trap 'echo trapped' USR1; kill -USR1 $$; x=$( (echo sub; exit 0) ); echo $x; \
+                  cat <(echo procsub); (sleep 0.05; echo bg) & wait; echo ${#BASH_VERSION} >/dev/null; exit 5";
+    compare_program("bash_workload", "/bin/bash", "bash", &[&"-c", &script]);
+}

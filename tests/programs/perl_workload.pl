@@ -1,0 +1,10 @@
+use strict; use warnings;
+my %h = map { $_ => $_ * $_ } 1..1000;
+my $sum = 0; $sum += $h{$_} for keys %h;
+print "sum $sum\n";
+my @w = sort grep { /^[a-c]/ } split /\s+/, "banana apple cherry date avocado";
+print "@w\n";
+my $pid = fork(); if ($pid == 0) { exit 9 } waitpid($pid, 0); print "child exit ", $? >> 8, "\n";
+pipe(my $r, my $wr); if (!fork()) { close $r; print $wr "through pipe\n"; exit 0 } close $wr; print scalar <$r>; wait;
+$SIG{USR1} = sub { print "got USR1\n" }; kill 'USR1', $$; 
+print `echo backtick`;
