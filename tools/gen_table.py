@@ -31,6 +31,7 @@ MEDIATED = {
   'mremap': 'memory::mremap', 'madvise': 'memory::madvise', 'pkey_mprotect': 'memory::pkey_mprotect',
   'remap_file_pages': 'memory::remap_file_pages', 'mseal': 'memory::mseal', 'munlock': None,
   'readlink': 'fs::readlink', 'readlinkat': 'fs::readlinkat', 'prctl': 'process::prctl',
+  'close': 'fs::close', 'close_range': 'fs::close_range', 'dup2': 'fs::dup2', 'dup3': 'fs::dup3',
 }
 MEDIATED = {k: v for k, v in MEDIATED.items() if v}
 # Blocking host calls: name -> restartable with SA_RESTART.
@@ -78,6 +79,8 @@ NOTES = {
   'madvise': 'runtime memory refused', 'pkey_mprotect': 'runtime memory refused',
   'readlink': '/proc/self/exe names the program', 'readlinkat': '/proc/self/exe names the program',
   'prctl': 'PR_SET_SYSCALL_USER_DISPATCH refused',
+  'close': 'the runtime\'s hidden descriptor stays open', 'close_range': 'skips the runtime\'s hidden descriptor',
+  'dup2': 'moves the runtime\'s descriptor out of the way', 'dup3': 'moves the runtime\'s descriptor out of the way',
   'rt_sigpending': 'host pending set plus the runtime\'s',
 }
 # Argument formats for --trace: d int, u unsigned, x hex, f fd/dirfd, s string,

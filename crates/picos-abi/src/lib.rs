@@ -70,7 +70,7 @@ impl LogLevel {
 }
 
 /// Everything the runtime needs to know that is not the program's own argv/envp.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LaunchConfig {
     /// Path of the program to load (absolute, or relative to the working directory).
     pub exe: Vec<u8>,
@@ -78,6 +78,19 @@ pub struct LaunchConfig {
     pub log_level: LogLevel,
     /// Main-thread stack size in bytes (applied as `RLIMIT_STACK`); 0 keeps the host's.
     pub stack_size_bytes: u64,
+    /// Patch syscall sites to enter the runtime directly (the fast path).
+    pub patch_syscalls: bool,
+}
+
+impl Default for LaunchConfig {
+    fn default() -> Self {
+        LaunchConfig {
+            exe: Vec::new(),
+            log_level: LogLevel::default(),
+            stack_size_bytes: 0,
+            patch_syscalls: true,
+        }
+    }
 }
 
 /// Why a configuration string could not be decoded.
@@ -119,7 +132,7 @@ fn hex_decode(s: &[u8]) -> Option<Vec<u8>> {
             _ => None,
         }
     }
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     s.chunks(2)
@@ -163,6 +176,11 @@ impl LaunchConfig {
         for &d in &digits[i..] {
             s.push(d as char);
         }
+        s.push_str(if self.patch_syscalls {
+            ";patch=1"
+        } else {
+            ";patch=0"
+        });
         s.push_str(";exe=");
         hex_encode(&mut s, &self.exe);
         s
@@ -190,6 +208,13 @@ impl LaunchConfig {
                         .ok_or(DecodeError::BadField)?;
                 }
                 b"stack" => cfg.stack_size_bytes = parse_u64(value).ok_or(DecodeError::BadField)?,
+                b"patch" => {
+                    cfg.patch_syscalls = match value {
+                        b"0" => false,
+                        b"1" => true,
+                        _ => return Err(DecodeError::BadField),
+                    }
+                }
                 b"exe" => {
                     cfg.exe = hex_decode(value).ok_or(DecodeError::BadField)?;
                     have_exe = true;
@@ -215,6 +240,7 @@ mod tests {
             exe: b"/usr/bin/py;th=on 3\xff".to_vec(),
             log_level: LogLevel::Trace,
             stack_size_bytes: 8 << 20,
+            patch_syscalls: false,
         };
         let s = cfg.encode();
         assert!(s.starts_with("v1;"));
@@ -228,6 +254,7 @@ mod tests {
                 exe: vec![b'x'],
                 log_level: LogLevel::None,
                 stack_size_bytes: n,
+                patch_syscalls: true,
             };
             assert_eq!(LaunchConfig::decode(cfg.encode().as_bytes()).unwrap(), cfg);
         }

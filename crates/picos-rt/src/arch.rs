@@ -253,6 +253,95 @@ global_asm!(
     options(att_syntax)
 );
 
+/// Distance below the top of a thread's runtime stack where the fast entry
+/// keeps its register frame: signal frames the kernel pushes at the top of
+/// the (alternate) stack never reach it.
+pub const FAST_FRAME_GAP: usize = 64 << 10;
+
+global_asm!(
+    // picos_fast_entry: called from a patched site's trampoline with RAX =
+    // syscall number and RSP below the program's red zone. Saves flags on
+    // the program stack, switches to the thread's runtime stack, saves the
+    // registers (a FastFrame), serves the call, and returns to the
+    // trampoline, which continues at RCX.
+    ".globl picos_fast_entry",
+    ".type picos_fast_entry,@function",
+    "picos_fast_entry:",
+    "    pushfq",
+    "    mov %rsp, %r11",
+    "    mov %gs:0, %rsp",
+    "    and $-64, %rsp",
+    "    sub ${gap}, %rsp",
+    "    push %r11",
+    "    push %r15", "push %r14", "push %r13", "push %r12", "push %r11", "push %r10", "push %r9", "push %r8",
+    "    push %rbp", "push %rdi", "push %rsi", "push %rdx", "push %rcx", "push %rbx", "push %rax",
+    "    mov %rsp, %rdi",
+    "    cld",
+    "    call picos_fast_syscall",
+    // From here to picos_fast_exit_end the result is final: a signal that
+    // interrupts these instructions is delivered on the program context
+    // the frame describes (signal::host_signal, patch::complete_fast).
+    ".globl picos_fast_exit_start",
+    "picos_fast_exit_start:",
+    "    cmpl $0, %gs:{pending}",
+    "    jne 2f",
+    "1:  pop %rax", "pop %rbx", "pop %rcx", "pop %rdx", "pop %rsi", "pop %rdi", "pop %rbp",
+    "    pop %r8", "pop %r9", "pop %r10", "pop %r11", "pop %r12", "pop %r13", "pop %r14", "pop %r15",
+    "    pop %rsp",
+    "    popfq",
+    "    ret",
+    "2:  mov %rsp, %rdi",
+    "    call picos_fast_defer",
+    "    jmp 1b",
+    ".globl picos_fast_exit_end",
+    "picos_fast_exit_end:",
+    gap = const FAST_FRAME_GAP,
+    pending = const crate::thread::PENDING_OFFSET,
+    options(att_syntax)
+);
+
+extern "C" {
+    pub fn picos_fast_entry();
+    static picos_fast_exit_start: u8;
+    static picos_fast_exit_end: u8;
+}
+
+/// Is `rip` inside the fast entry's exit sequence?
+pub fn in_fast_exit(rip: u64) -> bool {
+    // SAFETY: only the addresses of the labels are taken.
+    let (s, e) = unsafe {
+        (
+            addr_of(&picos_fast_exit_start),
+            addr_of(&picos_fast_exit_end),
+        )
+    };
+    rip >= s && rip < e
+}
+
+/// Registers saved by `picos_fast_entry`, lowest address first.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FastFrame {
+    pub rax: u64,
+    pub rbx: u64,
+    pub rcx: u64,
+    pub rdx: u64,
+    pub rsi: u64,
+    pub rdi: u64,
+    pub rbp: u64,
+    pub r8: u64,
+    pub r9: u64,
+    pub r10: u64,
+    pub r11: u64,
+    pub r12: u64,
+    pub r13: u64,
+    pub r14: u64,
+    pub r15: u64,
+    /// The program's RSP at entry: it points at the saved RFLAGS, then the
+    /// trampoline's return address, then the 128-byte red zone.
+    pub guest_sp: u64,
+}
+
 extern "C" {
     pub fn picos_restorer();
     pub fn picos_sigreturn_to(uc: *mut UContext) -> !;

@@ -85,6 +85,9 @@ pub mod nr {
     pub const RT_SIGPROCMASK: usize = 14;
     pub const RT_SIGRETURN: usize = 15;
     pub const PREAD64: usize = 17;
+    pub const PWRITE64: usize = 18;
+    pub const FCNTL: usize = 72;
+    pub const DUP3: usize = 292;
     pub const MADVISE: usize = 28;
     pub const GETPID: usize = 39;
     pub const CLONE: usize = 56;

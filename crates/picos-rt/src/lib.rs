@@ -23,6 +23,7 @@ pub mod errno;
 pub mod host;
 pub mod loader;
 pub mod mem;
+pub mod patch;
 pub mod rt;
 pub mod signal;
 pub mod sys;

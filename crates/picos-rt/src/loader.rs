@@ -214,7 +214,7 @@ fn read_interp(fd: i32, phdrs: &[ProgramHeader64<LE>]) -> Result<Option<Vec<u8>>
         return Ok(None);
     };
     let size = p.p_filesz.get(LE) as usize;
-    if size < 2 || size > 4096 {
+    if !(2..=4096).contains(&size) {
         return Err(ExecError::BadElf("bad ELF interpreter path"));
     }
     let mut buf = vec![0u8; size];
@@ -350,7 +350,7 @@ fn map_elf(
                 host::mmap(
                     page,
                     len,
-                    prot | PROT_WRITE * (memsz > filesz) as i32,
+                    prot | (PROT_WRITE * (memsz > filesz) as i32),
                     MAP_PRIVATE | fixed,
                     fd,
                     (off - (start - page)) as u64,

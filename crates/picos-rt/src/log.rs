@@ -84,7 +84,7 @@ pub fn log_line(level: LogLevel, args: fmt::Arguments<'_>) {
         LogLevel::Warning => "warning: ",
         _ => "",
     };
-    let _ = write!(b, "picos: {}{}\n", tag, args);
+    let _ = writeln!(b, "picos: {}{}", tag, args);
     b.flush();
 }
 

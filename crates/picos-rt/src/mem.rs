@@ -82,6 +82,7 @@ pub fn owns(addr: usize, len: usize) -> bool {
             IMAGE.load(Ordering::Relaxed),
             IMAGE_LEN.load(Ordering::Relaxed),
         )
+        || crate::patch::owns(addr, end)
 }
 
 /// The runtime image's address range (where syscalls are allowed).
@@ -277,19 +278,6 @@ unsafe impl core::alloc::GlobalAlloc for RuntimeHeap {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    #[test]
-    fn rounding() {
-        assert_eq!(page_up(0), 0);
-        assert_eq!(page_up(1), 4096);
-        assert_eq!(page_up(4096), 4096);
-        assert_eq!(page_down(8191), 4096);
-        assert_eq!(page_up(usize::MAX), usize::MAX & !4095);
-    }
-}
-
 /// The runtime's global allocator (only in the picoprocess; host builds use std's).
 #[cfg(target_os = "none")]
 #[global_allocator]
@@ -304,3 +292,16 @@ pub fn heap_guard() -> impl Sized + 'static {
 /// Holds the heap lock (used across fork); nothing to hold in host builds.
 #[cfg(not(target_os = "none"))]
 pub fn heap_guard() -> impl Sized {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn rounding() {
+        assert_eq!(page_up(0), 0);
+        assert_eq!(page_up(1), 4096);
+        assert_eq!(page_up(4096), 4096);
+        assert_eq!(page_down(8191), 4096);
+        assert_eq!(page_up(usize::MAX), usize::MAX & !4095);
+    }
+}

@@ -229,6 +229,14 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
         Err(e) => fatal(126, format_args!("cannot build the program's stack: {}", e)),
     };
     set_name(exe);
+    if cfg.patch_syscalls {
+        let vdso = info
+            .auxv
+            .iter()
+            .find(|a| a.0 == loader::AT_SYSINFO_EHDR)
+            .map_or(0, |a| a.1 as usize);
+        crate::patch::init(vdso);
+    }
     if let Err(e) = arm_dispatch() {
         fatal(
             126,
@@ -325,7 +333,7 @@ pub fn exec_runtime(
         host::call(
             host::nr::EXECVE,
             [
-                b"/proc/self/exe\0".as_ptr() as usize,
+                c"/proc/self/exe".as_ptr() as usize,
                 argv_p.as_ptr() as usize,
                 envp_p.as_ptr() as usize,
                 0,
@@ -378,7 +386,110 @@ pub fn after_fork_child(t: &thread::Thread) {
         host::exit_group(127);
     }
     crate::mem::reset_slots_after_fork(t.slot);
+    crate::patch::after_fork_child();
     t.tid.store(host::gettid(), Ordering::Release);
+}
+
+const F_DUPFD_CLOEXEC: usize = 1030;
+const O_CLOEXEC: usize = 0o2000000;
+const RLIMIT_NOFILE: usize = 7;
+
+/// Opens `path` (NUL-terminated) for the runtime at a descriptor number
+/// just below the program's RLIMIT_NOFILE, out of the way of the numbers
+/// the program gets; `sys::fs` keeps the program from closing or
+/// replacing it.
+pub fn open_hidden(path: &[u8], flags: usize) -> Result<i32, Errno> {
+    // SAFETY: `path` is NUL-terminated.
+    let fd = unsafe {
+        host::call(
+            host::nr::OPENAT,
+            [
+                host::AT_FDCWD as usize,
+                path.as_ptr() as usize,
+                flags | O_CLOEXEC,
+                0,
+                0,
+                0,
+            ],
+        )
+    }? as i32;
+    let mut lim = [0u64; 2];
+    // SAFETY: prlimit64 writes a `struct rlimit` into `lim`.
+    let soft =
+        match unsafe { host::call(302, [0, RLIMIT_NOFILE, 0, lim.as_mut_ptr() as usize, 0, 0]) } {
+            Ok(_) => lim[0].min(1 << 20) as usize,
+            Err(_) => 1024,
+        };
+    let want = soft.saturating_sub(1).max(3);
+    // SAFETY: integer arguments only.
+    let high = unsafe {
+        host::call(
+            host::nr::FCNTL,
+            [fd as usize, F_DUPFD_CLOEXEC, want, 0, 0, 0],
+        )
+    };
+    let _ = host::close(fd);
+    let high = high? as i32;
+    HIDDEN_FD.store(high, Ordering::Relaxed);
+    Ok(high)
+}
+
+/// Replaces hidden descriptor `fd` by a fresh open of `path` (same number).
+pub fn reopen_hidden(fd: i32, path: &[u8], flags: usize) -> Result<(), Errno> {
+    // SAFETY: `path` is NUL-terminated.
+    let tmp = unsafe {
+        host::call(
+            host::nr::OPENAT,
+            [
+                host::AT_FDCWD as usize,
+                path.as_ptr() as usize,
+                flags | O_CLOEXEC,
+                0,
+                0,
+                0,
+            ],
+        )
+    }? as i32;
+    // SAFETY: integer arguments only; dup3 atomically replaces our own fd.
+    let r = unsafe {
+        host::call(
+            host::nr::DUP3,
+            [tmp as usize, fd as usize, O_CLOEXEC, 0, 0, 0],
+        )
+    };
+    let _ = host::close(tmp);
+    r.map(|_| ())
+}
+
+static HIDDEN_FD: core::sync::atomic::AtomicI32 = core::sync::atomic::AtomicI32::new(-1);
+
+/// The runtime's hidden descriptor, if any.
+pub fn hidden_fd() -> Option<i32> {
+    let fd = HIDDEN_FD.load(Ordering::Relaxed);
+    (fd >= 0).then_some(fd)
+}
+
+/// Moves the hidden descriptor elsewhere (the program wants its number).
+pub fn move_hidden() -> Result<(), Errno> {
+    let Some(fd) = hidden_fd() else { return Ok(()) };
+    // SAFETY: integer arguments only.
+    let new = unsafe {
+        host::call(
+            host::nr::FCNTL,
+            [
+                fd as usize,
+                F_DUPFD_CLOEXEC,
+                (fd as usize).saturating_sub(64).max(3),
+                0,
+                0,
+                0,
+            ],
+        )
+    }? as i32;
+    let _ = host::close(fd);
+    HIDDEN_FD.store(new, Ordering::Relaxed);
+    crate::patch::set_mem_fd(new);
+    Ok(())
 }
 
 /// Called when a program thread exits.

@@ -63,7 +63,12 @@ pub const fn bit(sig: i32) -> u64 {
 }
 
 const SYNC_FAULTS: u64 = bit(SIGSEGV) | bit(SIGBUS) | bit(SIGFPE) | bit(SIGILL) | bit(SIGTRAP);
-const NEVER_BLOCKED: u64 = bit(SIGKILL) | bit(SIGSTOP) | bit(SIGSYS);
+/// Signals no mask can block.
+const UNBLOCKABLE: u64 = bit(SIGKILL) | bit(SIGSTOP);
+/// Signals the host never blocks: SIGSYS (the trap path) and SIGTRAP (a
+/// thread may meet the patcher's transient `int3` at any time). When the
+/// program blocks them, the runtime keeps them pending itself.
+const NEVER_BLOCKED: u64 = UNBLOCKABLE | bit(SIGSYS) | bit(SIGTRAP);
 /// Host mask while runtime code runs: every signal that can be blocked
 /// without turning a synchronous fault into a kill.
 pub const RUNTIME_MASK: u64 = !(SYNC_FAULTS | NEVER_BLOCKED);
@@ -75,7 +80,7 @@ pub const fn host_mask(m: u64) -> u64 {
 
 /// Signals whose default action is to do nothing.
 pub const fn default_ignored(sig: i32) -> bool {
-    matches!(sig, SIGCHLD | SIGURG | SIGWINCH | SIGCONT) || sig >= 32 && false
+    matches!(sig, SIGCHLD | SIGURG | SIGWINCH | SIGCONT)
 }
 
 fn in_runtime(rip: u64) -> bool {
@@ -151,7 +156,24 @@ extern "C" fn sigsys_handler(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
         return host_signal(sig, info as *const SigInfo as *mut SigInfo, uc);
     }
     let t = thread::current();
+    let (nr, after) = (uc.mcontext.rax, uc.mcontext.rip as usize);
+    if nr == crate::patch::DEFERRED_NR && crate::patch::finish_deferred(t, uc) {
+        deliver_pending(t, uc);
+        return;
+    }
     crate::sys::dispatch(t, uc);
+    if let Some(cont) = crate::patch::maybe_patch(after, nr) {
+        // The patch covered this call's return address: continue in the
+        // trampoline's copy (its `syscall` sits 2 bytes before `cont`, for
+        // an SA_RESTART rewind).
+        let rip = uc.mcontext.rip as usize;
+        if rip == after || rip == after - 2 {
+            uc.mcontext.rip = (cont - (after - rip)) as u64;
+            if rip == after {
+                uc.mcontext.rcx = cont as u64;
+            }
+        }
+    }
     deliver_pending(t, uc);
 }
 
@@ -171,11 +193,29 @@ fn runtime_crash(sig: i32, info: &SigInfo, uc: &UContext) -> ! {
 }
 
 /// Host handler for every signal the program handles.
-pub extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
+extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
     // SAFETY: the kernel passes valid, exclusive siginfo and ucontext pointers.
     let (info, uc) = unsafe { (&*info, &mut *uc) };
     let rip = uc.mcontext.rip;
     let kernel_fault = SYNC_FAULTS & bit(sig) != 0 && info.code() > 0;
+    if !kernel_fault && arch::in_fast_exit(rip) {
+        // The fast path is returning with its result final: deliver on the
+        // program context it returns to.
+        let t = thread::current();
+        crate::patch::complete_fast(t, uc);
+        t.add_pending(info);
+        deliver_pending(t, uc);
+        return;
+    }
+    if sig == SIGTRAP
+        && kernel_fault
+        && !in_runtime(rip)
+        && crate::patch::is_patch_trap(rip as usize)
+    {
+        // Another thread is patching this site: run it again.
+        uc.mcontext.rip = rip - 1;
+        return;
+    }
     if in_runtime(rip) {
         if kernel_fault {
             if let Some(fix) = arch::fault_fixup(rip) {
@@ -217,6 +257,15 @@ pub extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
         uc.sigmask = host_mask(t.sig_mask.get()) & !bit(sig);
         return;
     }
+    if t.sig_mask.get() & bit(sig) != 0 {
+        // A signal the host does not block for the program (SIGSYS, SIGTRAP).
+        if kernel_fault {
+            // As Linux does for a blocked fault: the default action.
+            die_by_signal(sig);
+        }
+        t.add_pending(info);
+        return;
+    }
     deliver(t, info, uc);
     uc.sigmask = host_mask(t.sig_mask.get());
 }
@@ -230,10 +279,13 @@ pub fn deliver_pending(t: &Thread, uc: &mut UContext) {
     if let Some(saved) = t.saved_mask.take() {
         t.sig_mask.set(saved);
     }
-    while let Some(info) = t.take_pending(0) {
+    // What the program blocks goes back to the host, except the signals the
+    // host never blocks: those wait here until the program unblocks them.
+    while let Some(info) = t.take_pending(NEVER_BLOCKED) {
         let _ = host::rt_tgsigqueueinfo(host::getpid(), t.tid(), info.signo(), &info.0);
     }
     uc.sigmask = host_mask(t.sig_mask.get());
+    t.update_pending_flag();
 }
 
 /// Does the first signal that would be delivered now have SA_RESTART?
@@ -362,7 +414,7 @@ fn setup_frame(
     if act.flags & SA_NODEFER == 0 {
         new_mask |= bit(sig);
     }
-    t.sig_mask.set(new_mask & !NEVER_BLOCKED);
+    t.sig_mask.set(new_mask & !UNBLOCKABLE);
     if act.flags & SA_RESETHAND != 0 {
         let dfl = KSigaction::default();
         t.sighand().actions.lock()[(sig - 1) as usize] = dfl;
@@ -395,7 +447,7 @@ pub fn sigreturn(t: &Thread, uc: &mut UContext) -> Result<(), crate::errno::Errn
         user::copy_in(dst, saved.mcontext.fpstate as usize)?;
     }
     uc.mcontext = m;
-    t.sig_mask.set(saved.sigmask & !NEVER_BLOCKED);
+    t.sig_mask.set(saved.sigmask & !UNBLOCKABLE);
     // restore_altstack(): errors are ignored, as in Linux.
     let _ = set_altstack(t, &saved.stack, m.rsp);
     Ok(())

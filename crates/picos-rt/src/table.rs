@@ -33,9 +33,9 @@ pub static TABLE: &[SyscallDef] = &[
     SyscallDef {
         nr: 3,
         name: "close",
-        serve: Serve::Host,
+        serve: Serve::Mediated(sys::fs::close),
         args: "f",
-        note: "",
+        note: "the runtime's hidden descriptor stays open",
     },
     SyscallDef {
         nr: 4,
@@ -243,9 +243,9 @@ pub static TABLE: &[SyscallDef] = &[
     SyscallDef {
         nr: 33,
         name: "dup2",
-        serve: Serve::Host,
+        serve: Serve::Mediated(sys::fs::dup2),
         args: "ff",
-        note: "",
+        note: "moves the runtime's descriptor out of the way",
     },
     SyscallDef {
         nr: 34,
@@ -2056,9 +2056,9 @@ pub static TABLE: &[SyscallDef] = &[
     SyscallDef {
         nr: 292,
         name: "dup3",
-        serve: Serve::Host,
+        serve: Serve::Mediated(sys::fs::dup3),
         args: "ffx",
-        note: "",
+        note: "moves the runtime's descriptor out of the way",
     },
     SyscallDef {
         nr: 293,
@@ -2441,9 +2441,9 @@ pub static TABLE: &[SyscallDef] = &[
     SyscallDef {
         nr: 436,
         name: "close_range",
-        serve: Serve::Host,
+        serve: Serve::Mediated(sys::fs::close_range),
         args: "uux",
-        note: "",
+        note: "skips the runtime's hidden descriptor",
     },
     SyscallDef {
         nr: 437,

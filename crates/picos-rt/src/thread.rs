@@ -82,6 +82,10 @@ pub struct Thread {
     /// Signals the host delivered while the runtime was busy on this thread.
     pub pending_set: AtomicU64,
     pub pending_info: UnsafeCell<[SigInfo; NSIG]>,
+    /// Inside a fast-path call (entered from a patched site, not a signal).
+    pub in_fast: Cell<bool>,
+    /// A fast call's result context, to be finished by the trap path.
+    pub deferred: Cell<Option<crate::arch::SigContext>>,
 }
 
 impl Thread {
@@ -105,7 +109,14 @@ impl Thread {
             unsafe { (*self.pending_info.get())[(sig - 1) as usize] = *info };
             self.pending_set.fetch_or(bit, Ordering::Relaxed);
         }
-        self.pending.store(1, Ordering::Relaxed);
+        self.update_pending_flag();
+    }
+
+    /// The `pending` flag says whether a pending signal is deliverable now
+    /// (not blocked by the program): blocking calls are cut short for those.
+    pub fn update_pending_flag(&self) {
+        let deliverable = self.pending_set.load(Ordering::Relaxed) & !self.sig_mask.get() != 0;
+        self.pending.store(deliverable as u32, Ordering::Relaxed);
     }
 
     /// Takes the lowest pending signal not in `blocked`.
@@ -117,15 +128,14 @@ impl Thread {
         let i = set.trailing_zeros() as usize;
         // SAFETY: as in add_pending.
         let info = unsafe { (*self.pending_info.get())[i] };
-        let left = self.pending_set.fetch_and(!(1u64 << i), Ordering::Relaxed) & !(1u64 << i);
-        if left == 0 {
-            self.pending.store(0, Ordering::Relaxed);
-        }
+        self.pending_set.fetch_and(!(1u64 << i), Ordering::Relaxed);
+        self.update_pending_flag();
         Some(info)
     }
 
+    /// Is a signal pending that the program does not block?
     pub fn has_pending(&self) -> bool {
-        self.pending_set.load(Ordering::Relaxed) != 0
+        self.pending_set.load(Ordering::Relaxed) & !self.sig_mask.get() != 0
     }
 
     /// Host thread id.
@@ -197,6 +207,8 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             sighand: Cell::new(sighand),
             pending_set: AtomicU64::new(0),
             pending_info: UnsafeCell::new([SigInfo::default(); NSIG]),
+            in_fast: Cell::new(false),
+            deferred: Cell::new(None),
         });
         Ok(&*t)
     }
@@ -243,8 +255,8 @@ pub fn prepare_child(child: &'static Thread, uc: &crate::arch::UContext) -> usiz
     use crate::arch::{fpstate_size, RtSigFrame};
     let top = child.stack_top();
     let fp_src = uc.mcontext.fpstate as usize;
-    // SAFETY: `fp_src` is the FPU frame the kernel built for this SIGSYS.
     let fp_size = if fp_src != 0 {
+        // SAFETY: `fp_src` is the FPU frame the kernel built for this SIGSYS.
         unsafe { fpstate_size(fp_src as *const u8) }
     } else {
         0

@@ -1,80 +1,115 @@
 //! `picos`: run unmodified Linux x86-64 programs in a picoprocess.
 //!
 //! ```text
-//! picos run [-m MANIFEST] [--trace] [--] PROGRAM [ARGS...]
+//! picos run [-m MANIFEST] [--trace] [--log-level LEVEL] [--] PROGRAM [ARGS...]
 //! picos syscalls [--json]
 //! picos manifest check FILE
 //! picos manifest default
 //! ```
+//!
+//! The command line is parsed with clap's builder API rather than its derive
+//! macros: no proc-macro crate may be in the host build, because the CLI is
+//! linked statically (`+crt-static`, see `.cargo/config.toml`) and a
+//! proc-macro cannot be built that way.
 
 mod manifest;
 mod run;
 mod syscalls;
 
-use clap::{Parser, Subcommand};
+use clap::{Arg, ArgAction, Command};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(Parser)]
-#[command(name = "picos", version, about = "Run unmodified Linux x86-64 programs in a picoprocess", long_about = None)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Run a program under picos. Exit status is the program's (128+N if it
-    /// was killed by signal N); 127 if it does not exist; 126 if it cannot be run.
-    Run(run::RunArgs),
-    /// Print the syscall table: number, name, how picos serves it, note.
-    Syscalls {
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Work with manifests.
-    #[command(subcommand)]
-    Manifest(ManifestCmd),
-}
-
-#[derive(Subcommand)]
-enum ManifestCmd {
-    /// Validate a manifest; prints the errors with file:line:column.
-    Check { file: PathBuf },
-    /// Print the embedded default manifest (used when `run` gets no -m).
-    Default,
+/// The command-line interface.
+fn cli() -> Command {
+    Command::new("picos")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("Run unmodified Linux x86-64 programs in a picoprocess")
+        .subcommand_required(true)
+        .arg_required_else_help(true)
+        .subcommand(run::RunArgs::augment(Command::new("run").about(
+            "Run a program under picos. Exit status is the program's (128+N if it \
+                 was killed by signal N); 127 if it does not exist; 126 if it cannot be run",
+        )))
+        .subcommand(
+            Command::new("syscalls")
+                .about("Print the syscall table: number, name, how picos serves it, note")
+                .arg(
+                    Arg::new("json")
+                        .long("json")
+                        .action(ArgAction::SetTrue)
+                        .help("Print JSON instead of a table"),
+                ),
+        )
+        .subcommand(
+            Command::new("manifest")
+                .about("Work with manifests")
+                .subcommand_required(true)
+                .arg_required_else_help(true)
+                .subcommand(
+                    Command::new("check")
+                        .about("Validate a manifest; prints the errors with file:line:column")
+                        .arg(
+                            Arg::new("file")
+                                .value_name("FILE")
+                                .required(true)
+                                .value_parser(clap::value_parser!(PathBuf)),
+                        ),
+                )
+                .subcommand(
+                    Command::new("default")
+                        .about("Print the embedded default manifest (used when `run` gets no -m)"),
+                ),
+        )
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Run(args) => run::main(args),
-        Command::Syscalls { json } => {
-            syscalls::print(json);
+    let matches = cli().get_matches();
+    if !matches!(matches.subcommand_name(), Some("run")) {
+        // Printing commands end quietly when their reader goes away
+        // (`picos syscalls | head`), as command-line tools do.
+        // SAFETY: restoring a default disposition before any thread exists.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
+    match matches.subcommand() {
+        Some(("run", m)) => run::main(run::RunArgs::from_matches(m)),
+        Some(("syscalls", m)) => {
+            syscalls::print(m.get_flag("json"));
             ExitCode::SUCCESS
         }
-        Command::Manifest(ManifestCmd::Check { file }) => {
-            match manifest::Manifest::from_file(&file) {
-                Ok(m) => {
-                    println!("{}: ok", file.display());
-                    println!(
-                        "  entrypoint: {}",
-                        m.entrypoint.as_deref().unwrap_or("(from the command line)")
-                    );
-                    println!("  log level:  {}", m.log_level.name());
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("picos: {e}");
-                    ExitCode::from(1)
-                }
+        Some(("manifest", m)) => match m.subcommand() {
+            Some(("check", m)) => {
+                let file = m
+                    .get_one::<PathBuf>("file")
+                    .expect("FILE is a required argument");
+                manifest_check(file)
             }
-        }
-        Command::Manifest(ManifestCmd::Default) => {
-            print!("{}", manifest::DEFAULT_MANIFEST);
+            Some(("default", _)) => {
+                print!("{}", manifest::DEFAULT_MANIFEST);
+                ExitCode::SUCCESS
+            }
+            _ => unreachable!("clap requires a manifest subcommand"),
+        },
+        _ => unreachable!("clap requires a subcommand"),
+    }
+}
+
+/// `picos manifest check FILE`.
+fn manifest_check(file: &std::path::Path) -> ExitCode {
+    match manifest::Manifest::from_file(file) {
+        Ok(m) => {
+            println!("{}: ok", file.display());
+            println!(
+                "  entrypoint: {}",
+                m.entrypoint.as_deref().unwrap_or("(from the command line)")
+            );
+            println!("  log level:  {}", m.log_level.name());
             ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("picos: {e}");
+            ExitCode::from(1)
         }
     }
 }
@@ -82,4 +117,12 @@ fn main() -> ExitCode {
 /// Host environment as pairs (for manifest env resolution).
 pub fn host_env() -> Vec<(OsString, OsString)> {
     std::env::vars_os().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cli_is_consistent() {
+        super::cli().debug_assert();
+    }
 }

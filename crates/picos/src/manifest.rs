@@ -9,6 +9,7 @@
 //! ```toml
 //! [libos]
 //! entrypoint = "/usr/bin/python3"      # program to run; optional, the command line may give it
+//! syscall_patching = true               # fast path: patch syscall sites (default true)
 //!
 //! [loader]
 //! argv = ["python3", "-c", "print(1)"] # argv including argv[0]; optional, non-empty
@@ -114,6 +115,9 @@ impl Mount {
 pub struct Manifest {
     /// `libos.entrypoint`: the program to run (absolute, or resolved via `PATH` by the CLI).
     pub entrypoint: Option<String>,
+    /// `libos.syscall_patching` (default true): patch syscall sites so they
+    /// enter the library OS directly instead of trapping.
+    pub syscall_patching: bool,
     /// `loader.argv`: the program's argv including argv\[0\]; never empty when present.
     /// As in Gramine, `use_cmdline_argv` takes precedence over it.
     pub argv: Option<Vec<String>>,
@@ -151,11 +155,10 @@ impl fmt::Display for Location {
 }
 
 /// Why a manifest could not be read or is invalid. Each displays as one line.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 pub enum ManifestError {
     /// The file could not be read (the OS error is part of the message, not a `source`,
     /// so that the message is complete on its own).
-    #[error("cannot read manifest {}: {error}", path.display())]
     Read {
         /// The path given to [`Manifest::from_file`].
         path: PathBuf,
@@ -163,7 +166,6 @@ pub enum ManifestError {
         error: std::io::Error,
     },
     /// The text is not valid TOML.
-    #[error("{location}: invalid TOML: {message}")]
     Syntax {
         /// Where the parser gave up.
         location: Location,
@@ -171,7 +173,6 @@ pub enum ManifestError {
         message: String,
     },
     /// A key that the manifest format does not have.
-    #[error("{location}: unknown key `{key}`{}", hint(.suggestion, .note))]
     UnknownKey {
         /// Where the key is written.
         location: Location,
@@ -183,24 +184,49 @@ pub enum ManifestError {
         note: Option<&'static str>,
     },
     /// A value of the wrong type, a missing key, or a value that makes no sense.
-    #[error("{location}: {message}")]
     Invalid {
         /// Where the offending value (or key) is written.
         location: Location,
         /// The full dotted key, e.g. `sys.stack.size`.
+        #[allow(dead_code)]
+        // for callers that match on the key; the CLI only prints `message`
         key: String,
         /// The whole explanation; it names the key.
         message: String,
     },
 }
 
-fn hint(suggestion: &Option<String>, note: &Option<&'static str>) -> String {
-    match (note, suggestion) {
-        (Some(n), _) => format!("; {n}"),
-        (None, Some(s)) => format!("; did you mean `{s}`?"),
-        (None, None) => String::new(),
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ManifestError::Read { path, error } => {
+                write!(f, "cannot read manifest {}: {error}", path.display())
+            }
+            ManifestError::Syntax { location, message } => {
+                write!(f, "{location}: invalid TOML: {message}")
+            }
+            ManifestError::UnknownKey {
+                location,
+                key,
+                suggestion,
+                note,
+            } => {
+                write!(f, "{location}: unknown key `{key}`")?;
+                match (note, suggestion) {
+                    (Some(n), _) => write!(f, "; {n}"),
+                    (None, Some(s)) => write!(f, "; did you mean `{s}`?"),
+                    (None, None) => Ok(()),
+                }
+            }
+            ManifestError::Invalid {
+                location, message, ..
+            } => write!(f, "{location}: {message}"),
+        }
     }
 }
+
+/// No `source`: every message is complete on its own (see [`ManifestError::Read`]).
+impl std::error::Error for ManifestError {}
 
 impl Manifest {
     /// The embedded default, parsed from [`DEFAULT_MANIFEST`]: the whole host file system
@@ -271,6 +297,7 @@ impl Manifest {
 const SCHEMA: &[&str] = &[
     "libos",
     "libos.entrypoint",
+    "libos.syscall_patching",
     "loader",
     "loader.argv",
     "loader.log_level",
@@ -653,6 +680,7 @@ impl Checker<'_> {
         let root = self.table(&root, true)?;
         let mut m = Manifest {
             entrypoint: None,
+            syscall_patching: true,
             argv: None,
             use_cmdline_argv: false,
             use_host_env: false,
@@ -666,6 +694,9 @@ impl Checker<'_> {
             let libos = self.table(libos, true)?;
             if let Some(n) = libos.get("entrypoint") {
                 m.entrypoint = Some(self.non_empty_string(n)?.to_string());
+            }
+            if let Some(n) = libos.get("syscall_patching") {
+                m.syscall_patching = self.bool(n)?;
             }
         }
         if let Some(loader) = root.get("loader") {
@@ -960,6 +991,7 @@ mod tests {
     fn empty() -> Manifest {
         Manifest {
             entrypoint: None,
+            syscall_patching: true,
             argv: None,
             use_cmdline_argv: false,
             use_host_env: false,
@@ -993,6 +1025,7 @@ mod tests {
     const FULL: &str = r#"
 [libos]
 entrypoint = "/usr/bin/python3"
+syscall_patching = false
 
 [loader]
 argv = ["python3", "-c", "print(1)"]
@@ -1024,6 +1057,7 @@ stack.size = "8M"
     fn full() -> Manifest {
         Manifest {
             entrypoint: Some("/usr/bin/python3".into()),
+            syscall_patching: false,
             argv: Some(vec!["python3".into(), "-c".into(), "print(1)".into()]),
             use_cmdline_argv: true,
             use_host_env: true,
@@ -1082,6 +1116,7 @@ stack.size = "8M"
     fn dotted_keys_at_top_level() {
         let dotted = r#"
 libos.entrypoint = "/usr/bin/python3"
+libos.syscall_patching = false
 loader.argv = ["python3", "-c", "print(1)"]
 loader.log_level = "debug"
 loader.insecure__use_cmdline_argv = true

@@ -3,10 +3,11 @@
 //! picoprocess), forward signals to it, and report its exit status.
 
 use crate::manifest::{LogLevel, Manifest, ManifestError};
-use clap::Args;
+use clap::{Arg, ArgAction, ArgMatches, Command};
 use picos_abi::{LaunchConfig, CONFIG_ENV};
 use picos_rt::loader::{check_executable, ExecError};
 use std::ffi::{OsStr, OsString};
+use std::fmt;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -15,45 +16,134 @@ use std::process::ExitCode;
 /// The runtime image, built by build.rs.
 static RUNTIME: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/picos-rt"));
 
-#[derive(Args, Debug)]
+/// The command line of `picos run` (see [`RunArgs::augment`]).
+#[derive(Debug)]
 pub struct RunArgs {
-    /// Manifest file (TOML). Without it, an embedded default applies: host
-    /// file system visible, current directory, caller's environment.
-    #[arg(short = 'm', long = "manifest", value_name = "MANIFEST")]
+    /// `-m, --manifest MANIFEST`.
     manifest: Option<PathBuf>,
-    /// Print every system call the program makes (log level trace).
-    #[arg(long)]
+    /// `--trace`.
     trace: bool,
-    /// Override the manifest's log level (none, error, warning, debug, trace).
-    #[arg(long, value_name = "LEVEL")]
+    /// `--no-patch`.
+    no_patch: bool,
+    /// `--log-level LEVEL`.
     log_level: Option<String>,
-    /// The program (a path, or a name looked up in PATH), then its arguments.
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "PROGRAM [ARGS]..."
-    )]
+    /// `PROGRAM [ARGS]...`.
     command: Vec<OsString>,
 }
 
+impl RunArgs {
+    /// Adds the arguments of `picos run` to `cmd`.
+    pub fn augment(cmd: Command) -> Command {
+        cmd.arg(
+            Arg::new("manifest")
+                .short('m')
+                .long("manifest")
+                .value_name("MANIFEST")
+                .value_parser(clap::value_parser!(PathBuf))
+                .action(ArgAction::Set)
+                .help(
+                    "Manifest file (TOML). Without it, an embedded default applies: host \
+                     file system visible, current directory, caller's environment",
+                ),
+        )
+        .arg(
+            Arg::new("trace")
+                .long("trace")
+                .action(ArgAction::SetTrue)
+                .help("Print every system call the program makes (log level trace)"),
+        )
+        .arg(
+            Arg::new("no_patch")
+                .long("no-patch")
+                .action(ArgAction::SetTrue)
+                .help("Do not patch syscall sites: every system call takes the trap path"),
+        )
+        .arg(
+            Arg::new("log_level")
+                .long("log-level")
+                .value_name("LEVEL")
+                .action(ArgAction::Set)
+                .help("Override the manifest's log level (none, error, warning, debug, trace)"),
+        )
+        .arg(
+            Arg::new("command")
+                .value_name("PROGRAM [ARGS]...")
+                .num_args(1..)
+                .trailing_var_arg(true)
+                .allow_hyphen_values(true)
+                .value_parser(clap::value_parser!(OsString))
+                .action(ArgAction::Append)
+                .help("The program (a path, or a name looked up in PATH), then its arguments"),
+        )
+    }
+
+    /// The arguments parsed by a command built with [`RunArgs::augment`].
+    pub fn from_matches(m: &ArgMatches) -> RunArgs {
+        RunArgs {
+            manifest: m.get_one::<PathBuf>("manifest").cloned(),
+            trace: m.get_flag("trace"),
+            no_patch: m.get_flag("no_patch"),
+            log_level: m.get_one::<String>("log_level").cloned(),
+            command: m
+                .get_many::<OsString>("command")
+                .map(|v| v.cloned().collect())
+                .unwrap_or_default(),
+        }
+    }
+}
+
 /// Why `picos run` could not start the program.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 pub enum RunError {
-    #[error("{0}")]
-    Manifest(#[from] ManifestError),
+    /// The manifest could not be read or is invalid.
+    Manifest(ManifestError),
     /// No program named on the command line or in the manifest.
-    #[error("no program to run: give one on the command line (picos run PROGRAM) or set libos.entrypoint in the manifest")]
     NoProgram,
-    #[error("{0}: {reason}", reason = not_found_reason(.0))]
+    /// The program (as the user wrote it) does not exist.
     NotFound(String),
-    #[error("{0}: {1}")]
+    /// The program (as the user wrote it) exists but cannot be run, and why.
     CannotRun(String, &'static str),
-    #[error("unknown log level `{0}` (expected none, error, warning, debug or trace)")]
+    /// `--log-level` names no log level.
     BadLogLevel(String),
-    #[error("working directory {0}: {1}")]
+    /// The manifest's `fs.start_dir` cannot be used.
     StartDir(String, std::io::Error),
-    #[error("cannot start the picoprocess: {0}")]
+    /// The runtime process could not be started.
     Spawn(std::io::Error),
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Manifest(e) => write!(f, "{e}"),
+            RunError::NoProgram => f.write_str(
+                "no program to run: give one on the command line (picos run PROGRAM) \
+                 or set libos.entrypoint in the manifest",
+            ),
+            RunError::NotFound(shown) => write!(f, "{shown}: {}", not_found_reason(shown)),
+            RunError::CannotRun(shown, reason) => write!(f, "{shown}: {reason}"),
+            RunError::BadLogLevel(l) => write!(
+                f,
+                "unknown log level `{l}` (expected none, error, warning, debug or trace)"
+            ),
+            RunError::StartDir(d, e) => write!(f, "working directory {d}: {e}"),
+            RunError::Spawn(e) => write!(f, "cannot start the picoprocess: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::Manifest(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<ManifestError> for RunError {
+    fn from(e: ManifestError) -> Self {
+        RunError::Manifest(e)
+    }
 }
 
 /// A shell's wording: a path that does not exist vs. a name not in PATH.
@@ -183,6 +273,7 @@ fn plan(args: &RunArgs) -> Result<Plan, RunError> {
         exe: exe.as_os_str().as_bytes().to_vec(),
         log_level,
         stack_size_bytes: manifest.stack_size_bytes.unwrap_or(0),
+        patch_syscalls: manifest.syscall_patching && !args.no_patch,
     };
     Ok(Plan {
         argv,

@@ -64,15 +64,14 @@ pub fn brk(c: &mut Ctx<'_>) -> SysResult {
             Ok(addr) if addr == b.mapped_end => b.mapped_end = want_end,
             _ => return Ok(b.cur),
         }
-    } else if want_end < b.mapped_end {
-        if host_call(
+    } else if want_end < b.mapped_end
+        && host_call(
             crate::host::nr::MUNMAP,
             [want_end, b.mapped_end - want_end, 0, 0, 0, 0],
         )
         .is_ok()
-        {
-            b.mapped_end = want_end;
-        }
+    {
+        b.mapped_end = want_end;
     }
     b.cur = want;
     Ok(b.cur)
@@ -88,7 +87,11 @@ pub fn mmap(c: &mut Ctx<'_>) -> SysResult {
     if flags & MAP_FIXED != 0 && mem::owns(addr, len) {
         return Err(Errno::ENOMEM);
     }
-    c.host()
+    let r = c.host()?;
+    if flags & crate::mem::MAP_SHARED != 0 {
+        crate::patch::note_shared_mapping(r, len);
+    }
+    Ok(r)
 }
 
 /// Implements munmap(2): runtime memory gives EINVAL.

@@ -61,21 +61,30 @@ pub fn host_call(nr: usize, args: [usize; 6]) -> SysResult {
 /// A host call that may block, with the program's signal mask in force so
 /// that signals interrupt it (see `arch::picos_blocking_syscall`).
 pub fn host_blocking(t: &Thread, nr: usize, args: [usize; 6]) -> SysResult {
+    if t.in_fast.get() {
+        // Entered from a patched site: the program's mask is already the host's.
+        return blocking_raw(nr, args);
+    }
     let mask = crate::signal::host_mask(t.sig_mask.get());
     host_blocking_with_mask(nr, args, mask)
 }
 
 /// As [`host_blocking`], with an explicit host mask during the call.
 pub fn host_blocking_with_mask(nr: usize, args: [usize; 6], mask: u64) -> SysResult {
-    let _ = host::rt_sigprocmask(crate::signal::SIG_SETMASK, Some(mask));
+    let old = host::rt_sigprocmask(crate::signal::SIG_SETMASK, Some(mask))
+        .unwrap_or(crate::signal::RUNTIME_MASK);
+    let r = blocking_raw(nr, args);
+    let _ = host::rt_sigprocmask(crate::signal::SIG_SETMASK, Some(old));
+    r
+}
+
+/// The blocking-syscall stub with whatever host mask is in force (the
+/// program's own on the fast path).
+fn blocking_raw(nr: usize, args: [usize; 6]) -> SysResult {
     let a = [nr, args[0], args[1], args[2], args[3], args[4], args[5]];
     #[allow(unsafe_code)]
     // SAFETY: as for host_call; the stub only reads `a`.
     let r = unsafe { crate::arch::picos_blocking_syscall(&a) };
-    let _ = host::rt_sigprocmask(
-        crate::signal::SIG_SETMASK,
-        Some(crate::signal::RUNTIME_MASK),
-    );
     if (-4095..0).contains(&r) {
         Err(Errno(-r as i32))
     } else {

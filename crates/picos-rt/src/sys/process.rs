@@ -160,6 +160,7 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
 /// the parent's registers (RAX = 0, RSP = the new stack).
 fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     let parent = c.t;
+    crate::patch::note_shared_memory();
     let own_sighand = a.flags & CLONE_SIGHAND == 0;
     let sighand: *const SigHand = if own_sighand {
         Box::into_raw(Box::new(parent.sighand().copy()))

@@ -154,7 +154,7 @@ impl Pre {
             Ok(v) => write!(b, " = {}", v),
             Err(e) => write!(b, " = -1 {} ({})", e.name(), Errno::description(*e)),
         };
-        let _ = write!(b, " <{}>\n", served.name());
+        let _ = writeln!(b, " <{}>", served.name());
         b.flush();
     }
 }

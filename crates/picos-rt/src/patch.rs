@@ -1,0 +1,688 @@
+//! The fast path: patching syscall sites so that they enter the runtime
+//! directly, without a signal.
+//!
+//! When a system call traps (Syscall User Dispatch) from a site of one of
+//! the common shapes of glibc, musl and Go wrappers, the site's first five
+//! bytes become a `jmp rel32` to a per-site trampoline within ±2 GiB:
+//!
+//! * `mov $NR, %eax; syscall` (the 7-byte form);
+//! * `mov $NR, %eax; <register moves>; syscall` (glibc's `*_nocancel`); the
+//!   moves (register to register or immediate, never memory or RSP) are
+//!   copied into the trampoline;
+//! * `xor %eax, %eax; syscall; cmp $-4096, %rax` (glibc's `read`): the jump
+//!   covers part of the `cmp`, which the trampoline executes instead.
+//!
+//! ```text
+//! T+0:      lea -0x80(%rsp), %rsp     skip the red zone
+//! T+5:      <copied moves>
+//!           mov $NR, %eax
+//!           call *entry(%rip)         picos_fast_entry (saves flags and registers,
+//!                                     switches to the runtime stack); R = next
+//! R+0:      lea 0x80(%rsp), %rsp
+//! R+8:      jmp *%rcx                 RCX = continuation (as after `syscall`) or R+10
+//! R+10:     syscall                   slow path: trapped as before
+//! R+12:     <cmp, if it was covered>
+//!           jmp back
+//! R+24:     .quad continuation        where the fast path continues
+//! ```
+//!
+//! Only sites actually seen trapping are patched, so the bytes are known to
+//! be a `syscall` reached with RAX = NR right after that `mov`. The `syscall`
+//! bytes stay in place after the `jmp`, so jumps to them (and SA_RESTART
+//! rewinds) still work. Calls that need a full signal context (sigreturn,
+//! clone, exec, ...) take the trampoline's slow path; a fast call after
+//! which a signal is pending, or that changed the program's RIP, finishes
+//! through the slow path too ("deferred").
+//!
+//! Code is written through /proc/self/mem (so page protections stay as the
+//! program set them). While the program has only one thread the 5 bytes are
+//! written at once; with several threads, an `int3` goes first, then the
+//! rest, then the opcode, with a core-serialising membarrier between steps
+//! (threads that hit the `int3` retry the instruction).
+//!
+//! # Safety
+//! This module writes machine code into the program's memory.
+#![allow(unsafe_code)]
+
+use crate::errno::Errno;
+use crate::host;
+use crate::mem::{self, PAGE_SIZE};
+use alloc::collections::BTreeSet;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+
+/// Largest trampoline in bytes (with the most copied moves).
+const TRAMP_SIZE: usize = 80;
+/// Longest run of register moves copied between `mov $NR` and `syscall`.
+const MAX_MOVES: usize = 24;
+/// Size of one trampoline region.
+const REGION_SIZE: usize = 64 << 10;
+/// Maximum number of trampoline regions.
+const MAX_REGIONS: usize = 64;
+/// Offsets in a trampoline, from the return address of its `call`.
+const RET_TO_SITE_RET: usize = 24;
+const RET_TO_SLOW: usize = 10;
+
+/// Pseudo syscall number the slow path uses to finish a deferred fast call.
+pub const DEFERRED_NR: u64 = 0x7069_636f; // "pico"
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+/// The program has (or had) more than one thread sharing its memory.
+static MULTI: AtomicBool = AtomicBool::new(false);
+static MEMBARRIER_OK: AtomicBool = AtomicBool::new(false);
+/// The hidden /proc/self/mem descriptor.
+static MEM_FD: AtomicI32 = AtomicI32::new(-1);
+static VDSO: AtomicUsize = AtomicUsize::new(0);
+
+static REGION_BASE: [AtomicUsize; MAX_REGIONS] = [const { AtomicUsize::new(0) }; MAX_REGIONS];
+static REGION_COUNT: AtomicUsize = AtomicUsize::new(0);
+
+struct State {
+    /// Next free offset in each region.
+    used: [usize; MAX_REGIONS],
+    /// Sites already patched (or being patched).
+    sites: BTreeSet<usize>,
+    /// Ranges never to patch (shared mappings: writing would change a file).
+    no_patch: Vec<(usize, usize)>,
+    /// Address of the runtime's fast entry, stored in each region.
+    entry: usize,
+}
+
+static STATE: spin::Mutex<State> = spin::Mutex::new(State {
+    used: [0; MAX_REGIONS],
+    sites: BTreeSet::new(),
+    no_patch: Vec::new(),
+    entry: 0,
+});
+
+/// Is the fast path on?
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// Opens /proc/self/mem at a high descriptor the program does not see, and
+/// turns patching on (called at start-up when the configuration asks).
+pub fn init(vdso: usize) {
+    VDSO.store(vdso, Ordering::Relaxed);
+    STATE.lock().entry = crate::arch::picos_fast_entry as *const () as usize;
+    match crate::rt::open_hidden(b"/proc/self/mem\0", 2 /* O_RDWR */) {
+        Ok(fd) => {
+            MEM_FD.store(fd, Ordering::Relaxed);
+            ENABLED.store(true, Ordering::Relaxed);
+        }
+        Err(e) => crate::log!(
+            Debug,
+            "syscall patching off: cannot open /proc/self/mem: {}",
+            e
+        ),
+    }
+}
+
+/// The descriptor moved (the program asked for its number).
+pub fn set_mem_fd(fd: i32) {
+    MEM_FD.store(fd, Ordering::Relaxed);
+}
+
+/// After fork the descriptor still names the parent's memory: reopen it.
+pub fn after_fork_child() {
+    let old = MEM_FD.load(Ordering::Relaxed);
+    if old < 0 {
+        return;
+    }
+    match crate::rt::reopen_hidden(old, b"/proc/self/mem\0", 2) {
+        Ok(()) => {}
+        Err(_) => ENABLED.store(false, Ordering::Relaxed),
+    }
+}
+
+/// Called when a thread or process sharing this memory is created.
+pub fn note_shared_memory() {
+    if !MULTI.swap(true, Ordering::Relaxed) {
+        // MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE
+        // SAFETY: integer arguments only.
+        let ok = unsafe { host::call(324, [64, 0, 0, 0, 0, 0]) }.is_ok();
+        MEMBARRIER_OK.store(ok, Ordering::Relaxed);
+    }
+}
+
+fn sync_core() -> bool {
+    // MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE
+    // SAFETY: integer arguments only.
+    unsafe { host::call(324, [32, 0, 0, 0, 0, 0]) }.is_ok()
+}
+
+/// Records a shared mapping (never patched: the write would reach the file).
+pub fn note_shared_mapping(addr: usize, len: usize) {
+    if enabled() {
+        STATE.lock().no_patch.push((addr, addr.saturating_add(len)));
+    }
+}
+
+/// Does `[addr, addr+len)` overlap a trampoline region?
+pub fn owns(addr: usize, end: usize) -> bool {
+    let n = REGION_COUNT.load(Ordering::Acquire);
+    (0..n).any(|i| {
+        let b = REGION_BASE[i].load(Ordering::Relaxed);
+        b != 0 && addr < b + REGION_SIZE && b < end
+    })
+}
+
+fn write_mem(addr: usize, bytes: &[u8]) -> Result<(), Errno> {
+    // SAFETY: pwrite64 from a live buffer; the kernel writes `addr` in our
+    // own address space, which the caller has checked is program code or a
+    // trampoline region of ours.
+    let n = unsafe {
+        host::call(
+            host::nr::PWRITE64,
+            [
+                MEM_FD.load(Ordering::Relaxed) as usize,
+                bytes.as_ptr() as usize,
+                bytes.len(),
+                addr,
+                0,
+                0,
+            ],
+        )
+    }?;
+    if n == bytes.len() {
+        Ok(())
+    } else {
+        Err(Errno::EIO)
+    }
+}
+
+fn rel32(from_end: usize, to: usize) -> Option<[u8; 4]> {
+    let d = (to as i64).wrapping_sub(from_end as i64);
+    i32::try_from(d).ok().map(|v| v.to_le_bytes())
+}
+
+/// Finds room for one trampoline within reach of `site`.
+fn alloc_trampoline(st: &mut State, site: usize) -> Option<usize> {
+    let reach = |addr: usize| {
+        rel32(site + 5, addr).is_some() && rel32(addr + TRAMP_SIZE, site + 64).is_some()
+    };
+    let n = REGION_COUNT.load(Ordering::Acquire);
+    for (i, base) in REGION_BASE.iter().enumerate().take(n) {
+        let b = base.load(Ordering::Relaxed);
+        if st.used[i] + TRAMP_SIZE <= REGION_SIZE && reach(b + st.used[i]) {
+            let t = b + st.used[i];
+            st.used[i] += TRAMP_SIZE;
+            return Some(t);
+        }
+    }
+    if n >= MAX_REGIONS {
+        return None;
+    }
+    // A new region near the site: try below it, then above, 1 MiB steps.
+    let page = site & !(PAGE_SIZE - 1);
+    for k in 1..1024usize {
+        for cand in [page.checked_sub(k << 20), page.checked_add(k << 20)] {
+            let Some(cand) = cand else { continue };
+            if cand < (16 << 20)
+                || cand + REGION_SIZE > 0x7fff_ffff_0000
+                || mem::owns(cand, REGION_SIZE)
+            {
+                continue;
+            }
+            // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
+            let r = unsafe {
+                host::mmap(
+                    cand,
+                    REGION_SIZE,
+                    mem::PROT_READ | mem::PROT_EXEC,
+                    mem::MAP_PRIVATE | mem::MAP_ANONYMOUS | mem::MAP_FIXED_NOREPLACE,
+                    -1,
+                    0,
+                )
+            };
+            if let Ok(b) = r {
+                if b != cand {
+                    continue;
+                }
+                // The region starts with the runtime entry address (8 bytes).
+                if write_mem(b, &st.entry.to_le_bytes()).is_err() {
+                    return None;
+                }
+                REGION_BASE[n].store(b, Ordering::Relaxed);
+                st.used[n] = 64;
+                REGION_COUNT.store(n + 1, Ordering::Release);
+                if !reach(b + 64) {
+                    continue;
+                }
+                st.used[n] += TRAMP_SIZE;
+                return Some(b + 64);
+            }
+        }
+    }
+    None
+}
+
+fn region_of(addr: usize) -> usize {
+    let n = REGION_COUNT.load(Ordering::Acquire);
+    (0..n)
+        .map(|i| REGION_BASE[i].load(Ordering::Relaxed))
+        .find(|&b| addr >= b && addr < b + REGION_SIZE)
+        .unwrap_or(0)
+}
+
+/// One recognised syscall site.
+#[derive(Debug, PartialEq, Eq)]
+struct Site {
+    /// First byte overwritten by the jump.
+    start: usize,
+    /// Register moves to run before the call (copied verbatim).
+    moves: Vec<u8>,
+    /// Instruction overwritten after the `syscall`, run by the trampoline.
+    post: Vec<u8>,
+    /// Where the program continues after the site.
+    resume: usize,
+}
+
+/// Length of a register-only `mov`/`xor` at the start of `b`, if it is one
+/// the patcher may copy: no memory operand, no RIP-relative addressing, and
+/// RSP never written.
+fn simple_move_len(b: &[u8]) -> Option<usize> {
+    let (rex, rest) = match b.first() {
+        Some(&r) if (0x40..=0x4f).contains(&r) => (r, &b[1..]),
+        _ => (0, b),
+    };
+    let p = usize::from(rex != 0);
+    let op = *rest.first()?;
+    let (rex_r, rex_b) = (rex & 4 != 0, rex & 1 != 0);
+    match op {
+        // mov r/m, reg (89) / mov reg, r/m (8b) / xor (31, 33), register form only.
+        0x89 | 0x8b | 0x31 | 0x33 => {
+            let modrm = *rest.get(1)?;
+            if modrm >> 6 != 3 {
+                return None;
+            }
+            let (reg, rm) = ((modrm >> 3) & 7, modrm & 7);
+            let dest_is_rsp = match op {
+                0x89 | 0x31 => rm == 4 && !rex_b,
+                _ => reg == 4 && !rex_r,
+            };
+            (!dest_is_rsp).then_some(p + 2)
+        }
+        // mov $imm32, r32 (b8+r), not ESP.
+        0xb8..=0xbf if rex & 8 == 0 => ((op & 7) != 4 || rex_b).then_some(p + 5),
+        // mov $imm32 sign-extended, r/m64 (REX.W c7 /0), register form.
+        0xc7 if rex & 8 != 0 => {
+            let modrm = *rest.get(1)?;
+            let writes_rsp = modrm & 7 == 4 && !rex_b;
+            (modrm >> 6 == 3 && (modrm >> 3) & 7 == 0 && !writes_rsp).then_some(p + 6)
+        }
+        _ => None,
+    }
+}
+
+const CMP_RAX_MINUS_4096: [u8; 6] = [0x48, 0x3d, 0x00, 0xf0, 0xff, 0xff];
+
+/// Recognises the site of a `syscall` that ends at `after` (with number
+/// `nr` in RAX), from the bytes `code` that start at `code_base`.
+fn match_site(code: &[u8], code_base: usize, after: usize, nr: u64) -> Option<Site> {
+    let at = |addr: usize| addr.checked_sub(code_base).filter(|&i| i < code.len());
+    let sc = at(after - 2)?;
+    if code.get(sc..sc + 2)? != [0x0f, 0x05] {
+        return None;
+    }
+    // mov $NR, %eax [; moves]; syscall
+    for gap in 0..=MAX_MOVES {
+        let Some(m) = sc.checked_sub(5 + gap) else {
+            break;
+        };
+        if code[m] != 0xb8 || u32::from_le_bytes(code[m + 1..m + 5].try_into().ok()?) as u64 != nr {
+            continue;
+        }
+        // The bytes between must be whole simple moves.
+        let mut i = m + 5;
+        while i < sc {
+            i += simple_move_len(&code[i..sc])?;
+        }
+        if i == sc {
+            return Some(Site {
+                start: code_base + m,
+                moves: code[m + 5..sc].to_vec(),
+                post: Vec::new(),
+                resume: after,
+            });
+        }
+    }
+    // xor %eax, %eax; syscall; cmp $-4096, %rax
+    if nr == 0
+        && sc >= 2
+        && code[sc - 2..sc] == [0x31, 0xc0]
+        && code.get(sc + 2..sc + 8)? == CMP_RAX_MINUS_4096
+    {
+        return Some(Site {
+            start: code_base + sc - 2,
+            moves: Vec::new(),
+            post: CMP_RAX_MINUS_4096.to_vec(),
+            resume: after + 6,
+        });
+    }
+    None
+}
+
+/// Builds the trampoline at `t` for `site`; returns its bytes and the
+/// fast path's continuation address.
+fn trampoline_bytes(t: usize, nr: u32, site: &Site) -> Option<(Vec<u8>, usize)> {
+    let mut c: Vec<u8> = Vec::with_capacity(TRAMP_SIZE);
+    c.extend_from_slice(&[0x48, 0x8d, 0x64, 0x24, 0x80]);
+    c.extend_from_slice(&site.moves);
+    c.push(0xb8);
+    c.extend_from_slice(&nr.to_le_bytes());
+    c.extend_from_slice(&[0xff, 0x15]);
+    let r = t + c.len() + 4;
+    c.extend_from_slice(&rel32(r, region_of(t))?);
+    c.extend_from_slice(&[0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00]);
+    c.extend_from_slice(&[0xff, 0xe1]);
+    c.extend_from_slice(&[0x0f, 0x05]);
+    c.extend_from_slice(&site.post);
+    c.push(0xe9);
+    let here = t + c.len() + 4;
+    c.extend_from_slice(&rel32(here, site.resume)?);
+    while c.len() < (r - t) + RET_TO_SITE_RET {
+        c.push(0xcc);
+    }
+    // Without a post instruction the program continues right after its own
+    // `syscall` (RCX as natively); otherwise at the trampoline's copy of it.
+    let cont = if site.post.is_empty() {
+        site.resume
+    } else {
+        r + 12
+    };
+    c.extend_from_slice(&(cont as u64).to_le_bytes());
+    (c.len() <= TRAMP_SIZE).then_some((c, cont))
+}
+
+/// Called after a trapped syscall from `after` (the address after the
+/// `syscall` instruction) with number `nr`: patches the site if it has a
+/// known shape. Returns where the trapped call must now return to, when the
+/// patch covered bytes after its `syscall` (the `read` shape).
+pub fn maybe_patch(after: usize, nr: u64) -> Option<usize> {
+    if !enabled() || nr > 0xffff || after < 64 {
+        return None;
+    }
+    // Bytes around the syscall: room for the longest shape before it and
+    // the `cmp` after it.
+    let base = after - 2 - 5 - MAX_MOVES;
+    let mut code = [0u8; 5 + MAX_MOVES + 2 + 6];
+    let n = if crate::user::copy_in(&mut code, base).is_ok() {
+        code.len()
+    } else if crate::user::copy_in(&mut code[..5 + MAX_MOVES + 2], base).is_ok() {
+        5 + MAX_MOVES + 2
+    } else {
+        return None;
+    };
+    let site = match_site(&code[..n], base, after, nr)?;
+    let vdso = VDSO.load(Ordering::Relaxed);
+    if vdso != 0 && site.start >= vdso && site.start < vdso + 4 * PAGE_SIZE {
+        return None;
+    }
+    let multi = MULTI.load(Ordering::Relaxed);
+    if multi && !MEMBARRIER_OK.load(Ordering::Relaxed) {
+        return None;
+    }
+    // A shape whose jump covers bytes after the `syscall` is only patched
+    // while no other thread can be inside that call (it would return into
+    // the rewritten bytes).
+    if multi && !site.post.is_empty() {
+        return None;
+    }
+    let mut st = STATE.lock();
+    let end = site.resume;
+    if st.sites.contains(&site.start) || st.no_patch.iter().any(|&(a, e)| site.start < e && a < end)
+    {
+        return None;
+    }
+    st.sites.insert(site.start);
+    let t = alloc_trampoline(&mut st, site.start)?;
+    let (tcode, cont) = trampoline_bytes(t, nr as u32, &site)?;
+    crate::log!(
+        Debug,
+        "patch site {:#x} nr {} -> trampoline {:#x} (cont {:#x})",
+        site.start,
+        nr,
+        t,
+        cont
+    );
+    write_mem(t, &tcode).ok()?;
+    let rel = rel32(site.start + 5, t)?;
+    let jmp = [0xe9, rel[0], rel[1], rel[2], rel[3]];
+    let s0 = site.start;
+    let ok = if !multi {
+        write_mem(s0, &jmp).is_ok()
+    } else {
+        // Cross-modifying code while other threads may run it.
+        write_mem(s0, &[0xcc]).is_ok()
+            && sync_core()
+            && write_mem(s0 + 1, &jmp[1..]).is_ok()
+            && sync_core()
+            && write_mem(s0, &jmp[..1]).is_ok()
+            && sync_core()
+    };
+    if !ok {
+        crate::log!(Debug, "could not patch the syscall site at {:#x}", s0);
+        return None;
+    }
+    (cont != after).then_some(cont)
+}
+
+/// A SIGTRAP at `rip` from an `int3` the patcher put at `rip - 1`: the
+/// faulting thread retries the instruction there.
+pub fn is_patch_trap(rip: usize) -> bool {
+    MULTI.load(Ordering::Relaxed) && STATE.lock().sites.contains(&(rip - 1))
+}
+
+/// Syscalls that the fast entry hands to the trap path at once: they need
+/// the complete signal context (FPU state) or replace the register state.
+pub fn needs_trap(nr: u64) -> bool {
+    matches!(nr, 15 | 56 | 57 | 58 | 59 | 322 | 435 | 130 | 131)
+}
+
+use crate::arch::{FastFrame, SigContext, UContext, FAST_FRAME_GAP};
+use crate::thread::Thread;
+
+/// Where `picos_fast_entry` puts the FastFrame of thread `t`.
+fn frame_addr(t: &Thread) -> usize {
+    (t.stack_top() & !63) - FAST_FRAME_GAP - core::mem::size_of::<FastFrame>()
+}
+
+/// The program context a fast call returns to, as the frame describes it:
+/// registers from the frame, RFLAGS saved by the entry, RSP above the red
+/// zone, RIP = the continuation in RCX (site+7, or the trampoline's slow path).
+fn final_context(f: &FastFrame, base: &SigContext) -> SigContext {
+    // SAFETY: guest_sp points at the RFLAGS the entry pushed on the program
+    // stack, then the trampoline's return address (both written by us).
+    let flags = unsafe { *(f.guest_sp as *const u64) };
+    let mut m = *base;
+    m.rax = f.rax;
+    m.rbx = f.rbx;
+    m.rcx = f.rcx;
+    m.rdx = f.rdx;
+    m.rsi = f.rsi;
+    m.rdi = f.rdi;
+    m.rbp = f.rbp;
+    m.r8 = f.r8;
+    m.r9 = f.r9;
+    m.r10 = f.r10;
+    m.r11 = f.r11;
+    m.r12 = f.r12;
+    m.r13 = f.r13;
+    m.r14 = f.r14;
+    m.r15 = f.r15;
+    m.eflags = flags;
+    m.rsp = f.guest_sp + 16 + 128;
+    m.rip = f.rcx;
+    m
+}
+
+/// A signal interrupted the fast entry's exit sequence on thread `t`:
+/// replace the interrupted (runtime) context in `uc` by the program context
+/// the fast call is returning to, so the signal is delivered there.
+pub fn complete_fast(t: &Thread, uc: &mut UContext) {
+    // SAFETY: the frame lies in this thread's runtime stack, written by the
+    // fast entry, and stays intact until the entry's final `ret`.
+    let f = unsafe { *(frame_addr(t) as *const FastFrame) };
+    uc.mcontext = final_context(&f, &uc.mcontext);
+}
+
+/// Serves a system call from a patched site (called by picos_fast_entry).
+#[no_mangle]
+extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
+    let t = crate::thread::current();
+    // SAFETY: the trampoline's return address sits above the saved flags.
+    let ret = unsafe { *((f.guest_sp + 8) as *const u64) } as usize;
+    // SAFETY: the trampoline stores site+7 at a fixed offset from it.
+    let site_ret = unsafe { *((ret + RET_TO_SITE_RET) as *const u64) };
+    let slow = (ret + RET_TO_SLOW) as u64;
+    let nr = f.rax;
+    if needs_trap(nr) {
+        f.rcx = slow;
+        return;
+    }
+    let mut uc = UContext::default();
+    f.rcx = site_ret;
+    uc.mcontext = final_context(f, &SigContext::default());
+    let mask_before = t.sig_mask.get();
+    uc.sigmask = crate::signal::host_mask(mask_before);
+    t.in_fast.set(true);
+    crate::sys::dispatch(t, &mut uc);
+    t.in_fast.set(false);
+    let mask_after = t.sig_mask.get();
+    let unblocked = mask_before & !mask_after != 0;
+    if mask_after != mask_before && !unblocked {
+        // Blocking more needs no delivery: apply it here.
+        let _ = host::rt_sigprocmask(
+            crate::signal::SIG_SETMASK,
+            Some(crate::signal::host_mask(mask_after)),
+        );
+    }
+    let m = &uc.mcontext;
+    if unblocked || m.rip != site_ret || m.rsp != f.guest_sp + 16 + 128 {
+        // Unblocking must take effect in program context (the trap path's
+        // sigreturn), so that every queued signal is delivered there, in
+        // order; a changed RIP (SA_RESTART rewind) needs that path too.
+        t.deferred.set(Some(*m));
+        f.rax = DEFERRED_NR;
+        f.rcx = slow;
+        return;
+    }
+    f.rax = m.rax;
+    f.rcx = m.rcx;
+    f.r11 = m.r11;
+    f.rdx = m.rdx;
+}
+
+/// The exit sequence found a pending signal: finish through the trap path,
+/// which delivers it with the full signal context.
+#[no_mangle]
+extern "C" fn picos_fast_defer(f: &mut FastFrame) {
+    let t = crate::thread::current();
+    // SAFETY: as in picos_fast_syscall.
+    let ret = unsafe { *((f.guest_sp + 8) as *const u64) } as usize;
+    if t.deferred.get().is_none() {
+        t.deferred
+            .set(Some(final_context(f, &SigContext::default())));
+    }
+    f.rax = DEFERRED_NR;
+    f.rcx = (ret + RET_TO_SLOW) as u64;
+}
+
+/// The trap path's half of a deferred fast call: continue at the context the
+/// fast path computed, delivering pending signals on it.
+pub fn finish_deferred(t: &Thread, uc: &mut UContext) -> bool {
+    let Some(m) = t.deferred.take() else {
+        return false;
+    };
+    crate::log!(
+        Debug,
+        "deferred fast call continues at {:#x} rax={:#x}",
+        m.rip,
+        m.rax
+    );
+    let (fp, cs, ss) = (uc.mcontext.fpstate, uc.mcontext.cs, uc.mcontext.ss);
+    uc.mcontext = m;
+    uc.mcontext.fpstate = fp;
+    uc.mcontext.cs = cs;
+    uc.mcontext.ss = ss;
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    #[test]
+    fn seven_byte_form() {
+        // getppid: mov $0x6e,%eax; syscall
+        let code = [0x90, 0xb8, 0x6e, 0, 0, 0, 0x0f, 0x05, 0xc3];
+        let s = match_site(&code, 0x1000, 0x1008, 0x6e).unwrap();
+        assert_eq!(
+            s,
+            Site {
+                start: 0x1001,
+                moves: vec![],
+                post: vec![],
+                resume: 0x1008
+            }
+        );
+        assert!(
+            match_site(&code, 0x1000, 0x1008, 0x6f).is_none(),
+            "number must match"
+        );
+    }
+
+    #[test]
+    fn moves_between() {
+        // glibc __open_nocancel: mov $0x101,%eax; mov %rdi,%rsi; mov $-100,%edi; syscall
+        let code = [
+            0xb8, 0x01, 0x01, 0, 0, 0x48, 0x89, 0xfe, 0xbf, 0x9c, 0xff, 0xff, 0xff, 0x0f, 0x05,
+        ];
+        let s = match_site(&code, 0x2000, 0x2000 + 15, 0x101).unwrap();
+        assert_eq!(s.start, 0x2000);
+        assert_eq!(
+            s.moves,
+            vec![0x48, 0x89, 0xfe, 0xbf, 0x9c, 0xff, 0xff, 0xff]
+        );
+        // A memory operand between them is not copied: no match.
+        let code = [0xb8, 0x01, 0x01, 0, 0, 0x48, 0x8b, 0x37, 0x0f, 0x05];
+        assert!(match_site(&code, 0x2000, 0x2000 + 10, 0x101).is_none());
+        // Writing RSP is refused.
+        let code = [0xb8, 0x01, 0x01, 0, 0, 0x48, 0x89, 0xfc, 0x0f, 0x05];
+        assert!(match_site(&code, 0x2000, 0x2000 + 10, 0x101).is_none());
+    }
+
+    #[test]
+    fn xor_read_form() {
+        let code = [
+            0x31, 0xc0, 0x0f, 0x05, 0x48, 0x3d, 0x00, 0xf0, 0xff, 0xff, 0x77,
+        ];
+        let s = match_site(&code, 0x3000, 0x3004, 0).unwrap();
+        assert_eq!(
+            s,
+            Site {
+                start: 0x3000,
+                moves: vec![],
+                post: CMP_RAX_MINUS_4096.to_vec(),
+                resume: 0x300a
+            }
+        );
+        // Without the cmp the jump would cover live code: no match.
+        let code = [0x31, 0xc0, 0x0f, 0x05, 0xc3, 0x90, 0x90, 0x90, 0x90, 0x90];
+        assert!(match_site(&code, 0x3000, 0x3004, 0).is_none());
+    }
+
+    #[test]
+    fn move_decoder() {
+        assert_eq!(simple_move_len(&[0x48, 0x89, 0xfe]), Some(3)); // mov %rdi,%rsi
+        assert_eq!(simple_move_len(&[0x89, 0xc7]), Some(2)); // mov %eax,%edi
+        assert_eq!(simple_move_len(&[0x41, 0xba, 1, 0, 0, 0]), Some(6)); // mov $1,%r10d
+        assert_eq!(simple_move_len(&[0x49, 0xc7, 0xc2, 1, 0, 0, 0]), Some(7)); // mov $1,%r10
+        assert_eq!(simple_move_len(&[0x45, 0x31, 0xd2]), Some(3)); // xor %r10d,%r10d
+        assert_eq!(simple_move_len(&[0xbc, 0, 0, 0, 0]), None); // mov $0,%esp
+        assert_eq!(simple_move_len(&[0x48, 0x8b, 0x07]), None); // memory operand
+        assert_eq!(simple_move_len(&[0x48, 0x89, 0x05, 0, 0, 0, 0]), None); // rip-relative
+    }
+}
