@@ -25,6 +25,11 @@ EMULATED = {
   'exit': 'process::exit', 'exit_group': 'process::exit_group',
 'arch_prctl': 'process::arch_prctl',
   'brk': 'memory::brk',
+  'getpid': 'ids::getpid', 'getppid': 'ids::getppid', 'gettid': 'ids::gettid',
+  'getuid': 'ids::getuid', 'geteuid': 'ids::geteuid', 'getgid': 'ids::getgid', 'getegid': 'ids::getegid',
+  'getresuid': 'ids::getresuid', 'getresgid': 'ids::getresgid', 'getgroups': 'ids::getgroups',
+  'umask': 'ids::umask', 'uname': 'ids::uname', 'getrlimit': 'ids::getrlimit', 'prlimit64': 'ids::prlimit64',
+  'clock_gettime': 'ids::clock_gettime', 'gettimeofday': 'ids::gettimeofday', 'time': 'ids::time',
 }
 MEDIATED = {
   'mmap': 'memory::mmap', 'munmap': 'memory::munmap', 'mprotect': 'memory::mprotect',
@@ -32,6 +37,10 @@ MEDIATED = {
   'remap_file_pages': 'memory::remap_file_pages', 'mseal': 'memory::mseal', 'munlock': None,
   'readlink': 'fs::readlink', 'readlinkat': 'fs::readlinkat', 'prctl': 'process::prctl',
   'close': 'fs::close', 'close_range': 'fs::close_range', 'dup2': 'fs::dup2', 'dup3': 'fs::dup3',
+  'setuid': 'ids::set_ids', 'setgid': 'ids::set_ids', 'setreuid': 'ids::set_ids', 'setregid': 'ids::set_ids',
+  'setresuid': 'ids::set_ids', 'setresgid': 'ids::set_ids', 'setfsuid': 'ids::set_ids', 'setfsgid': 'ids::set_ids',
+  'setgroups': 'ids::set_ids', 'sethostname': 'ids::set_uts', 'setdomainname': 'ids::set_uts',
+  'setrlimit': 'ids::setrlimit',
 }
 MEDIATED = {k: v for k, v in MEDIATED.items() if v}
 # Blocking host calls: name -> restartable with SA_RESTART.
@@ -78,10 +87,24 @@ NOTES = {
   'mprotect': 'runtime memory refused', 'mremap': 'runtime memory refused',
   'madvise': 'runtime memory refused', 'pkey_mprotect': 'runtime memory refused',
   'readlink': '/proc/self/exe names the program', 'readlinkat': '/proc/self/exe names the program',
-  'prctl': 'PR_SET_SYSCALL_USER_DISPATCH refused',
   'close': 'the runtime\'s hidden descriptor stays open', 'close_range': 'skips the runtime\'s hidden descriptor',
   'dup2': 'moves the runtime\'s descriptor out of the way', 'dup3': 'moves the runtime\'s descriptor out of the way',
   'rt_sigpending': 'host pending set plus the runtime\'s',
+  'getpid': 'cached per process', 'gettid': 'from the runtime\'s thread state',
+  'getppid': 'cached; forgotten when the parent dies (parent-death signal)',
+  'getuid': 'cached credentials', 'geteuid': 'cached credentials', 'getgid': 'cached credentials',
+  'getegid': 'cached credentials', 'getresuid': 'cached credentials', 'getresgid': 'cached credentials',
+  'getgroups': 'cached credentials', 'umask': 'host call only when the mask changes',
+  'uname': 'cached; sethostname/setdomainname forget it', 'getrlimit': 'cached per resource',
+  'prlimit64': 'reads of the calling process cached', 'clock_gettime': 'through the host vDSO',
+  'gettimeofday': 'through the host vDSO', 'time': 'through the host vDSO',
+  'setuid': 'then forgets cached credentials', 'setgid': 'then forgets cached credentials',
+  'setreuid': 'then forgets cached credentials', 'setregid': 'then forgets cached credentials',
+  'setresuid': 'then forgets cached credentials', 'setresgid': 'then forgets cached credentials',
+  'setfsuid': 'then forgets cached credentials', 'setfsgid': 'then forgets cached credentials',
+  'setgroups': 'then forgets cached credentials', 'sethostname': 'then forgets the cached uname',
+  'setdomainname': 'then forgets the cached uname', 'setrlimit': 'then forgets the cached limit',
+  'prctl': 'PR_SET_SYSCALL_USER_DISPATCH refused; PR_SET/GET_PDEATHSIG emulated',
 }
 # Argument formats for --trace: d int, u unsigned, x hex, f fd/dirfd, s string,
 # p pointer, o octal, g signal, a string array.

@@ -31,3 +31,4 @@ pub mod table;
 pub mod table_types;
 pub mod thread;
 pub mod user;
+pub mod vdso;

@@ -185,6 +185,7 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
     let t = info.thread;
     thread::install(t);
     crate::signal::init_dispositions(t);
+    watch_parent(t);
     if let Err(e) = crate::signal::install_runtime_handlers() {
         fatal(
             127,
@@ -229,12 +230,13 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
         Err(e) => fatal(126, format_args!("cannot build the program's stack: {}", e)),
     };
     set_name(exe);
+    let vdso = info
+        .auxv
+        .iter()
+        .find(|a| a.0 == loader::AT_SYSINFO_EHDR)
+        .map_or(0, |a| a.1 as usize);
+    crate::vdso::init(vdso);
     if cfg.patch_syscalls {
-        let vdso = info
-            .auxv
-            .iter()
-            .find(|a| a.0 == loader::AT_SYSINFO_EHDR)
-            .map_or(0, |a| a.1 as usize);
         crate::patch::init(vdso);
     }
     if let Err(e) = arm_dispatch() {
@@ -365,14 +367,50 @@ pub fn exec_runtime(
 /// thread the runtime creates calls this before running program code.
 pub fn arm_dispatch() -> Result<(), Errno> {
     let (base, len) = crate::mem::image_range();
+    // The thread's selector byte lets the runtime open the gate around vDSO
+    // calls (see `vdso`); it stays at BLOCK otherwise.
+    let selector = &thread::current().sud_selector as *const core::sync::atomic::AtomicU8 as usize;
     host::prctl(
         PR_SET_SYSCALL_USER_DISPATCH,
         PR_SYS_DISPATCH_ON,
         base,
         len,
-        0,
+        selector,
     )
     .map(|_| ())
+}
+
+const PR_SET_PDEATHSIG: i32 = 1;
+
+/// Asks the host for SIGSYS when our parent dies (so the cached parent pid
+/// can be forgotten), then caches our pid and our parent's.
+pub fn watch_parent(t: &thread::Thread) {
+    let ids = t.ids();
+    let _ = host::prctl(PR_SET_PDEATHSIG, crate::signal::SIGSYS as usize, 0, 0, 0);
+    ids.pid.store(host::getpid(), Ordering::Relaxed);
+    // SAFETY: no arguments.
+    let ppid = unsafe { host::call(110, [0; 6]) }.map_or(-1, |p| p as i32);
+    ids.ppid.store(ppid, Ordering::Relaxed);
+}
+
+/// Is this SIGSYS the parent-death notice asked for by `watch_parent`? If
+/// so, forget the parent's pid and raise the program's own parent-death
+/// signal, if it asked for one.
+pub fn is_parent_death(info: &crate::arch::SigInfo) -> bool {
+    let Some(t) = thread::current_checked() else {
+        return false;
+    };
+    let ids = t.ids();
+    let from = i32::from_ne_bytes(info.0[16..20].try_into().unwrap());
+    if from <= 0 || from != ids.ppid.load(Ordering::Relaxed) {
+        return false;
+    }
+    ids.ppid.store(-1, Ordering::Relaxed);
+    let sig = ids.guest_pdeathsig.load(Ordering::Relaxed);
+    if sig > 0 {
+        let _ = host::tgkill(host::getpid(), t.tid(), sig);
+    }
+    true
 }
 
 /// Fix-ups in a forked child: only the forking thread exists.
@@ -386,6 +424,8 @@ pub fn after_fork_child(t: &thread::Thread) {
         host::exit_group(127);
     }
     crate::mem::reset_slots_after_fork(t.slot);
+    // A forked child does not inherit the parent-death signal.
+    watch_parent(t);
     crate::patch::after_fork_child();
     t.tid.store(host::gettid(), Ordering::Release);
 }

@@ -153,6 +153,9 @@ extern "C" fn sigsys_handler(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
     // SAFETY: the kernel passes valid, exclusive siginfo and ucontext pointers.
     let (info, uc) = unsafe { (&*info, &mut *uc) };
     if info.code() != SYS_USER_DISPATCH {
+        if info.code() == 0 && crate::rt::is_parent_death(info) {
+            return;
+        }
         return host_signal(sig, info as *const SigInfo as *mut SigInfo, uc);
     }
     let t = thread::current();

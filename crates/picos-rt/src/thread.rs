@@ -28,24 +28,29 @@ pub const PENDING_OFFSET: usize = 8;
 /// Number of signals (1..=64).
 pub const NSIG: usize = 64;
 
-/// Signal dispositions of a process, as the program set them.
+/// Per-process state shared by the threads of a process (CLONE_SIGHAND):
+/// signal dispositions, and the cached answers of `sys::ids`.
 pub struct SigHand {
     pub actions: spin::Mutex<[KSigaction; NSIG]>,
+    pub ids: crate::sys::ids::IdCache,
 }
 
 impl SigHand {
     pub fn new() -> Self {
         SigHand {
             actions: spin::Mutex::new([KSigaction::default(); NSIG]),
+            ids: crate::sys::ids::IdCache::new(),
         }
     }
     /// The program's disposition for `sig` (1-based).
     pub fn get(&self, sig: i32) -> KSigaction {
         self.actions.lock()[(sig - 1) as usize]
     }
+    /// The state of a child that shares our memory but not our process.
     pub fn copy(&self) -> Self {
         SigHand {
             actions: spin::Mutex::new(*self.actions.lock()),
+            ids: self.ids.copy_for_child(),
         }
     }
 }
@@ -84,11 +89,20 @@ pub struct Thread {
     pub pending_info: UnsafeCell<[SigInfo; NSIG]>,
     /// Inside a fast-path call (entered from a patched site, not a signal).
     pub in_fast: Cell<bool>,
+    /// Syscall User Dispatch selector byte (1 = trap, 0 = allow all): the
+    /// runtime opens it only around calls into the vDSO.
+    pub sud_selector: core::sync::atomic::AtomicU8,
     /// A fast call's result context, to be finished by the trap path.
     pub deferred: Cell<Option<crate::arch::SigContext>>,
 }
 
 impl Thread {
+    /// The process's cached ids (see `sys::ids`).
+    pub fn ids(&self) -> &'static crate::sys::ids::IdCache {
+        // SAFETY: as for `sighand`; the SigHand outlives every thread using it.
+        unsafe { &(*self.sighand.get()).ids }
+    }
+
     pub fn sighand(&self) -> &SigHand {
         // SAFETY: sighand pointers are set at thread creation to live,
         // never-freed (or outlived) SigHand objects.
@@ -208,6 +222,7 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             pending_set: AtomicU64::new(0),
             pending_info: UnsafeCell::new([SigInfo::default(); NSIG]),
             in_fast: Cell::new(false),
+            sud_selector: core::sync::atomic::AtomicU8::new(1),
             deferred: Cell::new(None),
         });
         Ok(&*t)

@@ -567,6 +567,11 @@ fn signals() {
 }
 
 #[test]
+fn ids() {
+    conformance("ids", &[ok(&[])]);
+}
+
+#[test]
 fn memory() {
     conformance("memory", &[ok(&[])]);
 }

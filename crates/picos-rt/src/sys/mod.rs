@@ -6,6 +6,7 @@
 #![deny(unsafe_code)]
 
 pub mod fs;
+pub mod ids;
 pub mod memory;
 pub mod process;
 pub mod signal;

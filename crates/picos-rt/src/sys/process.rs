@@ -291,14 +291,36 @@ pub fn arch_prctl(c: &mut Ctx<'_>) -> SysResult {
     }
 }
 
+const PR_SET_PDEATHSIG: usize = 1;
+const PR_GET_PDEATHSIG: usize = 2;
 const PR_SET_SYSCALL_USER_DISPATCH: usize = 59;
 
-/// Implements prctl(2): Syscall User Dispatch belongs to the runtime.
+/// Implements prctl(2): Syscall User Dispatch belongs to the runtime; the
+/// parent-death signal is the runtime's on the host and emulated for the
+/// program.
 pub fn prctl(c: &mut Ctx<'_>) -> SysResult {
-    if c.arg(0) == PR_SET_SYSCALL_USER_DISPATCH {
-        return Err(Errno::EINVAL);
+    match c.arg(0) {
+        PR_SET_SYSCALL_USER_DISPATCH => Err(Errno::EINVAL),
+        PR_SET_PDEATHSIG => {
+            let sig = c.arg(1);
+            if sig > 64 {
+                return Err(Errno::EINVAL);
+            }
+            c.t.ids()
+                .guest_pdeathsig
+                .store(sig as i32, core::sync::atomic::Ordering::Relaxed);
+            Ok(0)
+        }
+        PR_GET_PDEATHSIG => {
+            let sig =
+                c.t.ids()
+                    .guest_pdeathsig
+                    .load(core::sync::atomic::Ordering::Relaxed);
+            UserPtr::<i32>::new(c.arg(1)).write(&sig)?;
+            Ok(0)
+        }
+        _ => c.host(),
     }
-    c.host()
 }
 
 /// Joins program strings into NUL-terminated host strings and a pointer

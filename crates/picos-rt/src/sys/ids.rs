@@ -1,0 +1,335 @@
+//! Answers served inside the library OS without a host call: process and
+//! thread ids, credentials, umask, uname, resource limits, and the time
+//! calls a program makes as system calls.
+//!
+//! Values are cached per process (`IdCache`, shared by its threads; a fresh
+//! one for a vfork child; fixed up after fork) and invalidated by the calls
+//! that change them. The parent's pid changes when the parent dies: the
+//! runtime asks the host for SIGSYS as its parent-death signal and forgets
+//! the cached value when it arrives.
+#![deny(unsafe_code)]
+
+use super::{host_call, Ctx, SysResult};
+use crate::errno::Errno;
+use crate::user::{self, UserPtr};
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicI32, Ordering};
+
+/// Credentials as the host reported them.
+#[derive(Clone, Debug)]
+pub struct Creds {
+    pub uid: [u32; 3],
+    pub gid: [u32; 3],
+    pub groups: Vec<u32>,
+}
+
+/// Per-process cached answers (-1 / None: unknown, ask the host).
+pub struct IdCache {
+    pub pid: AtomicI32,
+    pub ppid: AtomicI32,
+    pub umask: AtomicI32,
+    /// The program's own parent-death signal (prctl), emulated.
+    pub guest_pdeathsig: AtomicI32,
+    pub creds: spin::Mutex<Option<Creds>>,
+    pub uname: spin::Mutex<Option<[u8; 390]>>,
+    pub rlimits: spin::Mutex<[Option<[u64; 2]>; 16]>,
+}
+
+impl IdCache {
+    pub const fn new() -> Self {
+        IdCache {
+            pid: AtomicI32::new(-1),
+            ppid: AtomicI32::new(-1),
+            umask: AtomicI32::new(-1),
+            guest_pdeathsig: AtomicI32::new(0),
+            creds: spin::Mutex::new(None),
+            uname: spin::Mutex::new(None),
+            rlimits: spin::Mutex::new([None; 16]),
+        }
+    }
+
+    /// A copy for a child sharing our memory but not our process (vfork):
+    /// everything but its own and its parent's pid carries over.
+    pub fn copy_for_child(&self) -> Self {
+        let c = IdCache::new();
+        c.umask
+            .store(self.umask.load(Ordering::Relaxed), Ordering::Relaxed);
+        *c.creds.lock() = self.creds.lock().clone();
+        *c.uname.lock() = *self.uname.lock();
+        *c.rlimits.lock() = *self.rlimits.lock();
+        c.ppid
+            .store(self.pid.load(Ordering::Relaxed), Ordering::Relaxed);
+        c
+    }
+}
+
+impl Default for IdCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn cache(c: &Ctx<'_>) -> &'static IdCache {
+    c.t.ids()
+}
+
+fn cached_or(a: &AtomicI32, nr: usize) -> SysResult {
+    let v = a.load(Ordering::Relaxed);
+    if v >= 0 {
+        return Ok(v as usize);
+    }
+    let r = host_call(nr, [0; 6])?;
+    a.store(r as i32, Ordering::Relaxed);
+    Ok(r)
+}
+
+/// Implements getpid(2).
+pub fn getpid(c: &mut Ctx<'_>) -> SysResult {
+    cached_or(&cache(c).pid, 39)
+}
+
+/// Implements getppid(2).
+pub fn getppid(c: &mut Ctx<'_>) -> SysResult {
+    cached_or(&cache(c).ppid, 110)
+}
+
+/// Implements gettid(2).
+pub fn gettid(c: &mut Ctx<'_>) -> SysResult {
+    Ok(c.t.tid() as usize)
+}
+
+fn creds(c: &Ctx<'_>) -> Result<Creds, Errno> {
+    let mut g = cache(c).creds.lock();
+    if let Some(cr) = g.as_ref() {
+        return Ok(cr.clone());
+    }
+    let (mut u, mut gi) = ([0u32; 3], [0u32; 3]);
+    host_call(
+        118,
+        [
+            &mut u[0] as *mut u32 as usize,
+            &mut u[1] as *mut u32 as usize,
+            &mut u[2] as *mut u32 as usize,
+            0,
+            0,
+            0,
+        ],
+    )?;
+    host_call(
+        120,
+        [
+            &mut gi[0] as *mut u32 as usize,
+            &mut gi[1] as *mut u32 as usize,
+            &mut gi[2] as *mut u32 as usize,
+            0,
+            0,
+            0,
+        ],
+    )?;
+    let n = host_call(115, [0; 6])?;
+    let mut groups = alloc::vec![0u32; n];
+    let n = host_call(115, [n, groups.as_mut_ptr() as usize, 0, 0, 0, 0])?;
+    groups.truncate(n);
+    let cr = Creds {
+        uid: u,
+        gid: gi,
+        groups,
+    };
+    *g = Some(cr.clone());
+    Ok(cr)
+}
+
+/// Implements getuid(2).
+pub fn getuid(c: &mut Ctx<'_>) -> SysResult {
+    Ok(creds(c)?.uid[0] as usize)
+}
+/// Implements geteuid(2).
+pub fn geteuid(c: &mut Ctx<'_>) -> SysResult {
+    Ok(creds(c)?.uid[1] as usize)
+}
+/// Implements getgid(2).
+pub fn getgid(c: &mut Ctx<'_>) -> SysResult {
+    Ok(creds(c)?.gid[0] as usize)
+}
+/// Implements getegid(2).
+pub fn getegid(c: &mut Ctx<'_>) -> SysResult {
+    Ok(creds(c)?.gid[1] as usize)
+}
+
+fn write_three(c: &Ctx<'_>, v: [u32; 3]) -> SysResult {
+    for (i, x) in v.iter().enumerate() {
+        UserPtr::<u32>::new(c.arg(i)).write(x)?;
+    }
+    Ok(0)
+}
+
+/// Implements getresuid(2).
+pub fn getresuid(c: &mut Ctx<'_>) -> SysResult {
+    let v = creds(c)?.uid;
+    write_three(c, v)
+}
+/// Implements getresgid(2).
+pub fn getresgid(c: &mut Ctx<'_>) -> SysResult {
+    let v = creds(c)?.gid;
+    write_three(c, v)
+}
+
+/// Implements getgroups(2).
+pub fn getgroups(c: &mut Ctx<'_>) -> SysResult {
+    let groups = creds(c)?.groups;
+    let size = c.arg(0) as i32;
+    if size < 0 {
+        return Err(Errno::EINVAL);
+    }
+    if size == 0 {
+        return Ok(groups.len());
+    }
+    if (size as usize) < groups.len() {
+        return Err(Errno::EINVAL);
+    }
+    let mut bytes = Vec::with_capacity(groups.len() * 4);
+    for g in &groups {
+        bytes.extend_from_slice(&g.to_ne_bytes());
+    }
+    user::copy_out(c.arg(1), &bytes)?;
+    Ok(groups.len())
+}
+
+/// Implements the set*id(2) family: passed to the host, then the cached
+/// credentials are forgotten.
+pub fn set_ids(c: &mut Ctx<'_>) -> SysResult {
+    let r = c.host();
+    *cache(c).creds.lock() = None;
+    r
+}
+
+/// Implements umask(2): a host call only when the mask changes.
+pub fn umask(c: &mut Ctx<'_>) -> SysResult {
+    let new = (c.arg(0) & 0o777) as i32;
+    let ids = cache(c);
+    let cur = ids.umask.load(Ordering::Relaxed);
+    if cur == new {
+        return Ok(cur as usize);
+    }
+    let old = host_call(95, [new as usize, 0, 0, 0, 0, 0])?;
+    ids.umask.store(new, Ordering::Relaxed);
+    Ok(old)
+}
+
+/// Implements uname(2) from a cached answer.
+pub fn uname(c: &mut Ctx<'_>) -> SysResult {
+    let mut g = cache(c).uname.lock();
+    let u = match *g {
+        Some(u) => u,
+        None => {
+            let mut u = [0u8; 390];
+            host_call(63, [u.as_mut_ptr() as usize, 0, 0, 0, 0, 0])?;
+            *g = Some(u);
+            u
+        }
+    };
+    user::copy_out(c.arg(0), &u)?;
+    Ok(0)
+}
+
+/// Implements sethostname(2) and setdomainname(2): passed to the host; the
+/// cached uname is forgotten.
+pub fn set_uts(c: &mut Ctx<'_>) -> SysResult {
+    let r = c.host();
+    *cache(c).uname.lock() = None;
+    r
+}
+
+fn rlimit(c: &Ctx<'_>, res: usize) -> Result<[u64; 2], Errno> {
+    let mut g = cache(c).rlimits.lock();
+    if let Some(Some(v)) = g.get(res) {
+        return Ok(*v);
+    }
+    let mut v = [0u64; 2];
+    host_call(302, [0, res, 0, v.as_mut_ptr() as usize, 0, 0])?;
+    if let Some(slot) = g.get_mut(res) {
+        *slot = Some(v);
+    }
+    Ok(v)
+}
+
+fn forget_rlimit(c: &Ctx<'_>, res: usize) {
+    if let Some(slot) = cache(c).rlimits.lock().get_mut(res) {
+        *slot = None;
+    }
+}
+
+/// Implements getrlimit(2) from the cache.
+pub fn getrlimit(c: &mut Ctx<'_>) -> SysResult {
+    let v = rlimit(c, c.arg(0))?;
+    user::write(c.arg(1), &v)?;
+    Ok(0)
+}
+
+/// Implements setrlimit(2): passed to the host; the cached value is forgotten.
+pub fn setrlimit(c: &mut Ctx<'_>) -> SysResult {
+    let r = c.host();
+    forget_rlimit(c, c.arg(0));
+    r
+}
+
+/// Implements prlimit64(2): reads of the calling process from the cache.
+pub fn prlimit64(c: &mut Ctx<'_>) -> SysResult {
+    let (pid, res, new, old) = (c.arg(0) as i32, c.arg(1), c.arg(2), c.arg(3));
+    let me = pid == 0 || pid == getpid(c)? as i32;
+    if !me || new != 0 {
+        let r = c.host();
+        if me {
+            forget_rlimit(c, res);
+        }
+        return r;
+    }
+    let v = rlimit(c, res)?;
+    if old != 0 {
+        user::write(old, &v)?;
+    }
+    Ok(0)
+}
+
+/// Implements clock_gettime(2) through the vDSO.
+pub fn clock_gettime(c: &mut Ctx<'_>) -> SysResult {
+    let mut ts = [0i64; 2];
+    match crate::vdso::clock_gettime(c.arg(0) as i32, &mut ts) {
+        Some(0) => {
+            user::write(c.arg(1), &ts)?;
+            Ok(0)
+        }
+        Some(e) if e < 0 => Err(Errno(-e)),
+        _ => c.host(),
+    }
+}
+
+/// Implements gettimeofday(2) through the vDSO.
+pub fn gettimeofday(c: &mut Ctx<'_>) -> SysResult {
+    if c.arg(1) != 0 {
+        return c.host(); // the obsolete timezone argument
+    }
+    let mut tv = [0i64; 2];
+    match crate::vdso::gettimeofday(&mut tv) {
+        Some(0) => {
+            if c.arg(0) != 0 {
+                user::write(c.arg(0), &tv)?;
+            }
+            Ok(0)
+        }
+        _ => c.host(),
+    }
+}
+
+/// Implements time(2) through the vDSO.
+pub fn time(c: &mut Ctx<'_>) -> SysResult {
+    match crate::vdso::time() {
+        Some(t) => {
+            if c.arg(0) != 0 {
+                user::write(c.arg(0), &t)?;
+            }
+            Ok(t as usize)
+        }
+        None => c.host(),
+    }
+}

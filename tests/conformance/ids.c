@@ -1,0 +1,167 @@
+/* Answers picos serves inside the library OS, checked against the host's
+ * own view (/proc) and against each other: pids, the parent's pid after the
+ * parent dies, credentials, umask, uname, resource limits, time. */
+#include "conformance.h"
+
+#include <grp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The parent pid as the kernel reports it in /proc/self/stat. */
+static long proc_ppid(void)
+{
+    FILE *f = fopen("/proc/self/stat", "r");
+    if (!f)
+        return -1;
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    long ppid = -1;
+    if (p)
+        sscanf(p + 2, "%*c %ld", &ppid);
+    return ppid;
+}
+
+int main(void)
+{
+    conf_init();
+    pid_t pid = getpid();
+    check("getpid_matches_raw", pid == (pid_t)syscall(SYS_getpid));
+    check("gettid_is_pid_in_main", (pid_t)syscall(SYS_gettid) == pid);
+    check("getppid_matches_proc", getppid() == proc_ppid());
+
+    /* getppid after the parent exits: a grandchild outlives its parent. */
+    int pfd[2];
+    if (pipe(pfd) != 0)
+        return 2;
+    pid_t child = fork();
+    if (child == 0) {
+        pid_t first = getpid(); /* the grandchild's parent, about to die */
+        pid_t gc = fork();
+        if (gc == 0) {
+            char ok = 'n';
+            for (int i = 0; i < 2000; i++) {
+                if (getppid() != first) {
+                    ok = getppid() == proc_ppid() ? 'y' : 'w';
+                    break;
+                }
+                usleep(1000);
+            }
+            write(pfd[1], &ok, 1);
+            _exit(0);
+        }
+        _exit(0); /* the grandchild's parent dies at once */
+    }
+    close(pfd[1]);
+    waitpid(child, NULL, 0);
+    char res = 0;
+    read(pfd[0], &res, 1);
+    checkf("getppid_after_parent_exit", res == 'y', "got %c", res);
+
+    /* A forked child's parent is us; its own pid is new. */
+    child = fork();
+    if (child == 0)
+        _exit(getppid() == pid && getpid() != pid && getpid() == (pid_t)syscall(SYS_getpid) ? 0 : 1);
+    int st;
+    waitpid(child, &st, 0);
+    check("fork_child_ids", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+    /* vfork child: own pid, parent's pid is ours. */
+    child = vfork();
+    if (child == 0)
+        _exit(getppid() == pid && getpid() != pid ? 0 : 1);
+    waitpid(child, &st, 0);
+    check("vfork_child_ids", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+    /* Credentials. */
+    uid_t r, e, s;
+    gid_t gr, ge, gs;
+    getresuid(&r, &e, &s);
+    getresgid(&gr, &ge, &gs);
+    check("uid_consistent", getuid() == r && geteuid() == e);
+    check("gid_consistent", getgid() == gr && getegid() == ge);
+    show("uid", "%u %u %u", r, e, s);
+    show("gid", "%u %u %u", gr, ge, gs);
+    long ret;
+    int err;
+    int ng = getgroups(0, NULL);
+    gid_t groups[256];
+    check("getgroups_count", ng >= 0 && getgroups(256, groups) == ng);
+    if (ng > 1) {
+        ret = getgroups(1, groups);
+        err = errno;
+        check_errno("getgroups_too_small", ret, err, EINVAL);
+    }
+    if (geteuid() == 0) {
+        /* As root: drop the effective gid and see it change. */
+        check("setegid", setegid(1) == 0 && getegid() == 1);
+        check("setegid_back", setegid(gr) == 0 && getegid() == gr);
+    }
+
+    /* umask: returns the previous value, every time. */
+    mode_t m0 = umask(022);
+    check("umask_set", umask(077) == 022);
+    check("umask_same", umask(077) == 077);
+    check("umask_restore", umask(m0) == 077);
+
+    /* uname matches the host's (/proc). */
+    struct utsname u;
+    uname(&u);
+    FILE *f = fopen("/proc/sys/kernel/osrelease", "r");
+    char rel[128] = "";
+    if (f) {
+        fgets(rel, sizeof rel, f);
+        fclose(f);
+        rel[strcspn(rel, "\n")] = 0;
+    }
+    check("uname_release_matches_proc", strcmp(u.release, rel) == 0);
+    show("uname_sysname", "%s", u.sysname);
+    show("uname_machine", "%s", u.machine);
+
+    /* Resource limits: read, lower, read back, via both interfaces. */
+    struct rlimit rl, rl2;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rlim_t want = rl.rlim_cur > 64 ? rl.rlim_cur - 1 : rl.rlim_cur;
+    rl2 = rl;
+    rl2.rlim_cur = want;
+    check("setrlimit", setrlimit(RLIMIT_NOFILE, &rl2) == 0);
+    struct rlimit rl3;
+    getrlimit(RLIMIT_NOFILE, &rl3);
+    check("getrlimit_after_set", rl3.rlim_cur == want);
+    struct rlimit rl4;
+    prlimit(0, RLIMIT_NOFILE, NULL, &rl4);
+    check("prlimit_read", rl4.rlim_cur == want && rl4.rlim_max == rl.rlim_max);
+    prlimit(0, RLIMIT_NOFILE, &rl, NULL);
+    getrlimit(RLIMIT_NOFILE, &rl3);
+    check("prlimit_set_restores", rl3.rlim_cur == rl.rlim_cur);
+    ret = syscall(SYS_getrlimit, 9999, &rl3);
+    err = errno;
+    check_errno("getrlimit_bad_resource", ret, err, EINVAL);
+
+    /* Time as system calls (not the program's vDSO). */
+    struct timespec a, b;
+    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &a);
+    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &b);
+    check("clock_monotonic_nondecreasing", b.tv_sec > a.tv_sec || (b.tv_sec == a.tv_sec && b.tv_nsec >= a.tv_nsec));
+    struct timeval tv;
+    syscall(SYS_gettimeofday, &tv, NULL);
+    long t = syscall(SYS_time, NULL);
+    check("time_agrees_with_gettimeofday", labs(t - (long)tv.tv_sec) <= 1);
+    ret = syscall(SYS_clock_gettime, 12345, &a);
+    err = errno;
+    check_errno("clock_gettime_bad_clock", ret, err, EINVAL);
+    ret = syscall(SYS_clock_gettime, CLOCK_REALTIME, (void *)8);
+    err = errno;
+    check_errno("clock_gettime_efault", ret, err, EFAULT);
+    return conf_finish("ids");
+}
