@@ -80,6 +80,10 @@ pub struct LaunchConfig {
     pub stack_size_bytes: u64,
     /// Patch syscall sites to enter the runtime directly (the fast path).
     pub patch_syscalls: bool,
+    /// Print per-thread and per-process statistics at exit.
+    pub stats: bool,
+    /// Also append them as JSON lines to this file (empty: no file).
+    pub stats_json: Vec<u8>,
 }
 
 impl Default for LaunchConfig {
@@ -89,6 +93,8 @@ impl Default for LaunchConfig {
             log_level: LogLevel::default(),
             stack_size_bytes: 0,
             patch_syscalls: true,
+            stats: false,
+            stats_json: Vec::new(),
         }
     }
 }
@@ -181,6 +187,13 @@ impl LaunchConfig {
         } else {
             ";patch=0"
         });
+        if self.stats {
+            s.push_str(";stats=1");
+        }
+        if !self.stats_json.is_empty() {
+            s.push_str(";statsjson=");
+            hex_encode(&mut s, &self.stats_json);
+        }
         s.push_str(";exe=");
         hex_encode(&mut s, &self.exe);
         s
@@ -215,6 +228,14 @@ impl LaunchConfig {
                         _ => return Err(DecodeError::BadField),
                     }
                 }
+                b"stats" => {
+                    cfg.stats = match value {
+                        b"0" => false,
+                        b"1" => true,
+                        _ => return Err(DecodeError::BadField),
+                    }
+                }
+                b"statsjson" => cfg.stats_json = hex_decode(value).ok_or(DecodeError::BadField)?,
                 b"exe" => {
                     cfg.exe = hex_decode(value).ok_or(DecodeError::BadField)?;
                     have_exe = true;
@@ -241,6 +262,8 @@ mod tests {
             log_level: LogLevel::Trace,
             stack_size_bytes: 8 << 20,
             patch_syscalls: false,
+            stats: true,
+            stats_json: b"/tmp/s;t=1.json".to_vec(),
         };
         let s = cfg.encode();
         assert!(s.starts_with("v1;"));
@@ -255,6 +278,8 @@ mod tests {
                 log_level: LogLevel::None,
                 stack_size_bytes: n,
                 patch_syscalls: true,
+                stats: false,
+                stats_json: Vec::new(),
             };
             assert_eq!(LaunchConfig::decode(cfg.encode().as_bytes()).unwrap(), cfg);
         }

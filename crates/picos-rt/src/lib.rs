@@ -26,6 +26,7 @@ pub mod mem;
 pub mod patch;
 pub mod rt;
 pub mod signal;
+pub mod stats;
 pub mod sys;
 pub mod table;
 pub mod table_types;

@@ -154,6 +154,11 @@ pub fn alloc_stack_slot(reclaimable: impl Fn(usize) -> bool) -> Result<usize, Er
     Err(Errno::EAGAIN)
 }
 
+/// Is slot `i` held by a live thread?
+pub fn slot_in_use(i: usize) -> bool {
+    SLOTS[i].load(Ordering::Acquire) == SLOT_USED
+}
+
 /// Marks a slot as belonging to a thread that is exiting.
 pub fn mark_slot_exiting(i: usize) {
     SLOTS[i].store(SLOT_EXITING, Ordering::Release);

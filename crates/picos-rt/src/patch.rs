@@ -158,6 +158,20 @@ pub fn note_shared_mapping(addr: usize, len: usize) {
     }
 }
 
+/// The program unmapped or replaced `[addr, addr+len)`: sites there are
+/// gone (new code at those addresses is patched afresh when it traps).
+pub fn forget_range(addr: usize, len: usize) {
+    if !enabled() {
+        return;
+    }
+    let end = addr.saturating_add(len);
+    let mut st = STATE.lock();
+    let gone: Vec<usize> = st.sites.range(addr..end).copied().collect();
+    for s in gone {
+        st.sites.remove(&s);
+    }
+}
+
 /// Does `[addr, addr+len)` overlap a trampoline region?
 pub fn owns(addr: usize, end: usize) -> bool {
     let n = REGION_COUNT.load(Ordering::Acquire);

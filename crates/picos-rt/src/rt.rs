@@ -120,6 +120,9 @@ pub unsafe fn start(sp: *const usize, image_base: usize, image_len: usize) -> ! 
         Err(e) => fatal(2, format_args!("bad launch configuration: {}", e)),
     };
     crate::log::set_level(cfg.log_level);
+    if cfg.stats {
+        crate::stats::enable();
+    }
     let envp: Vec<Vec<u8>> = envp
         .into_iter()
         .filter(|e| !e.starts_with(&prefix))
@@ -325,6 +328,8 @@ pub fn exec_runtime(
     let (mut astore, mut estore) = (Vec::new(), Vec::new());
     let argv_p = crate::sys::process::c_vector(argv, &mut astore);
     let envp_p = crate::sys::process::c_vector(&env, &mut estore);
+    // Stats of the program being replaced.
+    process_exiting();
     // The new program starts with the program's mask, not the runtime's.
     let _ = host::rt_sigprocmask(
         crate::signal::SIG_SETMASK,
@@ -424,6 +429,7 @@ pub fn after_fork_child(t: &thread::Thread) {
         host::exit_group(127);
     }
     crate::mem::reset_slots_after_fork(t.slot);
+    crate::stats::after_fork_child(t);
     // A forked child does not inherit the parent-death signal.
     watch_parent(t);
     crate::patch::after_fork_child();
@@ -532,11 +538,52 @@ pub fn move_hidden() -> Result<(), Errno> {
     Ok(())
 }
 
-/// Called when a program thread exits.
-pub fn thread_exiting(_t: &thread::Thread) {}
+/// Called when a program thread exits (exit(2)).
+pub fn thread_exiting(t: &thread::Thread) {
+    crate::stats::thread_exit(t);
+    let mut live = 0;
+    thread::for_each_live(|_| live += 1);
+    if live <= 1 {
+        crate::stats::process_exit();
+    }
+}
 
-/// Called when the program exits the process.
-pub fn process_exiting() {}
+/// Called when the program exits the process (exit_group(2)) or replaces
+/// itself (execve(2)).
+pub fn process_exiting() {
+    crate::stats::process_exit();
+}
+
+/// Appends one line to the `--stats-json` file, if one was asked for.
+pub fn stats_json_line(f: impl FnOnce(&mut crate::log::LineBuf)) {
+    let path = &config().stats_json;
+    if path.is_empty() {
+        return;
+    }
+    let mut p = path.clone();
+    p.push(0);
+    const FLAGS: usize = 0o1 | 0o100 | 0o2000 | 0o2000000; // O_WRONLY|O_CREAT|O_APPEND|O_CLOEXEC
+                                                           // SAFETY: `p` is NUL-terminated.
+    let Ok(fd) = (unsafe {
+        host::call(
+            host::nr::OPENAT,
+            [
+                host::AT_FDCWD as usize,
+                p.as_ptr() as usize,
+                FLAGS,
+                0o644,
+                0,
+                0,
+            ],
+        )
+    }) else {
+        return;
+    };
+    let mut b = crate::log::LineBuf::new();
+    f(&mut b);
+    host::write_all(fd as i32, b.as_bytes());
+    let _ = host::close(fd as i32);
+}
 
 #[cfg(test)]
 mod tests {

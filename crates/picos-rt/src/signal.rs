@@ -323,6 +323,7 @@ pub fn die_by_signal(sig: i32) {
 /// Delivers one signal to the program according to its disposition.
 pub fn deliver(t: &Thread, info: &SigInfo, uc: &mut UContext) {
     let sig = info.signo();
+    crate::stats::signal(t, SYNC_FAULTS & bit(sig) != 0 && info.code() > 0);
     let act = t.sighand().get(sig);
     match act.handler {
         SIG_IGN => {}

@@ -92,6 +92,8 @@ pub struct Thread {
     /// Syscall User Dispatch selector byte (1 = trap, 0 = allow all): the
     /// runtime opens it only around calls into the vDSO.
     pub sud_selector: core::sync::atomic::AtomicU8,
+    /// `--stats` counters.
+    pub stats: crate::stats::Counters,
     /// A fast call's result context, to be finished by the trap path.
     pub deferred: Cell<Option<crate::arch::SigContext>>,
 }
@@ -223,6 +225,7 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             pending_info: UnsafeCell::new([SigInfo::default(); NSIG]),
             in_fast: Cell::new(false),
             sud_selector: core::sync::atomic::AtomicU8::new(1),
+            stats: crate::stats::Counters::new(),
             deferred: Cell::new(None),
         });
         Ok(&*t)
@@ -331,4 +334,20 @@ extern "C" fn picos_clone_child(header: usize) -> ! {
     }
     // SAFETY: `uc` is the ucontext inside a complete kernel-format frame.
     unsafe { crate::arch::picos_sigreturn_to(uc as *mut crate::arch::UContext) }
+}
+
+/// Calls `f` for every live thread of this process (for `--stats`).
+pub fn for_each_live(mut f: impl FnMut(&Thread)) {
+    for i in 0..mem::STACK_SLOTS {
+        if !mem::slot_in_use(i) {
+            continue;
+        }
+        let p = mem::slot_base(i) + mem::STACK_SLOT - THREAD_AREA;
+        // SAFETY: a slot in use is mapped and holds an initialised Thread
+        // (checked by its magic and self pointer before use).
+        let t = unsafe { &*(p as *const Thread) };
+        if t.magic == THREAD_MAGIC && t.self_ptr == p {
+            f(t);
+        }
+    }
 }

@@ -10,6 +10,7 @@
 //! [libos]
 //! entrypoint = "/usr/bin/python3"      # program to run; optional, the command line may give it
 //! syscall_patching = true               # fast path: patch syscall sites (default true)
+//! enable_stats = false                  # print syscall/signal statistics at exit
 //!
 //! [loader]
 //! argv = ["python3", "-c", "print(1)"] # argv including argv[0]; optional, non-empty
@@ -118,6 +119,9 @@ pub struct Manifest {
     /// `libos.syscall_patching` (default true): patch syscall sites so they
     /// enter the library OS directly instead of trapping.
     pub syscall_patching: bool,
+    /// `libos.enable_stats` (default false): print statistics at exit (like
+    /// Gramine's `sgx.enable_stats`).
+    pub enable_stats: bool,
     /// `loader.argv`: the program's argv including argv\[0\]; never empty when present.
     /// As in Gramine, `use_cmdline_argv` takes precedence over it.
     pub argv: Option<Vec<String>>,
@@ -298,6 +302,7 @@ const SCHEMA: &[&str] = &[
     "libos",
     "libos.entrypoint",
     "libos.syscall_patching",
+    "libos.enable_stats",
     "loader",
     "loader.argv",
     "loader.log_level",
@@ -681,6 +686,7 @@ impl Checker<'_> {
         let mut m = Manifest {
             entrypoint: None,
             syscall_patching: true,
+            enable_stats: false,
             argv: None,
             use_cmdline_argv: false,
             use_host_env: false,
@@ -697,6 +703,9 @@ impl Checker<'_> {
             }
             if let Some(n) = libos.get("syscall_patching") {
                 m.syscall_patching = self.bool(n)?;
+            }
+            if let Some(n) = libos.get("enable_stats") {
+                m.enable_stats = self.bool(n)?;
             }
         }
         if let Some(loader) = root.get("loader") {
@@ -992,6 +1001,7 @@ mod tests {
         Manifest {
             entrypoint: None,
             syscall_patching: true,
+            enable_stats: false,
             argv: None,
             use_cmdline_argv: false,
             use_host_env: false,
@@ -1026,6 +1036,7 @@ mod tests {
 [libos]
 entrypoint = "/usr/bin/python3"
 syscall_patching = false
+enable_stats = true
 
 [loader]
 argv = ["python3", "-c", "print(1)"]
@@ -1058,6 +1069,7 @@ stack.size = "8M"
         Manifest {
             entrypoint: Some("/usr/bin/python3".into()),
             syscall_patching: false,
+            enable_stats: true,
             argv: Some(vec!["python3".into(), "-c".into(), "print(1)".into()]),
             use_cmdline_argv: true,
             use_host_env: true,
@@ -1117,6 +1129,7 @@ stack.size = "8M"
         let dotted = r#"
 libos.entrypoint = "/usr/bin/python3"
 libos.syscall_patching = false
+libos.enable_stats = true
 loader.argv = ["python3", "-c", "print(1)"]
 loader.log_level = "debug"
 loader.insecure__use_cmdline_argv = true

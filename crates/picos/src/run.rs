@@ -9,7 +9,7 @@ use picos_rt::loader::{check_executable, ExecError};
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io::Write;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -25,6 +25,10 @@ pub struct RunArgs {
     trace: bool,
     /// `--no-patch`.
     no_patch: bool,
+    /// `--stats`.
+    stats: bool,
+    /// `--stats-json FILE`.
+    stats_json: Option<PathBuf>,
     /// `--log-level LEVEL`.
     log_level: Option<String>,
     /// `PROGRAM [ARGS]...`.
@@ -51,6 +55,20 @@ impl RunArgs {
                 .long("trace")
                 .action(ArgAction::SetTrue)
                 .help("Print every system call the program makes (log level trace)"),
+        )
+        .arg(
+            Arg::new("stats")
+                .long("stats")
+                .action(ArgAction::SetTrue)
+                .help("Print system-call and signal statistics when each thread and process exits"),
+        )
+        .arg(
+            Arg::new("stats_json")
+                .long("stats-json")
+                .value_name("FILE")
+                .value_parser(clap::value_parser!(PathBuf))
+                .action(ArgAction::Set)
+                .help("Also append the statistics to FILE, one JSON object per line (implies --stats)"),
         )
         .arg(
             Arg::new("no_patch")
@@ -83,6 +101,8 @@ impl RunArgs {
             manifest: m.get_one::<PathBuf>("manifest").cloned(),
             trace: m.get_flag("trace"),
             no_patch: m.get_flag("no_patch"),
+            stats: m.get_flag("stats"),
+            stats_json: m.get_one::<PathBuf>("stats_json").cloned(),
             log_level: m.get_one::<String>("log_level").cloned(),
             command: m
                 .get_many::<OsString>("command")
@@ -274,6 +294,14 @@ fn plan(args: &RunArgs) -> Result<Plan, RunError> {
         log_level,
         stack_size_bytes: manifest.stack_size_bytes.unwrap_or(0),
         patch_syscalls: manifest.syscall_patching && !args.no_patch,
+        stats: manifest.enable_stats || args.stats || args.stats_json.is_some(),
+        stats_json: match &args.stats_json {
+            Some(p) => std::path::absolute(p)
+                .unwrap_or_else(|_| p.clone())
+                .into_os_string()
+                .into_vec(),
+            None => Vec::new(),
+        },
     };
     Ok(Plan {
         argv,

@@ -22,14 +22,22 @@ fn compile_with(name: &str, flags: &[&str]) -> PathBuf {
     let out_dir = workspace().join("target/picoprocess");
     std::fs::create_dir_all(&out_dir).unwrap();
     let out = out_dir.join(name);
+    // Tests run in parallel and may build the same program: compile to a
+    // private name, then rename (atomic), so no test runs a half-written file.
+    let tmp = out_dir.join(format!(
+        "{name}.{}.{:?}.tmp",
+        std::process::id(),
+        std::thread::current().id()
+    ));
     let st = Command::new("gcc")
         .args(["-O1", "-o"])
-        .arg(&out)
+        .arg(&tmp)
         .arg(&src)
         .args(flags)
         .status()
         .expect("gcc");
     assert!(st.success(), "compiling {}", src.display());
+    std::fs::rename(&tmp, &out).unwrap();
     out
 }
 
@@ -175,4 +183,108 @@ fn manifest_env_and_start_dir_apply() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Pulls `"key":123` out of one JSON line (the runtime writes flat objects).
+fn json_num(line: &str, key: &str) -> u64 {
+    let pat = format!("\"{key}\":");
+    let start = line
+        .find(&pat)
+        .unwrap_or_else(|| panic!("{key} missing in {line}"))
+        + pat.len();
+    line[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+/// `--stats` reports every thread and the process; the counts add up, the
+/// fast path carries the load, and `--stats-json` writes one line each.
+#[test]
+fn stats_report_threads_and_process() {
+    let prog = compile_with("patch_stress", &["-pthread"]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("stats.json");
+    let out = Command::new(PICOS)
+        .args(["run", "--stats-json"])
+        .arg(&json)
+        .arg(&prog)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("picos stats: process"), "{stderr}");
+    assert!(stderr.contains("top syscalls:"), "{stderr}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    let threads: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"thread\""))
+        .collect();
+    let process: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"process\""))
+        .collect();
+    assert_eq!(threads.len(), 32, "{text}");
+    assert_eq!(process.len(), 1, "{text}");
+    let p = process[0];
+    let total = json_num(p, "syscalls");
+    assert!(total >= 1_000_000, "{p}");
+    assert_eq!(
+        total,
+        json_num(p, "fast_path") + json_num(p, "trap_path"),
+        "{p}"
+    );
+    assert_eq!(json_num(p, "threads"), 33, "{p}");
+    // A fifth of the calls use glibc's syscall(), which always traps; the
+    // rest are patched sites.
+    assert!(
+        json_num(p, "fast_path") > 3 * json_num(p, "trap_path") / 2,
+        "{p}"
+    );
+    let per_thread: u64 = threads.iter().map(|l| json_num(l, "syscalls")).sum();
+    assert!(per_thread <= total, "{p}");
+    // Off by default: nothing printed.
+    let quiet = Command::new(PICOS)
+        .args(["run", "/bin/true"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("picos stats"));
+}
+
+/// After start-up, python3's system calls take the fast path.
+#[test]
+fn python_runs_on_the_fast_path() {
+    if !std::path::Path::new("/usr/bin/python3").exists() {
+        eprintln!("SKIP python_runs_on_the_fast_path: /usr/bin/python3 not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("stats.json");
+    let script = "import os\nfor i in range(2000): os.getppid(); os.stat('/')";
+    let out = Command::new(PICOS)
+        .args(["run", "--stats-json"])
+        .arg(&json)
+        .args(["/usr/bin/python3", "-c", script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&json).unwrap();
+    let p = text
+        .lines()
+        .find(|l| l.contains("\"kind\":\"process\""))
+        .unwrap();
+    // 4,000 calls in the loop; traps are each site's first call plus the few
+    // shapes the patcher does not take.
+    assert!(json_num(p, "trap_path") < 100, "{p}");
+    assert!(json_num(p, "fast_path") > 4000, "{p}");
 }

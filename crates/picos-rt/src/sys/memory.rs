@@ -88,6 +88,9 @@ pub fn mmap(c: &mut Ctx<'_>) -> SysResult {
         return Err(Errno::ENOMEM);
     }
     let r = c.host()?;
+    if flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0 {
+        crate::patch::forget_range(r, len);
+    }
     if flags & crate::mem::MAP_SHARED != 0 {
         crate::patch::note_shared_mapping(r, len);
     }
@@ -99,7 +102,9 @@ pub fn munmap(c: &mut Ctx<'_>) -> SysResult {
     if mem::owns(c.arg(0), c.arg(1)) {
         return Err(Errno::EINVAL);
     }
-    c.host()
+    let r = c.host()?;
+    crate::patch::forget_range(c.arg(0), c.arg(1));
+    Ok(r)
 }
 
 /// Implements mprotect(2): runtime memory gives ENOMEM, as unmapped memory does.
@@ -120,9 +125,18 @@ pub fn mseal(c: &mut Ctx<'_>) -> SysResult {
     mprotect(c)
 }
 
-/// Implements madvise(2): runtime memory gives ENOMEM.
+/// Implements madvise(2): runtime memory gives ENOMEM. Advice that drops
+/// page contents (private file pages revert to the file) also drops the
+/// patcher's record of sites there.
 pub fn madvise(c: &mut Ctx<'_>) -> SysResult {
-    mprotect(c)
+    const MADV_DONTNEED: usize = 4;
+    const MADV_FREE: usize = 8;
+    const MADV_REMOVE: usize = 9;
+    let r = mprotect(c)?;
+    if matches!(c.arg(2), MADV_DONTNEED | MADV_FREE | MADV_REMOVE) {
+        crate::patch::forget_range(c.arg(0), c.arg(1));
+    }
+    Ok(r)
 }
 
 /// Implements remap_file_pages(2): runtime memory gives EINVAL.
@@ -143,5 +157,8 @@ pub fn mremap(c: &mut Ctx<'_>) -> SysResult {
     if flags & MREMAP_FIXED != 0 && mem::owns(new, new_len) {
         return Err(Errno::EINVAL);
     }
-    c.host()
+    let r = c.host()?;
+    crate::patch::forget_range(old, old_len);
+    crate::patch::forget_range(r, new_len);
+    Ok(r)
 }

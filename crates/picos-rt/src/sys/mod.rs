@@ -51,6 +51,7 @@ impl Ctx<'_> {
 
 /// A host call with the program's arguments.
 pub fn host_call(nr: usize, args: [usize; 6]) -> SysResult {
+    crate::stats::host_call();
     #[allow(unsafe_code)]
     // SAFETY: the arguments are the program's own; the kernel validates
     // program pointers (EFAULT) exactly as it would for the program.
@@ -82,6 +83,7 @@ pub fn host_blocking_with_mask(nr: usize, args: [usize; 6], mask: u64) -> SysRes
 /// The blocking-syscall stub with whatever host mask is in force (the
 /// program's own on the fast path).
 fn blocking_raw(nr: usize, args: [usize; 6]) -> SysResult {
+    crate::stats::host_call();
     let a = [nr, args[0], args[1], args[2], args[3], args[4], args[5]];
     #[allow(unsafe_code)]
     // SAFETY: as for host_call; the stub only reads `a`.
@@ -157,6 +159,7 @@ pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
             (Err(Errno::ENOSYS), Served::Unsupported, false)
         }
     };
+    crate::stats::syscall(t, nr, served == Served::Emulated);
     if let Some(pre) = pre {
         pre.finish(&res, served, ctx.keep_regs);
     }

@@ -136,6 +136,7 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
         // inherits one held by another thread.
         let _acts = t.sighand().actions.lock();
         let _brk = super::memory::BRK.lock();
+        let _stats = crate::stats::fork_guard();
         let _heap = crate::mem::heap_guard();
         host_call(
             host::nr::CLONE,
