@@ -377,10 +377,60 @@ fn match_site(code: &[u8], code_base: usize, after: usize, nr: u64) -> Option<Si
     None
 }
 
+/// Answers the trampoline can give from the runtime's caches without
+/// entering the runtime: getpid, getppid (per-process cache, reached through
+/// the thread's SigHand) and gettid (the thread's own state). A zero in the
+/// cache means "unknown": the trampoline then takes the normal path. Only
+/// for sites without copied moves (they would run twice), and never with
+/// --stats or --trace (those must see every call).
+fn inline_answer(nr: u32, site: &Site) -> Option<Vec<u8>> {
+    if !site.moves.is_empty()
+        || !site.post.is_empty()
+        || crate::stats::on()
+        || crate::log::enabled(crate::log::LogLevel::Trace)
+    {
+        return None;
+    }
+    use crate::sys::ids::IdCache;
+    use crate::thread::{SigHand, Thread};
+    let sighand = core::mem::offset_of!(Thread, sighand) as u32;
+    let ids = core::mem::offset_of!(SigHand, ids) as u32;
+    let mut c = Vec::with_capacity(24);
+    match nr {
+        39 | 110 => {
+            let field = if nr == 39 {
+                core::mem::offset_of!(IdCache, pid)
+            } else {
+                core::mem::offset_of!(IdCache, ppid)
+            } as u32;
+            // mov %gs:sighand, %rcx
+            c.extend_from_slice(&[0x65, 0x48, 0x8b, 0x0c, 0x25]);
+            c.extend_from_slice(&sighand.to_le_bytes());
+            // mov ids+field(%rcx), %ecx
+            c.extend_from_slice(&[0x8b, 0x89]);
+            c.extend_from_slice(&(ids + field).to_le_bytes());
+        }
+        186 => {
+            // mov %gs:tid, %ecx
+            c.extend_from_slice(&[0x65, 0x8b, 0x0c, 0x25]);
+            c.extend_from_slice(&(core::mem::offset_of!(Thread, tid) as u32).to_le_bytes());
+        }
+        _ => return None,
+    }
+    Some(c)
+}
+
 /// Builds the trampoline at `t` for `site`; returns its bytes and the
 /// fast path's continuation address.
 fn trampoline_bytes(t: usize, nr: u32, site: &Site) -> Option<(Vec<u8>, usize)> {
     let mut c: Vec<u8> = Vec::with_capacity(TRAMP_SIZE);
+    if let Some(load) = inline_answer(nr, site) {
+        // load; jrcxz normal; mov %ecx,%eax; jmp resume; normal: ...
+        c.extend_from_slice(&load);
+        c.extend_from_slice(&[0xe3, 7, 0x89, 0xc8, 0xe9]);
+        let here = t + c.len() + 4;
+        c.extend_from_slice(&rel32(here, site.resume)?);
+    }
     c.extend_from_slice(&[0x48, 0x8d, 0x64, 0x24, 0x80]);
     c.extend_from_slice(&site.moves);
     c.push(0xb8);

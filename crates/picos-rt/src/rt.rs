@@ -394,7 +394,7 @@ pub fn watch_parent(t: &thread::Thread) {
     let _ = host::prctl(PR_SET_PDEATHSIG, crate::signal::SIGSYS as usize, 0, 0, 0);
     ids.pid.store(host::getpid(), Ordering::Relaxed);
     // SAFETY: no arguments.
-    let ppid = unsafe { host::call(110, [0; 6]) }.map_or(-1, |p| p as i32);
+    let ppid = unsafe { host::call(110, [0; 6]) }.map_or(0, |p| p as i32);
     ids.ppid.store(ppid, Ordering::Relaxed);
 }
 
@@ -410,7 +410,7 @@ pub fn is_parent_death(info: &crate::arch::SigInfo) -> bool {
     if from <= 0 || from != ids.ppid.load(Ordering::Relaxed) {
         return false;
     }
-    ids.ppid.store(-1, Ordering::Relaxed);
+    ids.ppid.store(0, Ordering::Relaxed);
     let sig = ids.guest_pdeathsig.load(Ordering::Relaxed);
     if sig > 0 {
         let _ = host::tgkill(host::getpid(), t.tid(), sig);

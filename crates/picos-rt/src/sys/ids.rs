@@ -23,7 +23,9 @@ pub struct Creds {
     pub groups: Vec<u32>,
 }
 
-/// Per-process cached answers (-1 / None: unknown, ask the host).
+/// Per-process cached answers (0, -1 or None: unknown, ask the host). The
+/// pids use 0 for "unknown" because patched sites read them directly (see
+/// `patch`), and a zero test there needs no flags.
 pub struct IdCache {
     pub pid: AtomicI32,
     pub ppid: AtomicI32,
@@ -38,8 +40,8 @@ pub struct IdCache {
 impl IdCache {
     pub const fn new() -> Self {
         IdCache {
-            pid: AtomicI32::new(-1),
-            ppid: AtomicI32::new(-1),
+            pid: AtomicI32::new(0),
+            ppid: AtomicI32::new(0),
             umask: AtomicI32::new(-1),
             guest_pdeathsig: AtomicI32::new(0),
             creds: spin::Mutex::new(None),
@@ -75,7 +77,7 @@ fn cache(c: &Ctx<'_>) -> &'static IdCache {
 
 fn cached_or(a: &AtomicI32, nr: usize) -> SysResult {
     let v = a.load(Ordering::Relaxed);
-    if v >= 0 {
+    if v > 0 {
         return Ok(v as usize);
     }
     let r = host_call(nr, [0; 6])?;
