@@ -5,10 +5,26 @@
 #![deny(unsafe_code)]
 
 use crate::sys;
-use crate::table_types::{Serve, SyscallDef};
+use crate::table_types::{Serve, SyscallDef, MAX_NR};
 
 /// Every x86-64 system call picos knows, sorted by number.
-pub static TABLE: &[SyscallDef] = &[
+pub static TABLE: &[SyscallDef] = &DEFS;
+
+/// Table index by syscall number (`u16::MAX`: not in the table), so the
+/// dispatcher finds a row with one load.
+pub static INDEX: [u16; MAX_NR] = build_index(&DEFS);
+
+const fn build_index(defs: &[SyscallDef]) -> [u16; MAX_NR] {
+    let mut idx = [u16::MAX; MAX_NR];
+    let mut i = 0;
+    while i < defs.len() {
+        idx[defs[i].nr as usize] = i as u16;
+        i += 1;
+    }
+    idx
+}
+
+const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 0,
         name: "read",
@@ -2677,3 +2693,5 @@ pub static TABLE: &[SyscallDef] = &[
         note: "",
     },
 ];
+
+const COUNT: usize = 381;

@@ -51,11 +51,10 @@ pub struct SyscallDef {
 pub const MAX_NR: usize = 512;
 
 /// Looks up a syscall by number.
+#[inline]
 pub fn lookup(nr: usize) -> Option<&'static SyscallDef> {
-    let t = crate::table::TABLE;
-    t.binary_search_by_key(&nr, |d| d.nr as usize)
-        .ok()
-        .map(|i| &t[i])
+    let i = *crate::table::INDEX.get(nr)?;
+    crate::table::TABLE.get(i as usize)
 }
 
 #[cfg(test)]

@@ -100,10 +100,11 @@ pub fn gettid(c: &mut Ctx<'_>) -> SysResult {
     Ok(c.t.tid() as usize)
 }
 
-fn creds(c: &Ctx<'_>) -> Result<Creds, Errno> {
+/// Runs `f` on the cached credentials (asking the host first if needed).
+fn with_creds<R>(c: &Ctx<'_>, f: impl FnOnce(&Creds) -> R) -> Result<R, Errno> {
     let mut g = cache(c).creds.lock();
     if let Some(cr) = g.as_ref() {
-        return Ok(cr.clone());
+        return Ok(f(cr));
     }
     let (mut u, mut gi) = ([0u32; 3], [0u32; 3]);
     host_call(
@@ -137,25 +138,26 @@ fn creds(c: &Ctx<'_>) -> Result<Creds, Errno> {
         gid: gi,
         groups,
     };
-    *g = Some(cr.clone());
-    Ok(cr)
+    let r = f(&cr);
+    *g = Some(cr);
+    Ok(r)
 }
 
 /// Implements getuid(2).
 pub fn getuid(c: &mut Ctx<'_>) -> SysResult {
-    Ok(creds(c)?.uid[0] as usize)
+    with_creds(c, |cr| cr.uid[0] as usize)
 }
 /// Implements geteuid(2).
 pub fn geteuid(c: &mut Ctx<'_>) -> SysResult {
-    Ok(creds(c)?.uid[1] as usize)
+    with_creds(c, |cr| cr.uid[1] as usize)
 }
 /// Implements getgid(2).
 pub fn getgid(c: &mut Ctx<'_>) -> SysResult {
-    Ok(creds(c)?.gid[0] as usize)
+    with_creds(c, |cr| cr.gid[0] as usize)
 }
 /// Implements getegid(2).
 pub fn getegid(c: &mut Ctx<'_>) -> SysResult {
-    Ok(creds(c)?.gid[1] as usize)
+    with_creds(c, |cr| cr.gid[1] as usize)
 }
 
 fn write_three(c: &Ctx<'_>, v: [u32; 3]) -> SysResult {
@@ -167,18 +169,18 @@ fn write_three(c: &Ctx<'_>, v: [u32; 3]) -> SysResult {
 
 /// Implements getresuid(2).
 pub fn getresuid(c: &mut Ctx<'_>) -> SysResult {
-    let v = creds(c)?.uid;
+    let v = with_creds(c, |cr| cr.uid)?;
     write_three(c, v)
 }
 /// Implements getresgid(2).
 pub fn getresgid(c: &mut Ctx<'_>) -> SysResult {
-    let v = creds(c)?.gid;
+    let v = with_creds(c, |cr| cr.gid)?;
     write_three(c, v)
 }
 
 /// Implements getgroups(2).
 pub fn getgroups(c: &mut Ctx<'_>) -> SysResult {
-    let groups = creds(c)?.groups;
+    let groups = with_creds(c, |cr| cr.groups.clone())?;
     let size = c.arg(0) as i32;
     if size < 0 {
         return Err(Errno::EINVAL);

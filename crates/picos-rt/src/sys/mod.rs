@@ -129,6 +129,41 @@ impl Served {
     }
 }
 
+/// Runs the call's handler as the table says; returns the result, how it
+/// was served, and whether SA_RESTART may restart it.
+#[inline(always)]
+fn serve(
+    ctx: &mut Ctx<'_>,
+    def: Option<&'static crate::table_types::SyscallDef>,
+) -> (SysResult, Served, bool) {
+    let (res, served, restart) = match def.map(|d| d.serve) {
+        Some(Serve::Emulated(h)) => (h(ctx), Served::Emulated, false),
+        Some(Serve::Mediated(h)) => (h(ctx), Served::Mediated, false),
+        Some(Serve::Host) => (ctx.host(), Served::Host, false),
+        Some(Serve::HostBlocking { restart }) => (ctx.host_blocking(), Served::Host, restart),
+        Some(Serve::Unsupported) | None => {
+            warn_unsupported(ctx.nr, def.map_or("unknown", |d| d.name));
+            (Err(Errno::ENOSYS), Served::Unsupported, false)
+        }
+    };
+    crate::stats::syscall(ctx.t, ctx.nr, served == Served::Emulated);
+    (res, served, restart)
+}
+
+/// As `serve`, printing the `--trace` line (kept out of the hot path: its
+/// line buffer is large).
+#[cold]
+#[inline(never)]
+fn serve_traced(
+    ctx: &mut Ctx<'_>,
+    def: Option<&'static crate::table_types::SyscallDef>,
+) -> (SysResult, Served, bool) {
+    let pre = trace::Pre::capture(ctx.t, ctx.nr, def, &ctx.args);
+    let (res, served, restart) = serve(ctx, def);
+    pre.finish(&res, served, ctx.keep_regs);
+    (res, served, restart)
+}
+
 /// Serves the system call in `uc` (trapped by Syscall User Dispatch) and
 /// writes its result into `uc`.
 pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
@@ -136,12 +171,6 @@ pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
     let nr = m.rax as usize;
     let args = [m.rdi, m.rsi, m.rdx, m.r10, m.r8, m.r9].map(|a| a as usize);
     let def = lookup(nr);
-    let tracing = crate::log::enabled(LogLevel::Trace);
-    let pre = if tracing {
-        Some(trace::Pre::capture(t, nr, def, &args))
-    } else {
-        None
-    };
     let mut ctx = Ctx {
         t,
         uc,
@@ -149,20 +178,11 @@ pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
         args,
         keep_regs: false,
     };
-    let (res, served, restart) = match def.map(|d| d.serve) {
-        Some(Serve::Emulated(h)) => (h(&mut ctx), Served::Emulated, false),
-        Some(Serve::Mediated(h)) => (h(&mut ctx), Served::Mediated, false),
-        Some(Serve::Host) => (ctx.host(), Served::Host, false),
-        Some(Serve::HostBlocking { restart }) => (ctx.host_blocking(), Served::Host, restart),
-        Some(Serve::Unsupported) | None => {
-            warn_unsupported(nr, def.map_or("unknown", |d| d.name));
-            (Err(Errno::ENOSYS), Served::Unsupported, false)
-        }
+    let (res, _, restart) = if crate::log::enabled(LogLevel::Trace) {
+        serve_traced(&mut ctx, def)
+    } else {
+        serve(&mut ctx, def)
     };
-    crate::stats::syscall(t, nr, served == Served::Emulated);
-    if let Some(pre) = pre {
-        pre.finish(&res, served, ctx.keep_regs);
-    }
     if ctx.keep_regs {
         return;
     }
