@@ -440,25 +440,18 @@ const F_DUPFD_CLOEXEC: usize = 1030;
 const O_CLOEXEC: usize = 0o2000000;
 const RLIMIT_NOFILE: usize = 7;
 
+/// Opens NUL-terminated `path` with O_CLOEXEC added to `flags`.
+fn open_cloexec(path: &[u8], flags: usize) -> Result<i32, Errno> {
+    let path = core::ffi::CStr::from_bytes_with_nul(path).map_err(|_| Errno::EINVAL)?;
+    host::openat(host::AT_FDCWD, path, (flags | O_CLOEXEC) as i32, 0).map(|fd| fd as i32)
+}
+
 /// Opens `path` (NUL-terminated) for the runtime at a descriptor number
 /// just below the program's RLIMIT_NOFILE, out of the way of the numbers
 /// the program gets; `sys::fs` keeps the program from closing or
 /// replacing it.
 pub fn open_hidden(path: &[u8], flags: usize) -> Result<i32, Errno> {
-    // SAFETY: `path` is NUL-terminated.
-    let fd = unsafe {
-        host::call(
-            host::nr::OPENAT,
-            [
-                host::AT_FDCWD as usize,
-                path.as_ptr() as usize,
-                flags | O_CLOEXEC,
-                0,
-                0,
-                0,
-            ],
-        )
-    }? as i32;
+    let fd = open_cloexec(path, flags)?;
     let mut lim = [0u64; 2];
     // SAFETY: prlimit64 writes a `struct rlimit` into `lim`.
     let soft =
@@ -482,20 +475,7 @@ pub fn open_hidden(path: &[u8], flags: usize) -> Result<i32, Errno> {
 
 /// Replaces hidden descriptor `fd` by a fresh open of `path` (same number).
 pub fn reopen_hidden(fd: i32, path: &[u8], flags: usize) -> Result<(), Errno> {
-    // SAFETY: `path` is NUL-terminated.
-    let tmp = unsafe {
-        host::call(
-            host::nr::OPENAT,
-            [
-                host::AT_FDCWD as usize,
-                path.as_ptr() as usize,
-                flags | O_CLOEXEC,
-                0,
-                0,
-                0,
-            ],
-        )
-    }? as i32;
+    let tmp = open_cloexec(path, flags)?;
     // SAFETY: integer arguments only; dup3 atomically replaces our own fd.
     let r = unsafe {
         host::call(
