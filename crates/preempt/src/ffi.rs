@@ -1,0 +1,262 @@
+//! The C API (`include/preempt.h`). A `preempt_cont_t *` is the header at the
+//! top of the function's stack.
+
+use crate::engine::{self, Continuation, Outcome, Reason, RawCont};
+use crate::{alloc, Error};
+use core::ptr;
+use libc::{c_char, c_int, c_void};
+
+/// Opaque continuation handle (`preempt_cont_t`).
+#[repr(C)]
+pub struct PreemptCont {
+    _opaque: [u8; 0],
+}
+
+fn to_raw(c: *mut PreemptCont) -> *mut RawCont {
+    c.cast()
+}
+
+pub const PREEMPT_DONE: c_int = 0;
+pub const PREEMPT_TIMEOUT: c_int = 1;
+pub const PREEMPT_PAUSED: c_int = 2;
+pub const PREEMPT_ENESTED: c_int = -1;
+pub const PREEMPT_EINVAL: c_int = -2;
+pub const PREEMPT_ENOMEM: c_int = -3;
+pub const PREEMPT_ESYS: c_int = -4;
+pub const PREEMPT_EPANIC: c_int = -5;
+pub const PREEMPT_ENOTINFN: c_int = -6;
+pub const PREEMPT_ETHREAD: c_int = -7;
+
+fn code_of(e: &Error) -> c_int {
+    match e {
+        Error::Nested => PREEMPT_ENESTED,
+        Error::Panicked(_) => PREEMPT_EPANIC,
+        Error::Poisoned | Error::Finished => PREEMPT_EINVAL,
+        Error::NotInFunction => PREEMPT_ENOTINFN,
+        Error::WrongThread => PREEMPT_ETHREAD,
+        Error::Os(libc::ENOMEM) => PREEMPT_ENOMEM,
+        Error::Os(_) | Error::AllocatorNotInstalled | Error::TooManyThreads => PREEMPT_ESYS,
+    }
+}
+
+fn code_of_reason(r: Option<Reason>) -> c_int {
+    match r {
+        Some(Reason::Paused) => PREEMPT_PAUSED,
+        _ => PREEMPT_TIMEOUT,
+    }
+}
+
+/// Runs `f(arg)` for at most `timeout_us` µs (`PREEMPT_NO_TIMEOUT`: no
+/// limit). Returns PREEMPT_DONE (and sets `*out` to NULL), PREEMPT_TIMEOUT or
+/// PREEMPT_PAUSED (and sets `*out` to the continuation), or a negative error.
+///
+/// # Safety
+/// `f` must be callable with `arg` on any thread-owned stack; `out` must be
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn preempt_launch(
+    f: Option<unsafe extern "C" fn(*mut c_void)>,
+    arg: *mut c_void,
+    timeout_us: u64,
+    out: *mut *mut PreemptCont,
+) -> c_int {
+    let Some(f) = f else { return PREEMPT_EINVAL };
+    if out.is_null() {
+        return PREEMPT_EINVAL;
+    }
+    let arg = arg as usize;
+    // SAFETY: the C caller vouches for f(arg).
+    let r = engine::launch(move || unsafe { f(arg as *mut c_void) }, timeout_us);
+    match r {
+        Ok(Outcome::Done(())) => {
+            // SAFETY: `out` is writable (checked non-null; contract).
+            unsafe { *out = ptr::null_mut() };
+            PREEMPT_DONE
+        }
+        Ok(Outcome::Pending(c)) => {
+            let code = code_of_reason(c.reason());
+            // SAFETY: as above.
+            unsafe { *out = c.into_raw().cast() };
+            code
+        }
+        Err(e) => {
+            // SAFETY: as above.
+            unsafe { *out = ptr::null_mut() };
+            code_of(&e)
+        }
+    }
+}
+
+/// Lets `*cont` run again for at most `timeout_us` µs. On PREEMPT_DONE (and
+/// on PREEMPT_EPANIC) the continuation is released and `*cont` set to NULL.
+///
+/// # Safety
+/// `cont` points at a handle from `preempt_launch`/`preempt_resume` that was
+/// not cancelled.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn preempt_resume(cont: *mut *mut PreemptCont, timeout_us: u64) -> c_int {
+    // SAFETY: per the contract `cont`, if not null, is readable.
+    if cont.is_null() || unsafe { (*cont).is_null() } {
+        return PREEMPT_EINVAL;
+    }
+    // SAFETY: as above.
+    let raw = to_raw(unsafe { *cont });
+    if !engine::owned_here(raw) {
+        return PREEMPT_ETHREAD;
+    }
+    // SAFETY: a live handle from into_raw.
+    let mut c: Continuation<()> = unsafe { Continuation::from_raw(raw) };
+    let r = c.resume(timeout_us);
+    let code = match &r {
+        Ok(Some(())) => PREEMPT_DONE,
+        Ok(None) => code_of_reason(c.reason()),
+        Err(e) => code_of(e),
+    };
+    let next = if c.reason().is_some() { c.into_raw().cast() } else { ptr::null_mut() };
+    // SAFETY: `cont` is writable per the contract.
+    unsafe { *cont = next };
+    code
+}
+
+/// Discards a continuation: its stack returns to the pool and the blocks its
+/// function got from `preempt_malloc` & co. and did not free are freed.
+///
+/// # Safety
+/// `cont` is a live handle; nothing refers to the function's stack or to
+/// those blocks any more.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn preempt_cancel(cont: *mut PreemptCont) -> c_int {
+    if cont.is_null() {
+        return PREEMPT_EINVAL;
+    }
+    let raw = to_raw(cont);
+    if !engine::owned_here(raw) {
+        return PREEMPT_ETHREAD;
+    }
+    // SAFETY: a live handle, on its own thread; the contract is cancel's.
+    unsafe { Continuation::<()>::from_raw(raw).cancel() };
+    0
+}
+
+/// Yields from inside a preemptible function to its caller, which gets
+/// PREEMPT_PAUSED. Returns 0 when resumed, PREEMPT_ENOTINFN outside one.
+#[unsafe(no_mangle)]
+pub extern "C" fn preempt_pause() -> c_int {
+    match engine::pause() {
+        Ok(()) => 0,
+        Err(e) => code_of(&e),
+    }
+}
+
+/// Whether the caller runs inside a preemptible function.
+#[unsafe(no_mangle)]
+pub extern "C" fn preempt_in_function() -> c_int {
+    c_int::from(engine::in_preemptible())
+}
+
+/// Enters a non-preemptible region (nestable).
+#[unsafe(no_mangle)]
+pub extern "C" fn preempt_np_enter() {
+    let _ = engine::np_enter();
+}
+
+/// Leaves a non-preemptible region; a deferred preemption happens here.
+#[unsafe(no_mangle)]
+pub extern "C" fn preempt_np_exit() {
+    engine::np_exit_c();
+}
+
+/// `malloc`, non-preemptible and tracked (freed by `preempt_cancel`).
+#[unsafe(no_mangle)]
+pub extern "C" fn preempt_malloc(size: usize) -> *mut c_void {
+    alloc::c_malloc(size).cast()
+}
+
+/// `calloc` through the hooks.
+#[unsafe(no_mangle)]
+pub extern "C" fn preempt_calloc(n: usize, size: usize) -> *mut c_void {
+    alloc::c_calloc(n, size).cast()
+}
+
+/// `realloc` through the hooks.
+///
+/// # Safety
+/// `p` is NULL or a live block from the hooks.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn preempt_realloc(p: *mut c_void, size: usize) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { alloc::c_realloc(p.cast(), size).cast() }
+}
+
+/// `free` through the hooks.
+///
+/// # Safety
+/// `p` is NULL or a live block from the hooks.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn preempt_free(p: *mut c_void) {
+    // SAFETY: forwarded contract.
+    unsafe { alloc::c_free(p.cast()) }
+}
+
+/// Counters, as in `preempt::Stats`.
+#[repr(C)]
+pub struct PreemptStats {
+    pub launches: u64,
+    pub timeouts: u64,
+    pub deferred: u64,
+    pub expired_early: u64,
+    pub cancels: u64,
+    pub freed_on_cancel: u64,
+    pub leaked: u64,
+    pub pooled_stacks: u64,
+}
+
+/// Fills `*out` with the process-wide counters.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn preempt_stats(out: *mut PreemptStats) {
+    if out.is_null() {
+        return;
+    }
+    let s = engine::stats();
+    // SAFETY: writable per the contract.
+    unsafe {
+        *out = PreemptStats {
+            launches: s.launches,
+            timeouts: s.timeouts,
+            deferred: s.deferred,
+            expired_early: s.expired_early,
+            cancels: s.cancels,
+            freed_on_cancel: s.freed_on_cancel,
+            leaked: s.leaked,
+            pooled_stacks: s.pooled_stacks as u64,
+        }
+    }
+}
+
+/// The signal number the timers use.
+#[unsafe(no_mangle)]
+pub extern "C" fn preempt_signal() -> c_int {
+    engine::signal_number()
+}
+
+/// A static string describing a return code.
+#[unsafe(no_mangle)]
+pub extern "C" fn preempt_strerror(code: c_int) -> *const c_char {
+    let s: &'static [u8] = match code {
+        PREEMPT_DONE => b"done\0",
+        PREEMPT_TIMEOUT => b"timed out\0",
+        PREEMPT_PAUSED => b"paused\0",
+        PREEMPT_ENESTED => b"cannot launch or resume inside a preemptible function\0",
+        PREEMPT_EINVAL => b"invalid argument\0",
+        PREEMPT_ENOMEM => b"out of memory\0",
+        PREEMPT_ESYS => b"system call failed\0",
+        PREEMPT_EPANIC => b"the function panicked\0",
+        PREEMPT_ENOTINFN => b"not inside a preemptible function\0",
+        PREEMPT_ETHREAD => b"continuation belongs to another thread\0",
+        _ => b"unknown code\0",
+    };
+    s.as_ptr().cast()
+}

@@ -1,0 +1,86 @@
+//! Builds the C test program (tests/c/api_test.c) and the C example
+//! (examples/c/example.c) against libpreempt.a with musl-gcc, and runs them.
+//!
+//! libpreempt.a is the staticlib cargo built for this test run (the crate's
+//! `crate-type` includes "staticlib"), found next to this test binary; the
+//! link also needs the Rust toolchain's libunwind.a for musl.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn staticlib() -> PathBuf {
+    // cargo builds the library once per profile variant (the test build uses
+    // panic=unwind, `cargo build` panic=abort) into deps/libpreempt-HASH.a and
+    // uplifts only the non-test one to ../libpreempt.a, so take the newest of
+    // them all: it is the one built from the current sources.
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    let mut candidates = vec![deps.parent().unwrap().join("libpreempt.a")];
+    for e in std::fs::read_dir(deps).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("libpreempt-") && name.ends_with(".a") {
+            candidates.push(e.path());
+        }
+    }
+    candidates
+        .into_iter()
+        .filter_map(|p| Some((p.metadata().ok()?.modified().ok()?, p)))
+        .max()
+        .expect("libpreempt.a not found next to the test binary")
+        .1
+}
+
+/// The Rust toolchain's LLVM libunwind for musl: the staticlib refers to
+/// `_Unwind_*` but does not bundle it (Rust's own musl link adds it).
+fn libunwind() -> PathBuf {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = Command::new(rustc).args(["--print", "sysroot"]).output().expect("rustc --print sysroot");
+    let sysroot = String::from_utf8(out.stdout).unwrap();
+    let p = Path::new(sysroot.trim()).join("lib/rustlib/x86_64-unknown-linux-musl/lib/self-contained/libunwind.a");
+    assert!(p.exists(), "{} missing (rustup target add x86_64-unknown-linux-musl)", p.display());
+    p
+}
+
+fn build(src: &str, out: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(out);
+    let cc = which("musl-gcc").expect("musl-gcc not found: install musl-tools (.ci/run does)");
+    let status = Command::new(cc)
+        .args(["-O2", "-static", "-Wall", "-Werror", "-I"])
+        .arg(dir.join("include"))
+        .arg(dir.join(src))
+        .arg(staticlib())
+        .arg(libunwind())
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(status.success(), "musl-gcc failed for {src}");
+    out
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join(name)).find(|p| p.exists())
+}
+
+#[test]
+fn c_api_test_program() {
+    let exe = build("tests/c/api_test.c", "preempt_c_api_test");
+    let out = Command::new(&exe).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "C test failed: {:?}", out.status);
+    assert!(stdout.contains("all ok"));
+}
+
+#[test]
+fn c_example() {
+    let exe = build("examples/c/example.c", "preempt_c_example");
+    let out = Command::new(&exe).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "C example failed: {:?}", out.status);
+    assert!(stdout.contains("1270607 primes below 20000000"));
+    assert!(stdout.contains("fibonacci: 0 1 1 2 3 5 8 13 21 34"));
+    assert!(stdout.contains("runaway cancelled"));
+}
