@@ -191,6 +191,8 @@ const fn build_index(defs: &[SyscallDef]) -> [u16; MAX_NR] {
     idx
 }
 
+// A const (not a static) so that `build_index` can read it at compile time.
+#[allow(clippy::large_const_arrays)]
 const DEFS: [SyscallDef; COUNT] = [
 ''']
 for nr in sorted(calls):

@@ -5,6 +5,7 @@
 //! picos syscalls [--json]
 //! picos manifest check FILE
 //! picos manifest default
+//! picos bench [--quick] [--rows PATTERN] [--pin CPU] [--json FILE] [--svg FILE] [--compare OLD.json]
 //! ```
 //!
 //! The command line is parsed with clap's builder API rather than its derive
@@ -12,6 +13,7 @@
 //! linked statically (`+crt-static`, see `.cargo/config.toml`) and a
 //! proc-macro cannot be built that way.
 
+mod bench;
 mod manifest;
 mod run;
 mod syscalls;
@@ -62,6 +64,7 @@ fn cli() -> Command {
                         .about("Print the embedded default manifest (used when `run` gets no -m)"),
                 ),
         )
+        .subcommand(bench::command())
 }
 
 fn main() -> ExitCode {
@@ -78,6 +81,7 @@ fn main() -> ExitCode {
             syscalls::print(m.get_flag("json"));
             ExitCode::SUCCESS
         }
+        Some(("bench", m)) => bench::main(m),
         Some(("manifest", m)) => match m.subcommand() {
             Some(("check", m)) => {
                 let file = m

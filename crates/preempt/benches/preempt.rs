@@ -16,8 +16,9 @@ use std::time::Instant;
 /// Two-sided 95% quantile of Student's t with `df` degrees of freedom.
 fn t975(df: usize) -> f64 {
     const TABLE: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
     ];
     match df {
         0 => f64::NAN,
@@ -26,7 +27,8 @@ fn t975(df: usize) -> f64 {
             // Cornish-Fisher expansion around the normal quantile.
             let z: f64 = 1.959_964;
             let d = df as f64;
-            z + (z.powi(3) + z) / (4.0 * d) + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * d * d)
+            z + (z.powi(3) + z) / (4.0 * d)
+                + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * d * d)
         }
     }
 }
@@ -85,7 +87,10 @@ fn pthread_once() {
     // SAFETY: a default-attribute thread running an empty function, joined.
     unsafe {
         let mut t: libc::pthread_t = std::mem::zeroed();
-        assert_eq!(libc::pthread_create(&mut t, std::ptr::null(), empty_thread, std::ptr::null_mut()), 0);
+        assert_eq!(
+            libc::pthread_create(&mut t, std::ptr::null(), empty_thread, std::ptr::null_mut()),
+            0
+        );
         libc::pthread_join(t, std::ptr::null_mut());
     }
 }
@@ -116,7 +121,10 @@ impl BareTimer {
             ev.sigev_signo = sig;
             ev.sigev_notify_thread_id = libc::syscall(libc::SYS_gettid) as libc::c_int;
             let mut t: libc::timer_t = std::mem::zeroed();
-            assert_eq!(libc::timer_create(libc::CLOCK_MONOTONIC, &mut ev, &mut t), 0);
+            assert_eq!(
+                libc::timer_create(libc::CLOCK_MONOTONIC, &mut ev, &mut t),
+                0
+            );
             BareTimer(t)
         }
     }
@@ -125,8 +133,14 @@ impl BareTimer {
     fn fire_after(&self, us: u64) -> f64 {
         BARE_FIRED.store(false, std::sync::atomic::Ordering::SeqCst);
         let spec = libc::itimerspec {
-            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-            it_value: libc::timespec { tv_sec: 0, tv_nsec: (us * 1000) as _ },
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: (us * 1000) as _,
+            },
         };
         let t = Instant::now();
         // SAFETY: arming the timer created in `new`.
@@ -147,7 +161,11 @@ fn spin() {
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
-    let (rounds, n_fn, n_fork, n_thread, n_over) = if quick { (10, 200, 5, 20, 300) } else { (40, 500, 20, 100, 3000) };
+    let (rounds, n_fn, n_fork, n_thread, n_over) = if quick {
+        (10, 200, 5, 20, 300)
+    } else {
+        (40, 500, 20, 100, 3000)
+    };
 
     // Warm up: map the stacks, fault in the pages, create the timer.
     for c in launch_n(n_fn) {
@@ -203,7 +221,9 @@ fn main() {
     for _ in 0..n_over {
         bare_over.push(bare.fire_after(100) - 100.0);
         let t = Instant::now();
-        let Outcome::Pending(c) = launch(spin, 100).unwrap() else { unreachable!() };
+        let Outcome::Pending(c) = launch(spin, 100).unwrap() else {
+            unreachable!()
+        };
         over.push(t.elapsed().as_secs_f64() * 1e6 - 100.0);
         let t = Instant::now();
         // SAFETY: `spin` shares nothing.
@@ -218,7 +238,10 @@ fn main() {
     println!("| operation | µs |");
     println!("|---|---|");
     for (name, xs) in [
-        ("launch() (function pauses at once; timer armed and disarmed)", &launch_us),
+        (
+            "launch() (function pauses at once; timer armed and disarmed)",
+            &launch_us,
+        ),
         ("resume() (function returns)", &resume_us),
         ("cancel() (paused function)", &cancel_us),
         ("fork() + _exit + waitpid", &fork_us),

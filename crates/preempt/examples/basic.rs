@@ -10,7 +10,11 @@ use std::time::Instant;
 
 fn main() {
     // 1. A computation in 1 ms slices; the caller is free between slices.
-    let count_primes = || (2..3_000_000u64).filter(|n| (2..).take_while(|d| d * d <= *n).all(|d| n % d != 0)).count();
+    let count_primes = || {
+        (2..3_000_000u64)
+            .filter(|n| (2..).take_while(|d| d * d <= *n).all(|d| n % d != 0))
+            .count()
+    };
     let t = Instant::now();
     let mut slices = 1;
     let primes = match launch(count_primes, 1_000).unwrap() {
@@ -22,7 +26,10 @@ fn main() {
             }
         },
     };
-    println!("{primes} primes below 3,000,000 in {slices} slices of 1 ms ({:?})", t.elapsed());
+    println!(
+        "{primes} primes below 3,000,000 in {slices} slices of 1 ms ({:?})",
+        t.elapsed()
+    );
 
     // 2. A generator: pause() hands each value to the caller.
     let out = Rc::new(Cell::new(0u64));
@@ -35,7 +42,9 @@ fn main() {
             (a, b) = (b, a + b);
         }
     };
-    let Outcome::Pending(mut cont) = launch(fib, NO_TIMEOUT).unwrap() else { unreachable!() };
+    let Outcome::Pending(mut cont) = launch(fib, NO_TIMEOUT).unwrap() else {
+        unreachable!()
+    };
     let mut values = Vec::new();
     while values.len() < 10 {
         assert_eq!(cont.reason(), Some(Reason::Paused));
@@ -58,11 +67,16 @@ fn main() {
             }
         }
     };
-    let Outcome::Pending(cont) = launch(runaway, 10_000).unwrap() else { unreachable!() };
+    let Outcome::Pending(cont) = launch(runaway, 10_000).unwrap() else {
+        unreachable!()
+    };
     let t = Instant::now();
     // SAFETY: the runaway's vector never leaves it.
     let freed = unsafe { cont.cancel() };
-    println!("runaway cancelled in {:?}, {freed} blocks freed", t.elapsed());
+    println!(
+        "runaway cancelled in {:?}, {freed} blocks freed",
+        t.elapsed()
+    );
 
     // 4. A panic comes back as an error (with panic = "unwind").
     #[cfg(panic = "unwind")]

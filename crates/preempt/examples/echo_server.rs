@@ -95,14 +95,24 @@ pub fn serve(listener: TcpListener, cfg: Config, stop: Arc<AtomicBool>) -> io::R
     let mut quit = false;
     while !quit && !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
         // Wait for I/O; do not wait at all while some request still runs.
-        let busy = conns.iter().any(|c| c.job.is_some() || c.inbuf.contains(&b'\n'));
-        let mut fds = vec![libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
+        let busy = conns
+            .iter()
+            .any(|c| c.job.is_some() || c.inbuf.contains(&b'\n'));
+        let mut fds = vec![libc::pollfd {
+            fd: listener.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
         for c in &conns {
             let mut events = libc::POLLIN;
             if !c.outbuf.is_empty() {
                 events |= libc::POLLOUT;
             }
-            fds.push(libc::pollfd { fd: c.stream.as_raw_fd(), events, revents: 0 });
+            fds.push(libc::pollfd {
+                fd: c.stream.as_raw_fd(),
+                events,
+                revents: 0,
+            });
         }
         let timeout_ms = if busy { 0 } else { 10 };
         // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
@@ -118,7 +128,13 @@ pub fn serve(listener: TcpListener, cfg: Config, stop: Arc<AtomicBool>) -> io::R
                     s.set_nonblocking(true)?;
                     s.set_nodelay(true)?;
                     report.connections += 1;
-                    conns.push(Conn { stream: s, inbuf: Vec::new(), outbuf: Vec::new(), job: None, closed: false });
+                    conns.push(Conn {
+                        stream: s,
+                        inbuf: Vec::new(),
+                        outbuf: Vec::new(),
+                        job: None,
+                        closed: false,
+                    });
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) => return Err(e),
@@ -165,7 +181,8 @@ pub fn serve(listener: TcpListener, cfg: Config, stop: Arc<AtomicBool>) -> io::R
                         }
                     }
                     Err(e) => {
-                        c.outbuf.extend_from_slice(format!("error: {e}\n").as_bytes());
+                        c.outbuf
+                            .extend_from_slice(format!("error: {e}\n").as_bytes());
                         c.job = None;
                     }
                 }
@@ -185,9 +202,14 @@ pub fn serve(listener: TcpListener, cfg: Config, stop: Arc<AtomicBool>) -> io::R
                         }
                         Ok(Outcome::Pending(cont)) => {
                             report.preempted_slices += 1;
-                            c.job = Some(Job { cont, used_us: cfg.budget_us });
+                            c.job = Some(Job {
+                                cont,
+                                used_us: cfg.budget_us,
+                            });
                         }
-                        Err(e) => c.outbuf.extend_from_slice(format!("error: {e}\n").as_bytes()),
+                        Err(e) => c
+                            .outbuf
+                            .extend_from_slice(format!("error: {e}\n").as_bytes()),
                     }
                 }
             }
@@ -209,7 +231,9 @@ pub fn serve(listener: TcpListener, cfg: Config, stop: Arc<AtomicBool>) -> io::R
         }
 
         // Drop connections that are closed and have nothing left to do.
-        conns.retain(|c| !(c.closed && c.outbuf.is_empty() && c.job.is_none() && !c.inbuf.contains(&b'\n')));
+        conns.retain(|c| {
+            !(c.closed && c.outbuf.is_empty() && c.job.is_none() && !c.inbuf.contains(&b'\n'))
+        });
     }
     // Flush the last answers (e.g. "bye") and cancel what still runs.
     for c in conns.iter_mut() {
@@ -226,10 +250,20 @@ pub fn serve(listener: TcpListener, cfg: Config, stop: Arc<AtomicBool>) -> io::R
 
 #[allow(dead_code)]
 fn main() -> io::Result<()> {
-    let seconds = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(30);
+    let seconds = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(30);
     let listener = TcpListener::bind("127.0.0.1:0")?;
-    println!("listening on {} for {seconds} s (budget 2 ms per slice, 500 ms per request)", listener.local_addr()?);
-    let cfg = Config { budget_us: 2_000, max_request_us: 500_000, run_for: Duration::from_secs(seconds) };
+    println!(
+        "listening on {} for {seconds} s (budget 2 ms per slice, 500 ms per request)",
+        listener.local_addr()?
+    );
+    let cfg = Config {
+        budget_us: 2_000,
+        max_request_us: 500_000,
+        run_for: Duration::from_secs(seconds),
+    };
     let report = serve(listener, cfg, Arc::new(AtomicBool::new(false)))?;
     println!("{report:?}");
     Ok(())

@@ -47,12 +47,20 @@ unsafe impl Sync for Tracker {}
 
 impl Tracker {
     pub(crate) const fn new() -> Self {
-        Tracker { lock: AtomicBool::new(false), head: UnsafeCell::new(ptr::null_mut()), count: UnsafeCell::new(0) }
+        Tracker {
+            lock: AtomicBool::new(false),
+            head: UnsafeCell::new(ptr::null_mut()),
+            count: UnsafeCell::new(0),
+        }
     }
 
     fn lock(&self) {
         let mut spins = 0u32;
-        while self.lock.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        while self
+            .lock
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
             spins += 1;
             if spins > 100 {
                 std::thread::yield_now();
@@ -89,7 +97,8 @@ impl Tracker {
             }
             *self.head.get() = h;
             *self.count.get() += 1;
-            (*h).owner.store(self as *const Tracker as *mut Tracker, Ordering::Relaxed);
+            (*h).owner
+                .store(self as *const Tracker as *mut Tracker, Ordering::Relaxed);
         }
     }
 
@@ -186,7 +195,10 @@ unsafe fn block_of(h: *mut Hdr) -> (*mut u8, Layout) {
         let user = (h as *mut u8).add(HDR);
         let off = offset(align);
         let base = user.sub(off);
-        (base, Layout::from_size_align_unchecked(size + off, align.max(16)))
+        (
+            base,
+            Layout::from_size_align_unchecked(size + off, align.max(16)),
+        )
     }
 }
 
@@ -266,7 +278,11 @@ unsafe fn write_hdr(base: *mut u8, l: Layout) -> *mut u8 {
 /// `base` is a live block of `inner_layout(l)`; called inside the
 /// allocator's own non-preemptible region, entered with `st`.
 #[inline]
-unsafe fn finish_alloc(base: *mut u8, l: Layout, st: Option<&'static engine::ThreadState>) -> *mut u8 {
+unsafe fn finish_alloc(
+    base: *mut u8,
+    l: Layout,
+    st: Option<&'static engine::ThreadState>,
+) -> *mut u8 {
     // SAFETY: per the contract.
     unsafe {
         let user = write_hdr(base, l);
@@ -311,7 +327,9 @@ unsafe impl GlobalAlloc for PreemptAlloc {
         if !SEEN.load(Ordering::Relaxed) {
             SEEN.store(true, Ordering::Relaxed);
         }
-        let Some(inner) = inner_layout(l) else { return ptr::null_mut() };
+        let Some(inner) = inner_layout(l) else {
+            return ptr::null_mut();
+        };
         let st = engine::np_enter();
         // SAFETY: `inner` has non-zero size.
         let base = unsafe { System.alloc(inner) };
@@ -330,7 +348,9 @@ unsafe impl GlobalAlloc for PreemptAlloc {
         if !SEEN.load(Ordering::Relaxed) {
             SEEN.store(true, Ordering::Relaxed);
         }
-        let Some(inner) = inner_layout(l) else { return ptr::null_mut() };
+        let Some(inner) = inner_layout(l) else {
+            return ptr::null_mut();
+        };
         let st = engine::np_enter();
         // SAFETY: `inner` has non-zero size.
         let base = unsafe { System.alloc_zeroed(inner) };
@@ -351,7 +371,10 @@ unsafe impl GlobalAlloc for PreemptAlloc {
         // base are where `offset` says.
         unsafe {
             release_owner(hdr_of(user));
-            System.dealloc(user.sub(offset(l.align())), inner_layout(l).unwrap_unchecked());
+            System.dealloc(
+                user.sub(offset(l.align())),
+                inner_layout(l).unwrap_unchecked(),
+            );
         }
         engine::np_leave(st);
     }
@@ -362,7 +385,9 @@ unsafe impl GlobalAlloc for PreemptAlloc {
     unsafe fn realloc(&self, user: *mut u8, l: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: GlobalAlloc's contract makes (new_size, l.align()) valid.
         let nl = unsafe { Layout::from_size_align_unchecked(new_size, l.align()) };
-        let Some(new_inner) = inner_layout(nl) else { return ptr::null_mut() };
+        let Some(new_inner) = inner_layout(nl) else {
+            return ptr::null_mut();
+        };
         let st = engine::np_enter();
         // SAFETY: `user` came from `alloc` with layout `l`, so its header and
         // base are where `offset` says. An owned block is moved with its
@@ -416,7 +441,10 @@ pub(crate) fn c_malloc(size: usize) -> *mut u8 {
 }
 
 pub(crate) fn c_calloc(n: usize, size: usize) -> *mut u8 {
-    match n.checked_mul(size).map(|s| Layout::from_size_align(s.max(1), 16)) {
+    match n
+        .checked_mul(size)
+        .map(|s| Layout::from_size_align(s.max(1), 16))
+    {
         // SAFETY: non-zero size.
         Some(Ok(l)) => unsafe { HOOKS.alloc_zeroed(l) },
         _ => ptr::null_mut(),

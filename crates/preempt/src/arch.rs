@@ -150,13 +150,13 @@ pub(crate) unsafe fn init_frame(
     // is 16-byte aligned, as the `call r12` in `__preempt_entry` requires.
     let sp = (top as usize - INIT_FRAME) as *mut u64;
     let words: [u64; 8] = [
-        fpu,                           // MXCSR | x87 CW << 32
-        0,                             // r15
-        0,                             // r14
-        0,                             // r13
-        entry as *const () as u64,     // r12: the function to call
-        arg as u64,                    // rbx: its argument
-        0,                             // rbp: end of the frame-pointer chain
+        fpu,                                 // MXCSR | x87 CW << 32
+        0,                                   // r15
+        0,                                   // r14
+        0,                                   // r13
+        entry as *const () as u64,           // r12: the function to call
+        arg as u64,                          // rbx: its argument
+        0,                                   // rbp: end of the frame-pointer chain
         __preempt_entry as *const () as u64, // return address
     ];
     // SAFETY: `sp .. sp + 64` lies inside `top - INIT_FRAME .. top`, which

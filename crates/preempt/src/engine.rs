@@ -41,7 +41,9 @@ use crate::{arch, sys, Error};
 use core::cell::Cell;
 use core::marker::PhantomData;
 use core::ptr;
-use core::sync::atomic::{compiler_fence, AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{
+    compiler_fence, AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering,
+};
 use libc::{c_int, c_void, siginfo_t};
 
 /// Threads that may use preemptible functions at the same time.
@@ -172,12 +174,19 @@ fn init_thread() -> Result<&'static ThreadState, Error> {
     // SAFETY: registers fork handlers that only take/release the stack
     // pool's lock, make system calls and touch atomics.
     ATFORK.call_once(|| unsafe {
-        libc::pthread_atfork(Some(stack::atfork_prepare), Some(stack::atfork_release), Some(atfork_child));
+        libc::pthread_atfork(
+            Some(stack::atfork_prepare),
+            Some(stack::atfork_release),
+            Some(atfork_child),
+        );
     });
     let idx = SLOTS
         .iter()
         .position(|s| {
-            !s.claimed.load(RELAXED) && s.claimed.compare_exchange(false, true, Ordering::Acquire, RELAXED).is_ok()
+            !s.claimed.load(RELAXED)
+                && s.claimed
+                    .compare_exchange(false, true, Ordering::Acquire, RELAXED)
+                    .is_ok()
         })
         .ok_or(Error::TooManyThreads)?;
     let st = &SLOTS[idx];
@@ -325,7 +334,9 @@ pub struct Continuation<T> {
 
 impl<T> core::fmt::Debug for Continuation<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Continuation").field("state", &self.state).finish()
+        f.debug_struct("Continuation")
+            .field("state", &self.state)
+            .finish()
     }
 }
 
@@ -383,7 +394,11 @@ where
     // SAFETY: `raw` is a fresh continuation of this thread.
     match unsafe { drive::<T>(st, raw, timeout_us) } {
         Ok(Step::Done(v)) => Ok(Outcome::Done(v)),
-        Ok(Step::Pending(r)) => Ok(Outcome::Pending(Continuation { raw, state: ContState::Pending(r), _t: PhantomData })),
+        Ok(Step::Pending(r)) => Ok(Outcome::Pending(Continuation {
+            raw,
+            state: ContState::Pending(r),
+            _t: PhantomData,
+        })),
         Err(Error::Os(e)) => {
             // The timer could not be armed: the function never ran.
             // SAFETY: the closure is still in place, unread, and nothing runs
@@ -413,7 +428,12 @@ where
     // SAFETY: all three regions lie in the top MAX_INLINE_CLOSURE + 2 KiB of
     // an unused, writable stack, and do not overlap.
     unsafe {
-        let sp = arch::init_frame(frame_top as *mut u8, entry::<F, T>, raw.cast(), arch::fpu_control());
+        let sp = arch::init_frame(
+            frame_top as *mut u8,
+            entry::<F, T>,
+            raw.cast(),
+            arch::fpu_control(),
+        );
         ptr::write(clo_addr as *mut F, f);
         ptr::write(
             raw,
@@ -466,10 +486,21 @@ where
 /// # Safety
 /// `raw` is a live, suspended continuation of `st`'s thread, and this is that
 /// thread, not inside a preemptible function.
-unsafe fn drive<T>(st: &'static ThreadState, raw: *mut RawCont, timeout_us: u64) -> Result<Step<T>, Error> {
+unsafe fn drive<T>(
+    st: &'static ThreadState,
+    raw: *mut RawCont,
+    timeout_us: u64,
+) -> Result<Step<T>, Error> {
     let mut slot: Option<std::thread::Result<T>> = None;
     // SAFETY: per the contract; `slot` outlives the slice.
-    let reason = unsafe { run_slice(st, raw, (&mut slot as *mut Option<std::thread::Result<T>>).cast(), timeout_us)? };
+    let reason = unsafe {
+        run_slice(
+            st,
+            raw,
+            (&mut slot as *mut Option<std::thread::Result<T>>).cast(),
+            timeout_us,
+        )?
+    };
     if reason != R_DONE {
         return Ok(Step::Pending(reason_of(reason)));
     }
@@ -489,7 +520,12 @@ unsafe fn drive<T>(st: &'static ThreadState, raw: *mut RawCont, timeout_us: u64)
 /// # Safety
 /// As for [`drive`]; `out` points at the `Option<thread::Result<T>>` the
 /// function's `entry` expects.
-unsafe fn run_slice(st: &'static ThreadState, raw: *mut RawCont, out: *mut u8, timeout_us: u64) -> Result<u8, Error> {
+unsafe fn run_slice(
+    st: &'static ThreadState,
+    raw: *mut RawCont,
+    out: *mut u8,
+    timeout_us: u64,
+) -> Result<u8, Error> {
     let saved_np = st.np.load(RELAXED);
     st.np.store(1, RELAXED);
     compiler_fence(Ordering::SeqCst);
@@ -572,7 +608,14 @@ unsafe fn take_pending(st: &'static ThreadState, raw: *mut RawCont, mut region: 
         st.np.store(1, RELAXED);
         compiler_fence(Ordering::SeqCst);
         st.pending.store(false, RELAXED);
-        bump(if region { &st.deferred } else { &st.expired_early }, 1);
+        bump(
+            if region {
+                &st.deferred
+            } else {
+                &st.expired_early
+            },
+            1,
+        );
         region = false;
         // SAFETY: per the contract; np is now 1.
         unsafe {
@@ -601,7 +644,9 @@ unsafe fn finish(raw: *mut RawCont) {
 
 /// `pause()`: yield to the caller from inside a preemptible function.
 pub fn pause() -> Result<(), Error> {
-    let Some(st) = state_opt() else { return Err(Error::NotInFunction) };
+    let Some(st) = state_opt() else {
+        return Err(Error::NotInFunction);
+    };
     if !st.in_fn.load(RELAXED) {
         return Err(Error::NotInFunction);
     }
@@ -709,7 +754,9 @@ impl<T> Continuation<T> {
     /// channel operation, which lend stack memory to other threads). Locks it
     /// holds stay locked.
     pub unsafe fn cancel(mut self) -> usize {
-        let ContState::Pending(_) = self.state else { return 0 };
+        let ContState::Pending(_) = self.state else {
+            return 0;
+        };
         let raw = core::mem::replace(&mut self.raw, ptr::null_mut());
         self.state = ContState::Finished;
         // SAFETY: Continuation is !Send, so this is the owning thread; the
@@ -726,7 +773,9 @@ impl<T> Continuation<T> {
     /// # Safety
     /// Nothing may refer to the function's stack (see `cancel`).
     pub unsafe fn cancel_keep_heap(mut self) {
-        let ContState::Pending(_) = self.state else { return };
+        let ContState::Pending(_) = self.state else {
+            return;
+        };
         let raw = core::mem::replace(&mut self.raw, ptr::null_mut());
         self.state = ContState::Finished;
         // SAFETY: as in `cancel`, with only the stack's contract.
@@ -745,7 +794,11 @@ impl<T> Continuation<T> {
     pub(crate) unsafe fn from_raw(raw: *mut RawCont) -> Self {
         // SAFETY: a raw handle is a live, pending continuation.
         let r = unsafe { (*raw).reason };
-        Continuation { raw, state: ContState::Pending(reason_of(r)), _t: PhantomData }
+        Continuation {
+            raw,
+            state: ContState::Pending(reason_of(r)),
+            _t: PhantomData,
+        }
     }
 }
 
@@ -840,7 +893,8 @@ unsafe fn on_timer(st: &'static ThreadState, uc: *mut c_void) {
     // SAFETY: `uc` is the kernel's ucontext; `raw` is the running
     // function's header (in_fn, np == 0).
     let on_stack = unsafe {
-        let rsp = (*uc.cast::<libc::ucontext_t>()).uc_mcontext.gregs[libc::REG_RSP as usize] as usize;
+        let rsp =
+            (*uc.cast::<libc::ucontext_t>()).uc_mcontext.gregs[libc::REG_RSP as usize] as usize;
         !raw.is_null() && (*raw).stack.bottom() as usize <= rsp && rsp < (*raw).stack.top() as usize
     };
     if !on_stack || std::thread::panicking() {
@@ -895,7 +949,11 @@ pub struct Stats {
 
 /// Sums the per-thread counters.
 pub fn stats() -> Stats {
-    let mut s = Stats { leaked: LEAKED.load(RELAXED), pooled_stacks: stack::pooled(), ..Stats::default() };
+    let mut s = Stats {
+        leaked: LEAKED.load(RELAXED),
+        pooled_stacks: stack::pooled(),
+        ..Stats::default()
+    };
     for t in SLOTS.iter() {
         s.launches += t.launches.load(RELAXED);
         s.timeouts += t.timeouts.load(RELAXED);
@@ -917,7 +975,10 @@ pub struct NonPreemptible {
 impl NonPreemptible {
     /// Enters a region: until the guard drops, a timer expiry is deferred.
     pub fn enter() -> Self {
-        NonPreemptible { st: np_enter(), _not_send: PhantomData }
+        NonPreemptible {
+            st: np_enter(),
+            _not_send: PhantomData,
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! The C API (`include/preempt.h`). A `preempt_cont_t *` is the header at the
 //! top of the function's stack.
 
-use crate::engine::{self, Continuation, Outcome, Reason, RawCont};
+use crate::engine::{self, Continuation, Outcome, RawCont, Reason};
 use crate::{alloc, Error};
 use core::ptr;
 use libc::{c_char, c_int, c_void};
@@ -112,7 +112,11 @@ pub unsafe extern "C" fn preempt_resume(cont: *mut *mut PreemptCont, timeout_us:
         Ok(None) => code_of_reason(c.reason()),
         Err(e) => code_of(e),
     };
-    let next = if c.reason().is_some() { c.into_raw().cast() } else { ptr::null_mut() };
+    let next = if c.reason().is_some() {
+        c.into_raw().cast()
+    } else {
+        ptr::null_mut()
+    };
     // SAFETY: `cont` is writable per the contract.
     unsafe { *cont = next };
     code

@@ -47,8 +47,8 @@ mod sys;
 
 pub use alloc::PreemptAlloc;
 pub use engine::{
-    in_preemptible, launch, pause, signal_number, stats, Continuation, NonPreemptible, Outcome, Reason, Stats,
-    NO_TIMEOUT,
+    in_preemptible, launch, pause, signal_number, stats, Continuation, NonPreemptible, Outcome,
+    Reason, Stats, NO_TIMEOUT,
 };
 pub use stack::STACK_SIZE;
 
@@ -88,9 +88,10 @@ impl Error {
     /// The panic message, if the error is a panic with a string payload.
     pub fn panic_message(&self) -> Option<&str> {
         match self {
-            Error::Panicked(p) => {
-                p.downcast_ref::<&'static str>().copied().or_else(|| p.downcast_ref::<String>().map(String::as_str))
-            }
+            Error::Panicked(p) => p
+                .downcast_ref::<&'static str>()
+                .copied()
+                .or_else(|| p.downcast_ref::<String>().map(String::as_str)),
             _ => None,
         }
     }
@@ -105,14 +106,21 @@ impl fmt::Display for Error {
             },
             Error::Poisoned => write!(f, "continuation is poisoned (its function panicked)"),
             Error::Finished => write!(f, "continuation already finished"),
-            Error::Nested => write!(f, "cannot launch or resume from inside a preemptible function"),
+            Error::Nested => write!(
+                f,
+                "cannot launch or resume from inside a preemptible function"
+            ),
             Error::NotInFunction => write!(f, "not inside a preemptible function"),
             Error::WrongThread => write!(f, "continuation belongs to another thread"),
             Error::AllocatorNotInstalled => {
                 write!(f, "the global allocator is not preempt::PreemptAlloc (enable the `global-allocator` feature)")
             }
             Error::TooManyThreads => write!(f, "too many threads use preemptible functions"),
-            Error::Os(e) => write!(f, "system call failed: {}", std::io::Error::from_raw_os_error(*e)),
+            Error::Os(e) => write!(
+                f,
+                "system call failed: {}",
+                std::io::Error::from_raw_os_error(*e)
+            ),
         }
     }
 }

@@ -48,12 +48,19 @@ unsafe impl Sync for PoolLock {}
 
 static POOL: PoolLock = PoolLock {
     locked: AtomicBool::new(false),
-    pool: UnsafeCell::new(Pool { stacks: Vec::new(), spare_trackers: Vec::new() }),
+    pool: UnsafeCell::new(Pool {
+        stacks: Vec::new(),
+        spare_trackers: Vec::new(),
+    }),
 };
 
 fn lock() {
     let mut spins = 0u32;
-    while POOL.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+    while POOL
+        .locked
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
         spins += 1;
         if spins > 100 {
             std::thread::yield_now();
@@ -109,7 +116,10 @@ pub(crate) fn get() -> Result<Stack, Error> {
     let tracker = {
         let mut p = pool();
         if let Some((base, tracker)) = p.stacks.pop() {
-            return Ok(Stack { base: base as *mut u8, tracker });
+            return Ok(Stack {
+                base: base as *mut u8,
+                tracker,
+            });
         }
         p.spare_trackers.pop()
     };

@@ -42,7 +42,13 @@ const SIGEV_THREAD_ID: c_int = 4;
 /// Creates a CLOCK_MONOTONIC timer that sends `signo` with `si_value =
 /// value` to thread `tid` when it expires. Returns the kernel timer id.
 pub(crate) fn timer_create(tid: c_int, signo: c_int, value: u64) -> Result<c_int, c_int> {
-    let ev = KernelSigevent { value, signo, notify: SIGEV_THREAD_ID, tid, _pad: [0; 11] };
+    let ev = KernelSigevent {
+        value,
+        signo,
+        notify: SIGEV_THREAD_ID,
+        tid,
+        _pad: [0; 11],
+    };
     let mut id: c_int = -1;
     // SAFETY: `ev` and `id` are valid for the duration of the call; the
     // kernel reads 64 bytes of `ev` and writes one int to `id`.
@@ -63,7 +69,10 @@ pub(crate) fn timer_create(tid: c_int, signo: c_int, value: u64) -> Result<c_int
 
 fn timer_set(id: c_int, ns: u64) -> Result<(), c_int> {
     let spec = libc::itimerspec {
-        it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+        it_interval: libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
         it_value: libc::timespec {
             tv_sec: (ns / 1_000_000_000).min(i64::MAX as u64) as _,
             tv_nsec: (ns % 1_000_000_000) as _,
@@ -210,7 +219,8 @@ pub(crate) unsafe fn chain(signo: c_int, info: *mut siginfo_t, uc: *mut c_void) 
         }
         f => {
             // SAFETY: the previous owner installed this as a plain handler.
-            let h: extern "C" fn(c_int) = unsafe { core::mem::transmute::<usize, extern "C" fn(c_int)>(f) };
+            let h: extern "C" fn(c_int) =
+                unsafe { core::mem::transmute::<usize, extern "C" fn(c_int)>(f) };
             h(signo);
         }
     }

@@ -29,12 +29,20 @@ fn result_comes_back() {
 #[test]
 fn infinite_loop_is_preempted_resumed_and_cancelled() {
     let t = Instant::now();
-    let Outcome::Pending(mut c) = launch(spin_forever, 2_000).unwrap() else { panic!("loop finished") };
+    let Outcome::Pending(mut c) = launch(spin_forever, 2_000).unwrap() else {
+        panic!("loop finished")
+    };
     let first = t.elapsed();
-    assert!(first >= Duration::from_micros(2_000), "returned early: {first:?}");
+    assert!(
+        first >= Duration::from_micros(2_000),
+        "returned early: {first:?}"
+    );
     // Generous: other tests' threads compete for the two CPUs. Precision is
     // measured by the benchmark and the server test.
-    assert!(first < Duration::from_millis(500), "budget overshoot: {first:?}");
+    assert!(
+        first < Duration::from_millis(500),
+        "budget overshoot: {first:?}"
+    );
     assert_eq!(c.reason(), Some(Reason::Timeout));
     for _ in 0..5 {
         let t = Instant::now();
@@ -58,7 +66,9 @@ fn long_function_finishes_over_several_slices() {
         }
         n
     };
-    let Outcome::Pending(mut c) = launch(f, 1_000).unwrap() else { panic!("finished too soon") };
+    let Outcome::Pending(mut c) = launch(f, 1_000).unwrap() else {
+        panic!("finished too soon")
+    };
     let mut slices = 1;
     let n = loop {
         if let Some(n) = c.resume(1_000).unwrap() {
@@ -86,7 +96,9 @@ fn pause_yields_to_the_caller() {
         }
         "done"
     };
-    let Outcome::Pending(mut c) = launch(f, NO_TIMEOUT).unwrap() else { panic!() };
+    let Outcome::Pending(mut c) = launch(f, NO_TIMEOUT).unwrap() else {
+        panic!()
+    };
     assert_eq!(c.reason(), Some(Reason::Paused));
     assert_eq!(log.get(), 1);
     assert_eq!(c.resume(NO_TIMEOUT).unwrap(), None);
@@ -107,7 +119,9 @@ fn panic_comes_back_as_error_and_poisons() {
         pause().unwrap();
         panic!("later");
     };
-    let Outcome::Pending(mut c) = launch(f, NO_TIMEOUT).unwrap() else { panic!() };
+    let Outcome::Pending(mut c) = launch(f, NO_TIMEOUT).unwrap() else {
+        panic!()
+    };
     match c.resume(NO_TIMEOUT) {
         Err(e) => assert_eq!(e.panic_message(), Some("later")),
         Ok(v) => panic!("unexpected {v:?}"),
@@ -122,10 +136,16 @@ fn panic_comes_back_as_error_and_poisons() {
 #[test]
 fn errors_for_misuse() {
     assert!(matches!(pause(), Err(Error::NotInFunction)));
-    let r = launch(|| matches!(launch(|| 1, NO_TIMEOUT), Err(Error::Nested)), NO_TIMEOUT);
+    let r = launch(
+        || matches!(launch(|| 1, NO_TIMEOUT), Err(Error::Nested)),
+        NO_TIMEOUT,
+    );
     assert!(matches!(r, Ok(Outcome::Done(true))));
     assert!(!preempt::in_preemptible());
-    assert!(matches!(launch(preempt::in_preemptible, NO_TIMEOUT), Ok(Outcome::Done(true))));
+    assert!(matches!(
+        launch(preempt::in_preemptible, NO_TIMEOUT),
+        Ok(Outcome::Done(true))
+    ));
 }
 
 #[test]
@@ -218,7 +238,10 @@ fn register_state_survives_preemption() {
     };
     assert!(rounds > 0);
     assert!(preemptions > 3, "only {preemptions} preemptions");
-    assert_eq!(bad, 0, "vector registers corrupted in {bad} of {rounds} rounds");
+    assert_eq!(
+        bad, 0,
+        "vector registers corrupted in {bad} of {rounds} rounds"
+    );
 }
 
 #[test]
@@ -229,12 +252,18 @@ fn eight_threads_at_once() {
                 let mut done = 0;
                 for round in 0..20u64 {
                     // A looping function, preempted and cancelled.
-                    let Outcome::Pending(mut c) = launch(spin_forever, 300).unwrap() else { panic!() };
+                    let Outcome::Pending(mut c) = launch(spin_forever, 300).unwrap() else {
+                        panic!()
+                    };
                     assert!(c.resume(300).unwrap().is_none());
                     // SAFETY: the loop shares nothing.
                     unsafe { c.cancel() };
                     // A computing function, finished over several slices.
-                    let f = move || (0..200_000u64).map(|x| black_box(x ^ i ^ round)).sum::<u64>();
+                    let f = move || {
+                        (0..200_000u64)
+                            .map(|x| black_box(x ^ i ^ round))
+                            .sum::<u64>()
+                    };
                     let expect = (0..200_000u64).map(|x| x ^ i ^ round).sum::<u64>();
                     let mut r = launch(f, 100).unwrap();
                     let v = loop {
@@ -272,7 +301,9 @@ fn cancel_frees_tracked_allocations_and_reuses_stacks() {
         unreachable!();
     };
     let before = preempt::stats();
-    let Outcome::Pending(c) = launch(f, NO_TIMEOUT).unwrap() else { panic!() };
+    let Outcome::Pending(c) = launch(f, NO_TIMEOUT).unwrap() else {
+        panic!()
+    };
     let t = Instant::now();
     // SAFETY: the vectors never left the function.
     let freed = unsafe { c.cancel() };
@@ -301,7 +332,9 @@ fn allocations_returned_by_a_finished_function_stay_alive() {
     };
     let v = c.resume(NO_TIMEOUT).unwrap().unwrap();
     // Reuse the stack and its tracker for a function that gets cancelled.
-    let Outcome::Pending(c2) = launch(pause, NO_TIMEOUT).unwrap() else { panic!() };
+    let Outcome::Pending(c2) = launch(pause, NO_TIMEOUT).unwrap() else {
+        panic!()
+    };
     // SAFETY: it allocated nothing anyone else sees.
     unsafe { c2.cancel() };
     assert_eq!(v.iter().map(|b| **b).sum::<u64>(), 999 * 1000 / 2);
@@ -310,7 +343,9 @@ fn allocations_returned_by_a_finished_function_stay_alive() {
 #[test]
 fn dropping_a_pending_continuation_leaks_it() {
     let before = preempt::stats().leaked;
-    let Outcome::Pending(c) = launch(spin_forever, 100).unwrap() else { panic!() };
+    let Outcome::Pending(c) = launch(spin_forever, 100).unwrap() else {
+        panic!()
+    };
     drop(c);
     assert!(preempt::stats().leaked > before);
 }
@@ -318,7 +353,12 @@ fn dropping_a_pending_continuation_leaks_it() {
 #[test]
 fn big_closures_are_boxed() {
     let big = [7u8; 64 * 1024];
-    match launch(move || big.iter().map(|&b| u64::from(b)).sum::<u64>(), NO_TIMEOUT).unwrap() {
+    match launch(
+        move || big.iter().map(|&b| u64::from(b)).sum::<u64>(),
+        NO_TIMEOUT,
+    )
+    .unwrap()
+    {
         Outcome::Done(v) => assert_eq!(v, 7 * 64 * 1024),
         Outcome::Pending(_) => panic!(),
     }
@@ -337,7 +377,9 @@ fn nonpreemptible_region_defers_the_timer() {
     };
     let before = preempt::stats();
     let t = Instant::now();
-    let Outcome::Pending(c) = launch(f, 500).unwrap() else { panic!() };
+    let Outcome::Pending(c) = launch(f, 500).unwrap() else {
+        panic!()
+    };
     // The budget ran out inside the region; the preemption waited for its end.
     assert!(t.elapsed() >= Duration::from_millis(5));
     assert!(preempt::stats().deferred > before.deferred);
@@ -373,7 +415,9 @@ fn fpu_control_words_are_per_context() {
         set_mxcsr(caller);
         (after_pause, after_preemption)
     };
-    let Outcome::Pending(mut c) = launch(f, NO_TIMEOUT).unwrap() else { panic!() };
+    let Outcome::Pending(mut c) = launch(f, NO_TIMEOUT).unwrap() else {
+        panic!()
+    };
     assert_eq!(mxcsr(), caller, "function's MXCSR leaked into the caller");
     assert_eq!(c.resume(1_000).unwrap(), None);
     assert_eq!(c.reason(), Some(Reason::Timeout));
@@ -409,7 +453,10 @@ fn works_in_a_forked_child() {
         }
         let mut status = 0;
         assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
-        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "child failed: {status:#x}");
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "child failed: {status:#x}"
+        );
     }
 }
 
@@ -417,7 +464,8 @@ fn works_in_a_forked_child() {
 fn blocks_from_regions_and_grown_blocks_are_not_freed_by_cancel() {
     // A structure created outside the function and grown inside it, and one
     // created inside a non-preemptible region, survive the cancel.
-    let outside: Rc<std::cell::RefCell<Vec<u64>>> = Rc::new(std::cell::RefCell::new(Vec::with_capacity(1)));
+    let outside: Rc<std::cell::RefCell<Vec<u64>>> =
+        Rc::new(std::cell::RefCell::new(Vec::with_capacity(1)));
     let shared: Rc<std::cell::RefCell<Option<Box<[u64; 64]>>>> = Rc::default();
     let (o, sh) = (outside.clone(), shared.clone());
     let f = move || {
@@ -429,7 +477,9 @@ fn blocks_from_regions_and_grown_blocks_are_not_freed_by_cancel() {
         pause().unwrap();
         unreachable!();
     };
-    let Outcome::Pending(c) = launch(f, NO_TIMEOUT).unwrap() else { panic!() };
+    let Outcome::Pending(c) = launch(f, NO_TIMEOUT).unwrap() else {
+        panic!()
+    };
     // SAFETY: only `mine` (and the closure's own state) is freed; the
     // function published nothing else it owns.
     let freed = unsafe { c.cancel() };

@@ -34,10 +34,18 @@ fn staticlib() -> PathBuf {
 /// `_Unwind_*` but does not bundle it (Rust's own musl link adds it).
 fn libunwind() -> PathBuf {
     let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let out = Command::new(rustc).args(["--print", "sysroot"]).output().expect("rustc --print sysroot");
+    let out = Command::new(rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .expect("rustc --print sysroot");
     let sysroot = String::from_utf8(out.stdout).unwrap();
-    let p = Path::new(sysroot.trim()).join("lib/rustlib/x86_64-unknown-linux-musl/lib/self-contained/libunwind.a");
-    assert!(p.exists(), "{} missing (rustup target add x86_64-unknown-linux-musl)", p.display());
+    let p = Path::new(sysroot.trim())
+        .join("lib/rustlib/x86_64-unknown-linux-musl/lib/self-contained/libunwind.a");
+    assert!(
+        p.exists(),
+        "{} missing (rustup target add x86_64-unknown-linux-musl)",
+        p.display()
+    );
     p
 }
 
@@ -60,7 +68,11 @@ fn build(src: &str, out: &str) -> PathBuf {
 }
 
 fn which(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join(name)).find(|p| p.exists())
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.exists())
 }
 
 #[test]

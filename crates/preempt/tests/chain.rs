@@ -61,7 +61,15 @@ fn foreign_signals_are_chained_and_other_handlers_work() {
     install(libc::SIGUSR1, usr1_handler as *const () as usize, false);
 
     // First launch installs the crate's handler on top of ours.
-    let Outcome::Pending(mut c) = launch(|| loop { std::hint::spin_loop() }, 1_000).unwrap() else { panic!() };
+    let Outcome::Pending(mut c) = launch(
+        || loop {
+            std::hint::spin_loop()
+        },
+        1_000,
+    )
+    .unwrap() else {
+        panic!()
+    };
 
     // A queued instance of the same signal, from "someone else": chained.
     sigqueue_self(sig, 0xfeed);
@@ -80,12 +88,23 @@ fn foreign_signals_are_chained_and_other_handlers_work() {
         let mut ev: libc::sigevent = std::mem::zeroed();
         ev.sigev_notify = libc::SIGEV_SIGNAL;
         ev.sigev_signo = sig;
-        ev.sigev_value = libc::sigval { sival_ptr: 0x1234 as *mut libc::c_void };
+        ev.sigev_value = libc::sigval {
+            sival_ptr: 0x1234 as *mut libc::c_void,
+        };
         let mut t: libc::timer_t = std::mem::zeroed();
-        assert_eq!(libc::timer_create(libc::CLOCK_MONOTONIC, &mut ev, &mut t), 0);
+        assert_eq!(
+            libc::timer_create(libc::CLOCK_MONOTONIC, &mut ev, &mut t),
+            0
+        );
         let spec = libc::itimerspec {
-            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-            it_value: libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 },
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 1_000_000,
+            },
         };
         assert_eq!(libc::timer_settime(t, 0, &spec, std::ptr::null_mut()), 0);
         t

@@ -22,7 +22,10 @@ impl Client {
         let s = TcpStream::connect(addr).unwrap();
         s.set_nodelay(true).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        Client { r: BufReader::new(s.try_clone().unwrap()), w: s }
+        Client {
+            r: BufReader::new(s.try_clone().unwrap()),
+            w: s,
+        }
     }
     fn send(&mut self, line: &str) {
         self.w.write_all(format!("{line}\n").as_bytes()).unwrap();
@@ -45,7 +48,11 @@ fn looping_request_does_not_hold_up_others() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     // The server stops by itself after 20 s at the latest.
-    let cfg = Config { budget_us: 2_000, max_request_us: 300_000, run_for: Duration::from_secs(20) };
+    let cfg = Config {
+        budget_us: 2_000,
+        max_request_us: 300_000,
+        run_for: Duration::from_secs(20),
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let server = std::thread::spawn(move || serve(listener, cfg, stop).unwrap());
 
@@ -65,7 +72,10 @@ fn looping_request_does_not_hold_up_others() {
     assert_eq!(r, "6765");
     worst = worst.max(took);
     eprintln!("worst latency while a request loops: {worst:?}");
-    assert!(worst < Duration::from_millis(50), "latency {worst:?} while a request loops");
+    assert!(
+        worst < Duration::from_millis(50),
+        "latency {worst:?} while a request loops"
+    );
 
     // The looping request is cancelled after 300 ms of budget.
     let t = Instant::now();

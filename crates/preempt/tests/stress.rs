@@ -18,7 +18,9 @@ fn watchdog(secs: u64) {
 }
 
 fn pattern(seed: u64, len: usize) -> Vec<u64> {
-    (0..len as u64).map(|i| seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i).collect()
+    (0..len as u64)
+        .map(|i| seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i)
+        .collect()
 }
 
 #[test]
@@ -59,7 +61,9 @@ fn allocating_function_preempted_100k_times() {
     };
 
     let before = preempt::stats();
-    let Outcome::Pending(mut c) = launch(f, BUDGET_US).unwrap() else { panic!("finished early") };
+    let Outcome::Pending(mut c) = launch(f, BUDGET_US).unwrap() else {
+        panic!("finished early")
+    };
     let mut preemptions = 1u64;
     let mut mine: VecDeque<(u64, Vec<u64>)> = VecDeque::new();
     let mut i = 0u64;
@@ -69,17 +73,27 @@ fn allocating_function_preempted_100k_times() {
         mine.push_back((i, pattern(i + 1_000_000, (i % 31) as usize + 1)));
         if mine.len() > 16 {
             let (seed, v) = mine.pop_front().unwrap();
-            assert_eq!(v, pattern(seed + 1_000_000, v.len()), "caller's block corrupted");
+            assert_eq!(
+                v,
+                pattern(seed + 1_000_000, v.len()),
+                "caller's block corrupted"
+            );
         }
         let s = format!("{i}");
         assert_eq!(s.parse::<u64>().unwrap(), i);
         i += 1;
-        assert!(c.resume(BUDGET_US).unwrap().is_none(), "function finished early");
+        assert!(
+            c.resume(BUDGET_US).unwrap().is_none(),
+            "function finished early"
+        );
         assert_eq!(c.reason(), Some(Reason::Timeout));
         preemptions += 1;
     }
     stop.set(true);
-    let rounds = c.resume(NO_TIMEOUT).unwrap().expect("function should finish");
+    let rounds = c
+        .resume(NO_TIMEOUT)
+        .unwrap()
+        .expect("function should finish");
     let after = preempt::stats();
     let taken = (after.timeouts - before.timeouts)
         + (after.deferred - before.deferred)
@@ -94,5 +108,8 @@ fn allocating_function_preempted_100k_times() {
     // it must still make progress.
     assert!(rounds > 100, "only {rounds} rounds");
     assert!(taken >= PREEMPTIONS - 1, "only {taken} preemptions counted");
-    assert!(after.deferred > before.deferred, "no preemption was ever deferred out of the allocator");
+    assert!(
+        after.deferred > before.deferred,
+        "no preemption was ever deferred out of the allocator"
+    );
 }
