@@ -120,6 +120,21 @@ pub fn slot_of(addr: usize) -> Option<usize> {
 /// Allocates a stack slot, made readable and writable except for its guard
 /// page. `reclaimable(i)` says whether an exiting slot's thread is gone.
 pub fn alloc_stack_slot(reclaimable: impl Fn(usize) -> bool) -> Result<usize, Errno> {
+    // Recently retired slots first: their pages are mapped and warm, so a
+    // program that creates and joins threads in a loop reuses one slot.
+    for r in &RECENT {
+        let i = r.load(Ordering::Relaxed);
+        if i < STACK_SLOTS
+            && SLOTS[i].load(Ordering::Acquire) == SLOT_EXITING
+            && reclaimable(i)
+            && SLOTS[i]
+                .compare_exchange(SLOT_EXITING, SLOT_USED, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            r.store(usize::MAX, Ordering::Relaxed);
+            return Ok(i);
+        }
+    }
     let hint = SLOT_HINT.load(Ordering::Relaxed);
     for k in 0..STACK_SLOTS {
         let i = (hint + k) % STACK_SLOTS;
@@ -162,7 +177,13 @@ pub fn slot_in_use(i: usize) -> bool {
 /// Marks a slot as belonging to a thread that is exiting.
 pub fn mark_slot_exiting(i: usize) {
     SLOTS[i].store(SLOT_EXITING, Ordering::Release);
+    let k = RECENT_NEXT.fetch_add(1, Ordering::Relaxed) % RECENT.len();
+    RECENT[k].store(i, Ordering::Relaxed);
 }
+
+/// The last few slots marked exiting (usize::MAX: empty).
+static RECENT: [AtomicUsize; 8] = [const { AtomicUsize::new(usize::MAX) }; 8];
+static RECENT_NEXT: AtomicUsize = AtomicUsize::new(0);
 
 /// Marks a slot free at once (its thread never ran, or never will again).
 pub fn free_slot(i: usize) {

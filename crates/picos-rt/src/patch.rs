@@ -82,6 +82,10 @@ struct State {
     used: [usize; MAX_REGIONS],
     /// Sites already patched (or being patched).
     sites: BTreeSet<usize>,
+    /// Sites seen trapping once: a site is patched when it traps a second
+    /// time, so code that runs once (start-up, a fork child's `_exit`) does
+    /// not pay for a patch it would never use.
+    seen: BTreeSet<usize>,
     /// Ranges never to patch (shared mappings: writing would change a file).
     no_patch: Vec<(usize, usize)>,
     /// Address of the runtime's fast entry, stored in each region.
@@ -91,6 +95,7 @@ struct State {
 static STATE: spin::Mutex<State> = spin::Mutex::new(State {
     used: [0; MAX_REGIONS],
     sites: BTreeSet::new(),
+    seen: BTreeSet::new(),
     no_patch: Vec::new(),
     entry: 0,
 });
@@ -123,15 +128,14 @@ pub fn set_mem_fd(fd: i32) {
     MEM_FD.store(fd, Ordering::Relaxed);
 }
 
-/// After fork the descriptor still names the parent's memory: reopen it.
+/// The descriptor names a parent's memory (set after fork): reopen it
+/// before the next write (most fork children exec before patching anything).
+static MEM_FD_STALE: AtomicBool = AtomicBool::new(false);
+
+/// After fork the descriptor still names the parent's memory.
 pub fn after_fork_child() {
-    let old = MEM_FD.load(Ordering::Relaxed);
-    if old < 0 {
-        return;
-    }
-    match crate::rt::reopen_hidden(old, b"/proc/self/mem\0", 2) {
-        Ok(()) => {}
-        Err(_) => ENABLED.store(false, Ordering::Relaxed),
+    if MEM_FD.load(Ordering::Relaxed) >= 0 {
+        MEM_FD_STALE.store(true, Ordering::Relaxed);
     }
 }
 
@@ -166,9 +170,15 @@ pub fn forget_range(addr: usize, len: usize) {
     }
     let end = addr.saturating_add(len);
     let mut st = STATE.lock();
-    let gone: Vec<usize> = st.sites.range(addr..end).copied().collect();
+    let gone: Vec<usize> = st
+        .sites
+        .range(addr..end)
+        .chain(st.seen.range(addr..end))
+        .copied()
+        .collect();
     for s in gone {
         st.sites.remove(&s);
+        st.seen.remove(&s);
     }
 }
 
@@ -182,6 +192,14 @@ pub fn owns(addr: usize, end: usize) -> bool {
 }
 
 fn write_mem(addr: usize, bytes: &[u8]) -> Result<(), Errno> {
+    if MEM_FD_STALE.swap(false, Ordering::Relaxed) {
+        if let Err(e) =
+            crate::rt::reopen_hidden(MEM_FD.load(Ordering::Relaxed), b"/proc/self/mem\0", 2)
+        {
+            ENABLED.store(false, Ordering::Relaxed);
+            return Err(e);
+        }
+    }
     // SAFETY: pwrite64 from a live buffer; the kernel writes `addr` in our
     // own address space, which the caller has checked is program code or a
     // trampoline region of ours.
@@ -499,6 +517,10 @@ pub fn maybe_patch(after: usize, nr: u64) -> Option<usize> {
     {
         return None;
     }
+    if st.seen.insert(site.start) {
+        return None; // first trap here
+    }
+    st.seen.remove(&site.start);
     st.sites.insert(site.start);
     let t = alloc_trampoline(&mut st, site.start)?;
     let (tcode, cont) = trampoline_bytes(t, nr as u32, &site)?;
@@ -614,19 +636,21 @@ extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     crate::sys::dispatch(t, &mut uc);
     t.in_fast.set(false);
     let mask_after = t.sig_mask.get();
-    let unblocked = mask_before & !mask_after != 0;
-    if mask_after != mask_before && !unblocked {
-        // Blocking more needs no delivery: apply it here.
+    if mask_after != mask_before {
+        // Signals this unblocks arrive during this host call and wait in the
+        // thread's pending set (several of a real-time signal, in order);
+        // the exit sequence then finishes through the trap path to deliver
+        // them.
         let _ = host::rt_sigprocmask(
             crate::signal::SIG_SETMASK,
             Some(crate::signal::host_mask(mask_after)),
         );
+        t.update_pending_flag();
     }
     let m = &uc.mcontext;
-    if unblocked || m.rip != site_ret || m.rsp != f.guest_sp + 16 + 128 {
-        // Unblocking must take effect in program context (the trap path's
-        // sigreturn), so that every queued signal is delivered there, in
-        // order; a changed RIP (SA_RESTART rewind) needs that path too.
+    if m.rip != site_ret || m.rsp != f.guest_sp + 16 + 128 {
+        // The call changed where the program continues (SA_RESTART rewind,
+        // sigreturn): finish through the trap path.
         t.deferred.set(Some(*m));
         f.rax = DEFERRED_NR;
         f.rcx = slow;

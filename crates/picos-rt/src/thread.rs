@@ -28,6 +28,9 @@ pub const PENDING_OFFSET: usize = 8;
 /// Number of signals (1..=64).
 pub const NSIG: usize = 64;
 
+/// How many extra instances of real-time signals a thread queues.
+pub const EXTRA_QUEUED: usize = 16;
+
 /// Per-process state shared by the threads of a process (CLONE_SIGHAND):
 /// signal dispositions, and the cached answers of `sys::ids`.
 pub struct SigHand {
@@ -87,6 +90,10 @@ pub struct Thread {
     /// Signals the host delivered while the runtime was busy on this thread.
     pub pending_set: AtomicU64,
     pub pending_info: UnsafeCell<[SigInfo; NSIG]>,
+    /// Further queued instances of real-time signals already pending, in
+    /// arrival order (real-time signals queue; standard ones coalesce).
+    pub pending_extra: UnsafeCell<[SigInfo; EXTRA_QUEUED]>,
+    pub pending_extra_len: Cell<usize>,
     /// Inside a fast-path call (entered from a patched site, not a signal).
     pub in_fast: Cell<bool>,
     /// Syscall User Dispatch selector byte (1 = trap, 0 = allow all): the
@@ -124,6 +131,13 @@ impl Thread {
             // blocked inside them).
             unsafe { (*self.pending_info.get())[(sig - 1) as usize] = *info };
             self.pending_set.fetch_or(bit, Ordering::Relaxed);
+        } else if sig >= 32 {
+            let n = self.pending_extra_len.get();
+            if n < EXTRA_QUEUED {
+                // SAFETY: as above.
+                unsafe { (*self.pending_extra.get())[n] = *info };
+                self.pending_extra_len.set(n + 1);
+            }
         }
         self.update_pending_flag();
     }
@@ -144,7 +158,21 @@ impl Thread {
         let i = set.trailing_zeros() as usize;
         // SAFETY: as in add_pending.
         let info = unsafe { (*self.pending_info.get())[i] };
-        self.pending_set.fetch_and(!(1u64 << i), Ordering::Relaxed);
+        // The next queued instance of the same signal, if any, takes its place.
+        let n = self.pending_extra_len.get();
+        // SAFETY: as in add_pending.
+        let extra = unsafe { &mut *self.pending_extra.get() };
+        match extra[..n].iter().position(|e| e.signo() == i as i32 + 1) {
+            Some(k) => {
+                // SAFETY: as in add_pending.
+                unsafe { (*self.pending_info.get())[i] = extra[k] };
+                extra.copy_within(k + 1..n, k);
+                self.pending_extra_len.set(n - 1);
+            }
+            None => {
+                self.pending_set.fetch_and(!(1u64 << i), Ordering::Relaxed);
+            }
+        }
         self.update_pending_flag();
         Some(info)
     }
@@ -223,6 +251,8 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             sighand: Cell::new(sighand),
             pending_set: AtomicU64::new(0),
             pending_info: UnsafeCell::new([SigInfo::default(); NSIG]),
+            pending_extra: UnsafeCell::new([SigInfo::default(); EXTRA_QUEUED]),
+            pending_extra_len: Cell::new(0),
             in_fast: Cell::new(false),
             sud_selector: core::sync::atomic::AtomicU8::new(1),
             stats: crate::stats::Counters::new(),
