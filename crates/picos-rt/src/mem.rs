@@ -75,6 +75,14 @@ pub fn init(image: usize, image_len: usize) -> Result<(), Errno> {
 /// Does `[addr, addr + len)` overlap memory the runtime owns (its image or
 /// its reservation)? Guest requests that touch such ranges are refused.
 pub fn owns(addr: usize, len: usize) -> bool {
+    owns_writable(addr, len) || crate::patch::owns(addr, addr.saturating_add(len.max(1)))
+}
+
+/// As [`owns`], leaving out the trampoline regions: the check for copies to
+/// and from program memory (trampolines are never writable, so a copy into
+/// one faults to EFAULT anyway, and reading one is harmless).
+#[inline]
+pub fn owns_writable(addr: usize, len: usize) -> bool {
     let end = addr.saturating_add(len.max(1));
     let overlaps = |b: usize, l: usize| l != 0 && addr < b + l && b < end;
     overlaps(BASE.load(Ordering::Relaxed), RESERVE_SPAN)
@@ -82,7 +90,6 @@ pub fn owns(addr: usize, len: usize) -> bool {
             IMAGE.load(Ordering::Relaxed),
             IMAGE_LEN.load(Ordering::Relaxed),
         )
-        || crate::patch::owns(addr, end)
 }
 
 /// The runtime image's address range (where syscalls are allowed).

@@ -578,29 +578,53 @@ fn frame_addr(t: &Thread) -> usize {
 /// registers from the frame, RFLAGS saved by the entry, RSP above the red
 /// zone, RIP = the continuation in RCX (site+7, or the trampoline's slow path).
 fn final_context(f: &FastFrame, base: &SigContext) -> SigContext {
+    SigContext {
+        cs: base.cs,
+        gs: base.gs,
+        fs: base.fs,
+        ss: base.ss,
+        fpstate: base.fpstate,
+        ..fast_context(f)
+    }
+}
+
+/// The program's registers as the fast entry saved them, built in place
+/// (no segment or FPU state: the fast path never needs them).
+#[inline(always)]
+fn fast_context(f: &FastFrame) -> SigContext {
     // SAFETY: guest_sp points at the RFLAGS the entry pushed on the program
     // stack, then the trampoline's return address (both written by us).
     let flags = unsafe { *(f.guest_sp as *const u64) };
-    let mut m = *base;
-    m.rax = f.rax;
-    m.rbx = f.rbx;
-    m.rcx = f.rcx;
-    m.rdx = f.rdx;
-    m.rsi = f.rsi;
-    m.rdi = f.rdi;
-    m.rbp = f.rbp;
-    m.r8 = f.r8;
-    m.r9 = f.r9;
-    m.r10 = f.r10;
-    m.r11 = f.r11;
-    m.r12 = f.r12;
-    m.r13 = f.r13;
-    m.r14 = f.r14;
-    m.r15 = f.r15;
-    m.eflags = flags;
-    m.rsp = f.guest_sp + 16 + 128;
-    m.rip = f.rcx;
-    m
+    SigContext {
+        r8: f.r8,
+        r9: f.r9,
+        r10: f.r10,
+        r11: f.r11,
+        r12: f.r12,
+        r13: f.r13,
+        r14: f.r14,
+        r15: f.r15,
+        rdi: f.rdi,
+        rsi: f.rsi,
+        rbp: f.rbp,
+        rbx: f.rbx,
+        rdx: f.rdx,
+        rax: f.rax,
+        rcx: f.rcx,
+        rsp: f.guest_sp + 16 + 128,
+        rip: f.rcx,
+        eflags: flags,
+        cs: 0,
+        gs: 0,
+        fs: 0,
+        ss: 0,
+        err: 0,
+        trapno: 0,
+        oldmask: 0,
+        cr2: 0,
+        fpstate: 0,
+        reserved1: [0; 8],
+    }
 }
 
 /// A signal interrupted the fast entry's exit sequence on thread `t`:
@@ -627,11 +651,15 @@ extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
         f.rcx = slow;
         return;
     }
-    let mut uc = UContext::default();
     f.rcx = site_ret;
-    uc.mcontext = final_context(f, &SigContext::default());
     let mask_before = t.sig_mask.get();
-    uc.sigmask = crate::signal::host_mask(mask_before);
+    let mut uc = UContext {
+        flags: 0,
+        link: 0,
+        stack: crate::arch::StackT::default(),
+        mcontext: fast_context(f),
+        sigmask: crate::signal::host_mask(mask_before),
+    };
     t.in_fast.set(true);
     crate::sys::dispatch(t, &mut uc);
     t.in_fast.set(false);

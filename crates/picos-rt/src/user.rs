@@ -54,7 +54,7 @@ fn check_range(addr: usize, len: usize) -> Result<(), Errno> {
         return Ok(());
     }
     let end = addr.checked_add(len).ok_or(Errno::EFAULT)?;
-    if addr < mem::PAGE_SIZE || end > 0x0000_8000_0000_0000 || mem::owns(addr, len) {
+    if addr < mem::PAGE_SIZE || end > 0x0000_8000_0000_0000 || mem::owns_writable(addr, len) {
         return Err(Errno::EFAULT);
     }
     Ok(())
