@@ -30,6 +30,7 @@ EMULATED = {
   'getresuid': 'ids::getresuid', 'getresgid': 'ids::getresgid', 'getgroups': 'ids::getgroups',
   'umask': 'ids::umask', 'uname': 'ids::uname', 'getrlimit': 'ids::getrlimit', 'prlimit64': 'ids::prlimit64',
   'clock_gettime': 'ids::clock_gettime', 'gettimeofday': 'ids::gettimeofday', 'time': 'ids::time',
+  'getpgrp': 'ids::getpgrp', 'getpgid': 'ids::getpgid', 'getsid': 'ids::getsid', 'getcpu': 'ids::getcpu',
 }
 MEDIATED = {
   'mmap': 'memory::mmap', 'munmap': 'memory::munmap', 'mprotect': 'memory::mprotect',
@@ -40,7 +41,7 @@ MEDIATED = {
   'setuid': 'ids::set_ids', 'setgid': 'ids::set_ids', 'setreuid': 'ids::set_ids', 'setregid': 'ids::set_ids',
   'setresuid': 'ids::set_ids', 'setresgid': 'ids::set_ids', 'setfsuid': 'ids::set_ids', 'setfsgid': 'ids::set_ids',
   'setgroups': 'ids::set_ids', 'sethostname': 'ids::set_uts', 'setdomainname': 'ids::set_uts',
-  'setrlimit': 'ids::setrlimit',
+  'setrlimit': 'ids::setrlimit', 'setpgid': 'ids::set_pgid', 'setsid': 'ids::set_pgid',
 }
 MEDIATED = {k: v for k, v in MEDIATED.items() if v}
 # Blocking host calls: name -> restartable with SA_RESTART.
@@ -105,6 +106,9 @@ NOTES = {
   'setgroups': 'then forgets cached credentials', 'sethostname': 'then forgets the cached uname',
   'setdomainname': 'then forgets the cached uname', 'setrlimit': 'then forgets the cached limit',
   'prctl': 'PR_SET_SYSCALL_USER_DISPATCH refused; PR_SET/GET_PDEATHSIG emulated',
+  'getpgrp': 'cached once exec\'d (before that the parent may move us)', 'getpgid': 'own group cached once exec\'d',
+  'getsid': 'own session cached', 'getcpu': 'rdpid/rdtscp (TSC_AUX)',
+  'setpgid': 'then forgets the cached group and session', 'setsid': 'then forgets the cached group and session',
 }
 # Argument formats for --trace: d int, u unsigned, x hex, f fd/dirfd, s string,
 # p pointer, o octal, g signal, a string array.

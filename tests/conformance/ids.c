@@ -83,6 +83,60 @@ int main(void)
     waitpid(child, &st, 0);
     check("vfork_child_ids", WIFEXITED(st) && WEXITSTATUS(st) == 0);
 
+    /* Process group and session, as /proc/self/stat has them. */
+    {
+        FILE *f = fopen("/proc/self/stat", "r");
+        char buf[1024] = "";
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = 0;
+        long pgrp = -1, session = -1;
+        char *p = strrchr(buf, ')');
+        if (p)
+            sscanf(p + 2, "%*c %*d %ld %ld", &pgrp, &session);
+        check("getpgrp_matches_proc", getpgrp() == pgrp && getpgid(0) == pgrp && getpgid(pid) == pgrp);
+        check("getsid_matches_proc", getsid(0) == session && getsid(pid) == session);
+    }
+    /* A child moved to its own group by itself, and one moved by its parent
+     * (allowed until the child execs), and a new session. */
+    {
+        int go[2], ready[2];
+        pipe(go);
+        pipe(ready);
+        pid_t ch = fork();
+        if (ch == 0) {
+            char c;
+            pid_t before = getpgrp();
+            write(ready[1], "r", 1);
+            read(go[0], &c, 1); /* the parent has moved us by now */
+            _exit(getpgrp() == getpid() && before != getpid() ? 0 : 1);
+        }
+        char c;
+        read(ready[0], &c, 1);
+        setpgid(ch, ch);
+        write(go[1], "x", 1);
+        waitpid(ch, &st, 0);
+        check("pgid_changed_by_parent", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        ch = fork();
+        if (ch == 0) {
+            pid_t old_sid = getsid(0);
+            int ok = setsid() == getpid() && getsid(0) == getpid() && getpgrp() == getpid() && old_sid != getpid();
+            _exit(ok ? 0 : 1);
+        }
+        waitpid(ch, &st, 0);
+        check("setsid_new_session", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        close(go[0]);
+        close(go[1]);
+        close(ready[0]);
+        close(ready[1]);
+    }
+    {
+        unsigned cpu = 9999, node = 9999;
+        long r = syscall(SYS_getcpu, &cpu, &node, NULL);
+        check("getcpu", r == 0 && cpu < (unsigned)sysconf(_SC_NPROCESSORS_CONF) && node < 1024);
+    }
+
     /* Credentials. */
     uid_t r, e, s;
     gid_t gr, ge, gs;

@@ -436,3 +436,41 @@ pub fn set_gs_base(v: usize) {
         let _ = crate::host::arch_prctl(0x1001 /* ARCH_SET_GS */, v);
     }
 }
+
+/// TSC_AUX (Linux: `node << 12 | cpu`) via `rdpid`, or `rdtscp`, if the CPU
+/// has either (checked once with CPUID).
+pub fn tsc_aux() -> Option<u32> {
+    use core::sync::atomic::{AtomicU8, Ordering};
+    // 0: unknown, 1: rdpid, 2: rdtscp, 3: neither.
+    static HOW: AtomicU8 = AtomicU8::new(0);
+    let mut how = HOW.load(Ordering::Relaxed);
+    if how == 0 {
+        let (l7, ext) = (
+            core::arch::x86_64::__cpuid_count(7, 0),
+            core::arch::x86_64::__cpuid(0x8000_0001),
+        );
+        how = if l7.ecx & (1 << 22) != 0 {
+            1
+        } else if ext.edx & (1 << 27) != 0 {
+            2
+        } else {
+            3
+        };
+        HOW.store(how, Ordering::Relaxed);
+    }
+    let v: u64;
+    match how {
+        // SAFETY: rdpid is supported (CPUID.7.0:ECX[22]); it only reads.
+        1 => unsafe { asm!("rdpid {}", out(reg) v, options(nomem, nostack, preserves_flags)) },
+        2 => {
+            let aux: u32;
+            // SAFETY: rdtscp is supported (CPUID.80000001H:EDX[27]); it only reads.
+            unsafe {
+                asm!("rdtscp", out("eax") _, out("edx") _, out("ecx") aux, options(nomem, nostack, preserves_flags))
+            };
+            v = aux as u64;
+        }
+        _ => return None,
+    }
+    Some(v as u32)
+}

@@ -189,6 +189,8 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
     thread::install(t);
     crate::signal::init_dispositions(t);
     watch_parent(t);
+    // Freshly exec'd: no one else can change our process group any more.
+    t.ids().pgid_cacheable.store(true, Ordering::Relaxed);
     if let Err(e) = crate::signal::install_runtime_handlers() {
         fatal(
             127,
@@ -432,6 +434,9 @@ pub fn after_fork_child(t: &thread::Thread) {
     crate::stats::after_fork_child(t);
     // A forked child does not inherit the parent-death signal.
     watch_parent(t);
+    // Until it execs, its parent may still move it to another group.
+    t.ids().pgid_cacheable.store(false, Ordering::Relaxed);
+    t.ids().pgid.store(0, Ordering::Relaxed);
     crate::patch::after_fork_child();
     t.tid.store(host::gettid(), Ordering::Release);
 }

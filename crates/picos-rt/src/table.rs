@@ -793,9 +793,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 109,
         name: "setpgid",
-        serve: Serve::Host,
+        serve: Serve::Mediated(sys::ids::set_pgid),
         args: "dd",
-        note: "",
+        note: "then forgets the cached group and session",
     },
     SyscallDef {
         nr: 110,
@@ -807,16 +807,16 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 111,
         name: "getpgrp",
-        serve: Serve::Host,
+        serve: Serve::Emulated(sys::ids::getpgrp),
         args: "",
-        note: "",
+        note: "cached once exec'd (before that the parent may move us)",
     },
     SyscallDef {
         nr: 112,
         name: "setsid",
-        serve: Serve::Host,
+        serve: Serve::Mediated(sys::ids::set_pgid),
         args: "",
-        note: "",
+        note: "then forgets the cached group and session",
     },
     SyscallDef {
         nr: 113,
@@ -877,9 +877,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 121,
         name: "getpgid",
-        serve: Serve::Host,
+        serve: Serve::Emulated(sys::ids::getpgid),
         args: "d",
-        note: "",
+        note: "own group cached once exec'd",
     },
     SyscallDef {
         nr: 122,
@@ -898,9 +898,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 124,
         name: "getsid",
-        serve: Serve::Host,
+        serve: Serve::Emulated(sys::ids::getsid),
         args: "d",
-        note: "",
+        note: "own session cached",
     },
     SyscallDef {
         nr: 125,
@@ -2193,9 +2193,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 309,
         name: "getcpu",
-        serve: Serve::Host,
+        serve: Serve::Emulated(sys::ids::getcpu),
         args: "ppp",
-        note: "",
+        note: "rdpid/rdtscp (TSC_AUX)",
     },
     SyscallDef {
         nr: 310,

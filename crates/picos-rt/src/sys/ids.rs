@@ -29,6 +29,12 @@ pub struct Creds {
 pub struct IdCache {
     pub pid: AtomicI32,
     pub ppid: AtomicI32,
+    /// Process group and session (0: unknown). Only cached in a process that
+    /// has exec'd since it was forked: until then its parent may move it to
+    /// another group (setpgid on a child is allowed until the child execs).
+    pub pgid: AtomicI32,
+    pub sid: AtomicI32,
+    pub pgid_cacheable: core::sync::atomic::AtomicBool,
     pub umask: AtomicI32,
     /// The program's own parent-death signal (prctl), emulated.
     pub guest_pdeathsig: AtomicI32,
@@ -42,6 +48,9 @@ impl IdCache {
         IdCache {
             pid: AtomicI32::new(0),
             ppid: AtomicI32::new(0),
+            pgid: AtomicI32::new(0),
+            sid: AtomicI32::new(0),
+            pgid_cacheable: core::sync::atomic::AtomicBool::new(false),
             umask: AtomicI32::new(-1),
             guest_pdeathsig: AtomicI32::new(0),
             creds: spin::Mutex::new(None),
@@ -93,6 +102,65 @@ pub fn getpid(c: &mut Ctx<'_>) -> SysResult {
 /// Implements getppid(2).
 pub fn getppid(c: &mut Ctx<'_>) -> SysResult {
     cached_or(&cache(c).ppid, 110)
+}
+
+fn pgid_cached(c: &Ctx<'_>) -> SysResult {
+    let ids = cache(c);
+    if ids.pgid_cacheable.load(Ordering::Relaxed) {
+        cached_or(&ids.pgid, 111)
+    } else {
+        host_call(111, [0; 6])
+    }
+}
+
+/// Implements getpgrp(2).
+pub fn getpgrp(c: &mut Ctx<'_>) -> SysResult {
+    pgid_cached(c)
+}
+
+/// Implements getpgid(2): the caller's own from the cache.
+pub fn getpgid(c: &mut Ctx<'_>) -> SysResult {
+    let pid = c.arg(0) as i32;
+    if pid == 0 || pid == getpid(c)? as i32 {
+        return pgid_cached(c);
+    }
+    c.host()
+}
+
+/// Implements getsid(2): the caller's own from the cache (only the process
+/// itself can change its session).
+pub fn getsid(c: &mut Ctx<'_>) -> SysResult {
+    let pid = c.arg(0) as i32;
+    if pid == 0 || pid == getpid(c)? as i32 {
+        return cached_or(&cache(c).sid, 124);
+    }
+    c.host()
+}
+
+/// Implements setpgid(2) and setsid(2): passed to the host; the cached
+/// group and session are forgotten.
+pub fn set_pgid(c: &mut Ctx<'_>) -> SysResult {
+    let r = c.host();
+    let ids = cache(c);
+    ids.pgid.store(0, Ordering::Relaxed);
+    ids.sid.store(0, Ordering::Relaxed);
+    r
+}
+
+/// Implements getcpu(2) with `rdtscp`/`rdpid`: Linux keeps
+/// `node << 12 | cpu` in the TSC_AUX register of each CPU.
+pub fn getcpu(c: &mut Ctx<'_>) -> SysResult {
+    let Some(aux) = crate::arch::tsc_aux() else {
+        return c.host();
+    };
+    let (cpu, node) = (aux & 0xfff, aux >> 12);
+    if c.arg(0) != 0 {
+        UserPtr::<u32>::new(c.arg(0)).write(&cpu)?;
+    }
+    if c.arg(1) != 0 {
+        UserPtr::<u32>::new(c.arg(1)).write(&node)?;
+    }
+    Ok(0)
 }
 
 /// Implements gettid(2).
