@@ -136,14 +136,20 @@ pub fn install_runtime_handlers() -> Result<(), crate::errno::Errno> {
 /// At start-up: the program inherits ignored dispositions across execve, as
 /// on Linux; everything else starts as SIG_DFL.
 pub fn init_dispositions(t: &Thread) {
-    let mut acts = t.sighand().actions.lock();
+    let acts = &t.sighand().actions;
     for sig in 1..=thread::NSIG as i32 {
         if sig == SIGKILL || sig == SIGSTOP || sig == SIGSYS {
             continue;
         }
         let mut old = KSigaction::default();
         if host::rt_sigaction(sig, None, Some(&mut old)).is_ok() && old.handler == SIG_IGN {
-            acts[(sig - 1) as usize].handler = SIG_IGN;
+            acts.set(
+                sig,
+                &KSigaction {
+                    handler: SIG_IGN,
+                    ..KSigaction::default()
+                },
+            );
         }
     }
 }
@@ -421,7 +427,7 @@ fn setup_frame(
     t.sig_mask.set(new_mask & !UNBLOCKABLE);
     if act.flags & SA_RESETHAND != 0 {
         let dfl = KSigaction::default();
-        t.sighand().actions.lock()[(sig - 1) as usize] = dfl;
+        t.sighand().actions.set(sig, &dfl);
         sync_host_action(sig, &dfl);
     }
     Ok(())

@@ -31,30 +31,103 @@ pub const NSIG: usize = 64;
 /// How many extra instances of real-time signals a thread queues.
 pub const EXTRA_QUEUED: usize = 16;
 
+/// The program's signal dispositions behind a sequence lock: readers (every
+/// signal delivery, every query) never write shared memory; writers
+/// serialise on `write` and make `seq` odd while they change a slot.
+///
+/// Lock order: `write` is taken before any other runtime lock. A thread never
+/// reads while it is itself writing (writes happen in syscall handlers, and
+/// the signal handlers that interrupt them do not read dispositions).
+pub struct SigActions {
+    seq: AtomicU64,
+    write: spin::Mutex<()>,
+    slots: [[AtomicU64; 4]; NSIG],
+}
+
+impl SigActions {
+    const fn new() -> Self {
+        SigActions {
+            seq: AtomicU64::new(0),
+            write: spin::Mutex::new(()),
+            slots: [const { [const { AtomicU64::new(0) }; 4] }; NSIG],
+        }
+    }
+
+    /// The disposition of `sig` (1-based), a consistent snapshot.
+    pub fn get(&self, sig: i32) -> KSigaction {
+        let s = &self.slots[(sig - 1) as usize];
+        loop {
+            let s1 = self.seq.load(Ordering::Acquire);
+            if s1 & 1 == 0 {
+                let a = KSigaction {
+                    handler: s[0].load(Ordering::Relaxed) as usize,
+                    flags: s[1].load(Ordering::Relaxed),
+                    restorer: s[2].load(Ordering::Relaxed) as usize,
+                    mask: s[3].load(Ordering::Relaxed),
+                };
+                core::sync::atomic::fence(Ordering::Acquire);
+                if self.seq.load(Ordering::Relaxed) == s1 {
+                    return a;
+                }
+            }
+            core::hint::spin_loop();
+        }
+    }
+
+    /// Serialises writers (also held across fork, so the child never
+    /// inherits a half-written table).
+    pub fn lock(&self) -> spin::MutexGuard<'_, ()> {
+        self.write.lock()
+    }
+
+    /// Sets the disposition of `sig`; the caller holds [`SigActions::lock`].
+    pub fn set_locked(&self, _held: &spin::MutexGuard<'_, ()>, sig: i32, a: &KSigaction) {
+        let s = &self.slots[(sig - 1) as usize];
+        self.seq.fetch_add(1, Ordering::Relaxed);
+        core::sync::atomic::fence(Ordering::Release);
+        s[0].store(a.handler as u64, Ordering::Relaxed);
+        s[1].store(a.flags, Ordering::Relaxed);
+        s[2].store(a.restorer as u64, Ordering::Relaxed);
+        s[3].store(a.mask, Ordering::Relaxed);
+        self.seq.fetch_add(1, Ordering::Release);
+    }
+
+    /// Sets the disposition of `sig`.
+    pub fn set(&self, sig: i32, a: &KSigaction) {
+        let g = self.lock();
+        self.set_locked(&g, sig, a);
+    }
+}
+
 /// Per-process state shared by the threads of a process (CLONE_SIGHAND):
 /// signal dispositions, and the cached answers of `sys::ids`.
 pub struct SigHand {
-    pub actions: spin::Mutex<[KSigaction; NSIG]>,
+    pub actions: SigActions,
     pub ids: crate::sys::ids::IdCache,
 }
 
 impl SigHand {
     pub fn new() -> Self {
         SigHand {
-            actions: spin::Mutex::new([KSigaction::default(); NSIG]),
+            actions: SigActions::new(),
             ids: crate::sys::ids::IdCache::new(),
         }
     }
     /// The program's disposition for `sig` (1-based).
     pub fn get(&self, sig: i32) -> KSigaction {
-        self.actions.lock()[(sig - 1) as usize]
+        self.actions.get(sig)
     }
     /// The state of a child that shares our memory but not our process.
     pub fn copy(&self) -> Self {
-        SigHand {
-            actions: spin::Mutex::new(*self.actions.lock()),
+        let c = SigHand {
+            actions: SigActions::new(),
             ids: self.ids.copy_for_child(),
+        };
+        let _g = self.actions.lock();
+        for sig in 1..=NSIG as i32 {
+            c.actions.set(sig, &self.actions.get(sig));
         }
+        c
     }
 }
 

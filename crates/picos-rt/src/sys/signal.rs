@@ -38,21 +38,23 @@ pub fn rt_sigaction(c: &mut Ctx<'_>) -> SysResult {
     if new_act.is_some() && (signo == SIGKILL || signo == SIGSTOP) {
         return Err(Errno::EINVAL);
     }
-    let sh = c.t.sighand();
-    let prev = {
-        let mut acts = sh.actions.lock();
-        let prev = acts[(signo - 1) as usize];
-        if let Some(mut a) = new_act {
-            a.mask &= !(bit(SIGKILL) | bit(SIGSTOP));
-            acts[(signo - 1) as usize] = a;
+    let acts = &c.t.sighand().actions;
+    let mut prev = acts.get(signo);
+    if let Some(mut a) = new_act {
+        a.mask &= !(bit(SIGKILL) | bit(SIGSTOP));
+        // Installing what is already there (a common loop) changes nothing
+        // and needs no lock.
+        if a != prev {
+            let g = acts.lock();
+            prev = acts.get(signo);
+            acts.set_locked(&g, signo, &a);
             // Change the host disposition while holding the lock, so two
             // threads racing cannot leave host and runtime disagreeing.
             if a.handler != prev.handler || a.flags != prev.flags {
                 sig::sync_host_action(signo, &a);
             }
         }
-        prev
-    };
+    }
     if !old.is_null() {
         old.write(&prev)?;
     }
