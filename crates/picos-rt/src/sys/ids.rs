@@ -174,29 +174,14 @@ fn with_creds<R>(c: &Ctx<'_>, f: impl FnOnce(&Creds) -> R) -> Result<R, Errno> {
     if let Some(cr) = g.as_ref() {
         return Ok(f(cr));
     }
-    let (mut u, mut gi) = ([0u32; 3], [0u32; 3]);
-    host_call(
-        118,
-        [
-            &mut u[0] as *mut u32 as usize,
-            &mut u[1] as *mut u32 as usize,
-            &mut u[2] as *mut u32 as usize,
-            0,
-            0,
-            0,
-        ],
-    )?;
-    host_call(
-        120,
-        [
-            &mut gi[0] as *mut u32 as usize,
-            &mut gi[1] as *mut u32 as usize,
-            &mut gi[2] as *mut u32 as usize,
-            0,
-            0,
-            0,
-        ],
-    )?;
+    // getresuid(2) / getresgid(2) on the host: real, effective, saved.
+    let three = |nr: usize| -> Result<[u32; 3], Errno> {
+        let mut v = [0u32; 3];
+        let base = v.as_mut_ptr() as usize;
+        host_call(nr, [base, base + 4, base + 8, 0, 0, 0])?;
+        Ok(v)
+    };
+    let (u, gi) = (three(118)?, three(120)?);
     let n = host_call(115, [0; 6])?;
     let mut groups = alloc::vec![0u32; n];
     let n = host_call(115, [n, groups.as_mut_ptr() as usize, 0, 0, 0, 0])?;
