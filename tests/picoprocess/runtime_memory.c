@@ -21,12 +21,36 @@ int main(void) {
     FILE *f = fopen("/proc/self/maps", "r");
     char line[512];
     unsigned long start = 0, end = 0;
+    /* The image's mappings must cover its span without a hole (a hole could
+     * be handed to the program by mmap, inside memory picos calls its own). */
+    unsigned long prev_end = 0, span_holes = 0;
+    int in_image = 0, seen_image = 0;
     while (f && fgets(line, sizeof line, f)) {
-        if (strstr(line, "picos-rt") && strstr(line, "r-xp")) {
-            sscanf(line, "%lx-%lx", &start, &end);
-            break;
+        unsigned long s, e;
+        sscanf(line, "%lx-%lx", &s, &e);
+        int is_rt = strstr(line, "picos-rt") != NULL;
+        if (is_rt && !seen_image) {
+            seen_image = in_image = 1;
+        } else if (in_image && is_rt && s != prev_end) {
+            span_holes++;
+        }
+        if (in_image && !is_rt) {
+            /* Filler reservations (anonymous, no access) may sit between the
+             * image's segments; anything else ends the image. */
+            if (strstr(line, "---p") && s == prev_end) {
+                prev_end = e;
+                continue;
+            }
+            in_image = 0;
+        }
+        if (in_image)
+            prev_end = e;
+        if (is_rt && strstr(line, "r-xp") && !start) {
+            start = s;
+            end = e;
         }
     }
+    printf("image span without holes: %s\n", span_holes == 0 ? "yes" : "NO");
     if (!start) {
         printf("runtime mapping: not found\n");
         return 1;

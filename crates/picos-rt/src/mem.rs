@@ -57,6 +57,7 @@ pub const fn page_down(x: usize) -> usize {
 pub fn init(image: usize, image_len: usize) -> Result<(), Errno> {
     IMAGE.store(image, Ordering::Relaxed);
     IMAGE_LEN.store(image_len, Ordering::Relaxed);
+    fill_image_holes(image, image_len);
     // SAFETY: a fresh, kernel-placed PROT_NONE mapping touches nothing we own.
     let base = unsafe {
         host::mmap(
@@ -70,6 +71,82 @@ pub fn init(image: usize, image_len: usize) -> Result<(), Errno> {
     }?;
     BASE.store(base, Ordering::Relaxed);
     Ok(())
+}
+
+/// The kernel maps the runtime image segment by segment and leaves the
+/// pages between segments unmapped; the program's `mmap` could be given one
+/// of them, inside the range the runtime calls its own. Reserve them.
+fn fill_image_holes(image: usize, image_len: usize) {
+    const PT_LOAD: u32 = 1;
+    // SAFETY: the image starts with its ELF header, and its program headers
+    // lie in the first (read-only, mapped) segment, as lld lays them out.
+    let (phoff, phnum) = unsafe {
+        (
+            *((image + 0x20) as *const u64) as usize,
+            *((image + 0x38) as *const u16) as usize,
+        )
+    };
+    let mut loads = [(0usize, 0usize); 16];
+    let mut n = 0;
+    for i in 0..phnum.min(64) {
+        let ph = image + phoff + i * 56;
+        // SAFETY: as above; each program header is 56 bytes.
+        let (ty, vaddr, memsz) = unsafe {
+            (
+                *(ph as *const u32),
+                *((ph + 16) as *const u64) as usize,
+                *((ph + 40) as *const u64) as usize,
+            )
+        };
+        if ty == PT_LOAD && n < loads.len() {
+            loads[n] = (page_down(image + vaddr), page_up(image + vaddr + memsz));
+            n += 1;
+        }
+    }
+    let mut holes = [(0usize, 0usize); 17];
+    let count = image_holes(
+        &mut loads[..n],
+        image,
+        page_up(image + image_len),
+        &mut holes,
+    );
+    for &(start, len) in &holes[..count] {
+        // SAFETY: MAP_FIXED_NOREPLACE never replaces a mapping.
+        let _ = unsafe {
+            host::mmap(
+                start,
+                len,
+                PROT_NONE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                -1,
+                0,
+            )
+        };
+    }
+}
+
+/// The unmapped gaps `(start, len)` of `[image, image_end)` given the
+/// page-aligned segment ranges `loads`; returns how many were written.
+fn image_holes(
+    loads: &mut [(usize, usize)],
+    image: usize,
+    image_end: usize,
+    out: &mut [(usize, usize)],
+) -> usize {
+    loads.sort_unstable();
+    let mut n = 0;
+    let mut prev_end = image;
+    for &(start, end) in loads
+        .iter()
+        .chain(core::iter::once(&(image_end, image_end)))
+    {
+        if start > prev_end && n < out.len() {
+            out[n] = (prev_end, start - prev_end);
+            n += 1;
+        }
+        prev_end = prev_end.max(end);
+    }
+    n
 }
 
 /// Does `[addr, addr + len)` overlap memory the runtime owns (its image or
@@ -329,6 +406,26 @@ pub fn heap_guard() -> impl Sized {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn holes_between_segments() {
+        // text ends at 0x36000, data starts at 0x37000: one hole page.
+        let mut loads = [
+            (0x37000, 0x40000),
+            (0x0, 0xe000),
+            (0xe000, 0x36000),
+            (0x40000, 0x4a000),
+        ];
+        let mut out = [(0, 0); 8];
+        let n = image_holes(&mut loads, 0, 0x4a000, &mut out);
+        assert_eq!(&out[..n], &[(0x36000, 0x1000)]);
+        // No holes, and a tail past the last segment.
+        let mut loads = [(0x1000, 0x3000), (0x3000, 0x5000)];
+        let n = image_holes(&mut loads, 0x1000, 0x7000, &mut out);
+        assert_eq!(&out[..n], &[(0x5000, 0x2000)]);
+        let mut loads = [(0x1000, 0x3000)];
+        assert_eq!(image_holes(&mut loads, 0x1000, 0x3000, &mut out), 0);
+    }
+
     #[test]
     fn rounding() {
         assert_eq!(page_up(0), 0);

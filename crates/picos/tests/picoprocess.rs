@@ -52,7 +52,7 @@ fn runtime_memory_is_protected() {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    let expected = "runtime mapping: found\nmunmap: refused\nmprotect: refused\nmadvise: refused\n\
+    let expected = "image span without holes: yes\nruntime mapping: found\nmunmap: refused\nmprotect: refused\nmadvise: refused\n\
                     mmap MAP_FIXED: refused\nmmap MAP_FIXED_NOREPLACE: refused\nmremap: refused\n\
                     munmap overlapping: refused\nown mapping: ok\n";
     assert_eq!(stdout, expected);
