@@ -526,11 +526,6 @@ pub fn move_hidden() -> Result<(), Errno> {
 /// Called when a program thread exits (exit(2)).
 pub fn thread_exiting(t: &thread::Thread) {
     crate::stats::thread_exit(t);
-    let mut live = 0;
-    thread::for_each_live(|_| live += 1);
-    if live <= 1 {
-        crate::stats::process_exit();
-    }
 }
 
 /// Called when the program exits the process (exit_group(2)) or replaces

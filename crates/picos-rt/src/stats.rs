@@ -202,9 +202,17 @@ pub fn thread_exit(t: &Thread) {
     let mut mine = Totals::default();
     mine.add(&t.stats);
     report("thread", t.tid(), &mine);
-    let mut g = EXITED.lock();
-    let all = g.get_or_insert_with(Totals::default);
-    all.add(&t.stats);
+    {
+        let mut g = EXITED.lock();
+        let all = g.get_or_insert_with(Totals::default);
+        all.add(&t.stats);
+    }
+    // The last thread leaving with exit(2) ends the process.
+    let mut live = 0;
+    crate::thread::for_each_live(|_| live += 1);
+    if live <= 1 {
+        process_exit();
+    }
 }
 
 /// The process is exiting (or exec'ing): report the whole process.
