@@ -312,15 +312,118 @@ global_asm!(
     "    jmp 1b",
     ".globl picos_fast_exit_end",
     "picos_fast_exit_end:",
+    // The direct entries: a trampoline of a call the host serves unchanged
+    // (with neither --stats nor --trace) calls one of these instead of
+    // picos_fast_entry. The program's registers already hold the call's
+    // arguments, and `syscall` clobbers only RAX, RCX and R11 (the program
+    // expects that), so the call goes to the host from here, on the program
+    // stack below its red zone, with no register frame. The common case
+    // then returns at once; an EINTR (SA_RESTART may rewind the call) or a
+    // signal that arrived meanwhile takes the full exit through a FastFrame.
+    //
+    // picos_direct_entry: a call that never blocks indefinitely.
+    ".globl picos_direct_entry",
+    ".type picos_direct_entry,@function",
+    "picos_direct_entry:",
+    "    pushfq",
+    "    syscall",
+    "    jmp 3f",
+    // picos_direct_blocking_entry: a call that may block, in a window like
+    // picos_blocking_syscall's: a signal that lands between the pending
+    // check and the `syscall` resumes at picos_direct_eintr.
+    ".globl picos_direct_blocking_entry",
+    ".type picos_direct_blocking_entry,@function",
+    "picos_direct_blocking_entry:",
+    "    pushfq",
+    ".globl picos_direct_block_start",
+    "picos_direct_block_start:",
+    "    cmpl $0, %gs:{pending}",
+    "    jne picos_direct_eintr",
+    ".globl picos_direct_block_insn",
+    "picos_direct_block_insn:",
+    "    syscall",
+    "3:  cmp $-4, %rax",
+    "    je 5f",
+    // From here to picos_direct_exit_end the result is final; a signal that
+    // lands here is delivered on the program context the call returns to
+    // (patch::complete_direct).
+    ".globl picos_direct_exit_start",
+    "picos_direct_exit_start:",
+    "    cmpl $0, %gs:{pending}",
+    "    jne 5f",
+    "    mov 8(%rsp), %rcx",
+    "    mov {site_ret}(%rcx), %rcx",
+    "    mov (%rsp), %r11",
+    ".globl picos_direct_popf",
+    "picos_direct_popf:",
+    "    popfq",
+    ".globl picos_direct_ret",
+    "picos_direct_ret:",
+    "    ret",
+    ".globl picos_direct_exit_end",
+    "picos_direct_exit_end:",
+    ".globl picos_direct_eintr",
+    "picos_direct_eintr:",
+    "    mov $-4, %rax",
+    // The full exit: a FastFrame as picos_fast_entry builds it, RAX = the
+    // result; picos_direct_finish fills in the continuation (or a rewind)
+    // and the fast entry's exit sequence delivers what is pending.
+    "5:  mov %rsp, %r11",
+    "    mov %gs:0, %rsp",
+    "    and $-64, %rsp",
+    "    sub ${gap}, %rsp",
+    "    push %r11",
+    "    push %r15", "push %r14", "push %r13", "push %r12", "push %r11", "push %r10", "push %r9", "push %r8",
+    "    push %rbp", "push %rdi", "push %rsi", "push %rdx", "push %rcx", "push %rbx", "push %rax",
+    "    mov %rsp, %rdi",
+    "    cld",
+    "    call picos_direct_finish",
+    "    jmp picos_fast_exit_start",
     gap = const FAST_FRAME_GAP,
+    site_ret = const crate::patch::RET_TO_SITE_RET,
     pending = const crate::thread::PENDING_OFFSET,
     options(att_syntax)
 );
 
 extern "C" {
     pub fn picos_fast_entry();
+    pub fn picos_direct_entry();
+    pub fn picos_direct_blocking_entry();
     static picos_fast_exit_start: u8;
     static picos_fast_exit_end: u8;
+    static picos_direct_block_start: u8;
+    static picos_direct_block_insn: u8;
+    static picos_direct_eintr: u8;
+    static picos_direct_exit_start: u8;
+    static picos_direct_ret: u8;
+    static picos_direct_exit_end: u8;
+}
+
+/// Where a signal interrupted a direct entry's exit sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirectExit {
+    /// Before its `popfq`: the program stack holds RFLAGS, then the
+    /// trampoline's return address.
+    BeforePopf,
+    /// At its `ret`: RFLAGS are restored; the stack holds the return address.
+    AtRet,
+}
+
+/// Is `rip` inside a direct entry's exit sequence, and where?
+pub fn in_direct_exit(rip: u64) -> Option<DirectExit> {
+    // SAFETY: only the addresses of the labels are taken.
+    let (s, r, e) = unsafe {
+        (
+            addr_of(&picos_direct_exit_start),
+            addr_of(&picos_direct_ret),
+            addr_of(&picos_direct_exit_end),
+        )
+    };
+    match rip {
+        _ if rip == r => Some(DirectExit::AtRet),
+        _ if rip >= s && rip < e => Some(DirectExit::BeforePopf),
+        _ => None,
+    }
 }
 
 /// Is `rip` inside the fast entry's exit sequence?
@@ -391,6 +494,17 @@ pub fn blocking_rewind(rip: u64) -> Option<u64> {
             addr_of(&picos_block_start),
             addr_of(&picos_block_syscall_insn),
             addr_of(&picos_block_eintr),
+        )
+    };
+    if rip >= start && rip <= insn {
+        return Some(eintr);
+    }
+    // SAFETY: as above.
+    let (start, insn, eintr) = unsafe {
+        (
+            addr_of(&picos_direct_block_start),
+            addr_of(&picos_direct_block_insn),
+            addr_of(&picos_direct_eintr),
         )
     };
     (rip >= start && rip <= insn).then_some(eintr)

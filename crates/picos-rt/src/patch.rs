@@ -60,8 +60,17 @@ const REGION_SIZE: usize = 64 << 10;
 /// Maximum number of trampoline regions.
 const MAX_REGIONS: usize = 64;
 /// Offsets in a trampoline, from the return address of its `call`.
-const RET_TO_SITE_RET: usize = 24;
+pub const RET_TO_SITE_RET: usize = 24;
 const RET_TO_SLOW: usize = 10;
+/// The trampoline's `mov $NR, %eax` immediate ends 6 bytes (the `call`'s
+/// opcode and displacement) before the return address.
+const RET_TO_NR: usize = 10;
+/// Offsets in a region's header of the entry addresses the trampolines
+/// call: the fast entry, and the direct entries for calls the host serves
+/// unchanged (non-blocking, then blocking).
+const ENTRY_FAST: usize = 0;
+const ENTRY_DIRECT: usize = 8;
+const ENTRY_DIRECT_BLOCKING: usize = 16;
 
 /// Pseudo syscall number the slow path uses to finish a deferred fast call.
 pub const DEFERRED_NR: u64 = 0x7069_636f; // "pico"
@@ -88,8 +97,9 @@ struct State {
     seen: BTreeSet<usize>,
     /// Ranges never to patch (shared mappings: writing would change a file).
     no_patch: Vec<(usize, usize)>,
-    /// Address of the runtime's fast entry, stored in each region.
-    entry: usize,
+    /// Addresses of the runtime's entries, stored at the start of each
+    /// region (ENTRY_FAST, ENTRY_DIRECT, ENTRY_DIRECT_BLOCKING).
+    entries: [usize; 3],
 }
 
 static STATE: spin::Mutex<State> = spin::Mutex::new(State {
@@ -97,7 +107,7 @@ static STATE: spin::Mutex<State> = spin::Mutex::new(State {
     sites: BTreeSet::new(),
     seen: BTreeSet::new(),
     no_patch: Vec::new(),
-    entry: 0,
+    entries: [0; 3],
 });
 
 /// Is the fast path on?
@@ -109,7 +119,11 @@ pub fn enabled() -> bool {
 /// turns patching on (called at start-up when the configuration asks).
 pub fn init(vdso: usize) {
     VDSO.store(vdso, Ordering::Relaxed);
-    STATE.lock().entry = crate::arch::picos_fast_entry as *const () as usize;
+    STATE.lock().entries = [
+        crate::arch::picos_fast_entry as *const () as usize,
+        crate::arch::picos_direct_entry as *const () as usize,
+        crate::arch::picos_direct_blocking_entry as *const () as usize,
+    ];
     match crate::rt::open_hidden(b"/proc/self/mem\0", 2 /* O_RDWR */) {
         Ok(fd) => {
             MEM_FD.store(fd, Ordering::Relaxed);
@@ -271,8 +285,12 @@ fn alloc_trampoline(st: &mut State, site: usize) -> Option<usize> {
                 if b != cand {
                     continue;
                 }
-                // The region starts with the runtime entry address (8 bytes).
-                if write_mem(b, &st.entry.to_le_bytes()).is_err() {
+                // The region starts with the runtime's entry addresses.
+                let mut header = [0u8; 24];
+                for (i, e) in st.entries.iter().enumerate() {
+                    header[i * 8..i * 8 + 8].copy_from_slice(&e.to_le_bytes());
+                }
+                if write_mem(b, &header).is_err() {
                     return None;
                 }
                 REGION_BASE[n].store(b, Ordering::Relaxed);
@@ -438,6 +456,21 @@ fn inline_answer(nr: u32, site: &Site) -> Option<Vec<u8>> {
     Some(c)
 }
 
+/// Which runtime entry a trampoline for call `nr` calls: a direct entry for
+/// a call the host serves unchanged, unless every call must reach the
+/// dispatcher (--stats, --trace).
+fn entry_for(nr: u32) -> usize {
+    use crate::table_types::{lookup, Serve};
+    if crate::stats::on() || crate::log::enabled(crate::log::LogLevel::Trace) {
+        return ENTRY_FAST;
+    }
+    match lookup(nr as usize).map(|d| d.serve) {
+        Some(Serve::Host) => ENTRY_DIRECT,
+        Some(Serve::HostBlocking { .. }) => ENTRY_DIRECT_BLOCKING,
+        _ => ENTRY_FAST,
+    }
+}
+
 /// Builds the trampoline at `t` for `site`; returns its bytes and the
 /// fast path's continuation address.
 fn trampoline_bytes(t: usize, nr: u32, site: &Site) -> Option<(Vec<u8>, usize)> {
@@ -455,7 +488,7 @@ fn trampoline_bytes(t: usize, nr: u32, site: &Site) -> Option<(Vec<u8>, usize)> 
     c.extend_from_slice(&nr.to_le_bytes());
     c.extend_from_slice(&[0xff, 0x15]);
     let r = t + c.len() + 4;
-    c.extend_from_slice(&rel32(r, region_of(t))?);
+    c.extend_from_slice(&rel32(r, region_of(t) + entry_for(nr))?);
     c.extend_from_slice(&[0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00]);
     c.extend_from_slice(&[0xff, 0xe1]);
     c.extend_from_slice(&[0x0f, 0x05]);
@@ -526,11 +559,16 @@ pub fn maybe_patch(after: usize, nr: u64) -> Option<usize> {
     let (tcode, cont) = trampoline_bytes(t, nr as u32, &site)?;
     crate::log!(
         Debug,
-        "patch site {:#x} nr {} -> trampoline {:#x} (cont {:#x})",
+        "patch site {:#x} nr {} -> trampoline {:#x} (cont {:#x}, {} entry)",
         site.start,
         nr,
         t,
-        cont
+        cont,
+        match entry_for(nr as u32) {
+            ENTRY_DIRECT => "direct",
+            ENTRY_DIRECT_BLOCKING => "direct blocking",
+            _ => "fast",
+        }
     );
     write_mem(t, &tcode).ok()?;
     let rel = rel32(site.start + 5, t)?;
@@ -688,6 +726,72 @@ extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     f.rcx = m.rcx;
     f.r11 = m.r11;
     f.rdx = m.rdx;
+}
+
+/// The full exit of a direct entry (see `arch`): the host returned EINTR,
+/// or a signal arrived during the call. `f.rax` holds the host's result.
+#[no_mangle]
+extern "C" fn picos_direct_finish(f: &mut FastFrame) {
+    let t = crate::thread::current();
+    // SAFETY: as in picos_fast_syscall; the trampoline's `mov $NR, %eax`
+    // immediate lies RET_TO_NR bytes before its return address.
+    let (ret, flags) = unsafe {
+        (
+            *((f.guest_sp + 8) as *const u64) as usize,
+            *(f.guest_sp as *const u64),
+        )
+    };
+    // SAFETY: as above.
+    let (site_ret, nr) = unsafe {
+        (
+            *((ret + RET_TO_SITE_RET) as *const u64),
+            core::ptr::read_unaligned((ret - RET_TO_NR) as *const u32),
+        )
+    };
+    f.rcx = site_ret;
+    f.r11 = flags;
+    let restart = matches!(
+        crate::table_types::lookup(nr as usize).map(|d| d.serve),
+        Some(crate::table_types::Serve::HostBlocking { restart: true })
+    );
+    if f.rax == Errno::EINTR.to_ret() as u64 && restart && crate::signal::pending_wants_restart(t) {
+        // As the dispatcher does for SA_RESTART: run the `syscall` again
+        // after the handler, through the trap path.
+        let mut m = fast_context(f);
+        m.rip = site_ret - 2;
+        m.rax = nr as u64;
+        t.deferred.set(Some(m));
+        f.rax = DEFERRED_NR;
+        f.rcx = (ret + RET_TO_SLOW) as u64;
+    }
+}
+
+/// A signal interrupted a direct entry's exit sequence (`where_`): replace
+/// the interrupted context in `uc` by the program context the call returns
+/// to (RAX, the result, is already in place).
+pub fn complete_direct(uc: &mut UContext, where_: crate::arch::DirectExit) {
+    let m = &mut uc.mcontext;
+    let sp = m.rsp;
+    // SAFETY: the direct entry pushed RFLAGS below the trampoline's return
+    // address on the program stack; both stay until its final `ret`, and
+    // the trampoline stores the continuation at a fixed offset.
+    let (flags, ret, prog_sp) = unsafe {
+        match where_ {
+            crate::arch::DirectExit::BeforePopf => (
+                *(sp as *const u64),
+                *((sp + 8) as *const u64),
+                sp + 16 + 128,
+            ),
+            crate::arch::DirectExit::AtRet => (m.eflags, *(sp as *const u64), sp + 8 + 128),
+        }
+    };
+    // SAFETY: as above.
+    let cont = unsafe { *((ret as usize + RET_TO_SITE_RET) as *const u64) };
+    m.rip = cont;
+    m.rcx = cont;
+    m.r11 = flags;
+    m.eflags = flags;
+    m.rsp = prog_sp;
 }
 
 /// The exit sequence found a pending signal: finish through the trap path,

@@ -216,6 +216,16 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
         deliver_pending(t, uc);
         return;
     }
+    if !kernel_fault {
+        if let Some(at) = arch::in_direct_exit(rip) {
+            // The same for a direct entry (see arch).
+            let t = thread::current();
+            crate::patch::complete_direct(uc, at);
+            t.add_pending(info);
+            deliver_pending(t, uc);
+            return;
+        }
+    }
     if sig == SIGTRAP
         && kernel_fault
         && !in_runtime(rip)
@@ -275,8 +285,12 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
         t.add_pending(info);
         return;
     }
-    deliver(t, info, uc);
-    uc.sigmask = host_mask(t.sig_mask.get());
+    // Through the pending set: an instance of the same standard signal that
+    // is already pending (queued while the runtime ran) merges with this
+    // one, signals go out in order, and the pending flag is brought up to
+    // date with the handler's mask.
+    t.add_pending(info);
+    deliver_pending(t, uc);
 }
 
 /// Delivers every pending signal the program does not block, on top of the
@@ -376,6 +390,12 @@ fn setup_frame(
     info: &SigInfo,
     uc: &mut UContext,
 ) -> Result<(), crate::errno::Errno> {
+    // A signal that lands while a fast call finishes through the trap path
+    // (the program is between the trampoline's return and its slow
+    // `syscall`, RAX = DEFERRED_NR): the handler must return to where that
+    // call continues, and the deferral must not outlive this context (a
+    // deferred call inside the handler would take it for its own).
+    crate::patch::finish_deferred(t, uc);
     let ctx = &uc.mcontext;
     let alt = t.altstack.get();
     let mut sp = ctx.rsp;

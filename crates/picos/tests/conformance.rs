@@ -621,6 +621,11 @@ fn fork_wait() {
     conformance("fork_wait", &[ok(&[])]);
 }
 
+#[test]
+fn syscall_signals() {
+    conformance("syscall_signals", &[ok(&[])]);
+}
+
 /// `jit_syscall` under `picos run --trace`: the raw `syscall` instructions in
 /// run-time generated code must show up in the trace.
 #[test]

@@ -16,9 +16,11 @@ fn compile(name: &str) -> PathBuf {
 }
 
 fn compile_with(name: &str, flags: &[&str]) -> PathBuf {
-    let src = workspace()
-        .join("tests/picoprocess")
-        .join(format!("{name}.c"));
+    compile_from("tests/picoprocess", name, flags)
+}
+
+fn compile_from(dir: &str, name: &str, flags: &[&str]) -> PathBuf {
+    let src = workspace().join(dir).join(format!("{name}.c"));
     let out_dir = workspace().join("target/picoprocess");
     std::fs::create_dir_all(&out_dir).unwrap();
     let out = out_dir.join(name);
@@ -85,6 +87,54 @@ fn patching_under_threads_stress() {
         patched >= 3,
         "expected patched sites, saw {patched}:\n{stderr}"
     );
+}
+
+/// Calls the host serves unchanged take the direct entries (no register
+/// frame, no dispatcher), and stay right under a storm of signals: the
+/// program (a conformance program, also compared with native there) checks
+/// results, registers, SA_RESTART and EINTR. With --stats every call goes
+/// through the dispatcher instead.
+#[test]
+fn direct_entries_under_signals() {
+    let prog = compile_from("tests/conformance", "syscall_signals", &[]);
+    let entry_of = |stderr: &str, nr: u32| -> Vec<String> {
+        stderr
+            .lines()
+            .filter(|l| l.contains("patch site") && l.contains(&format!(" nr {nr} ")))
+            .map(|l| l.rsplit(", ").next().unwrap_or("").to_string())
+            .collect()
+    };
+    for (extra, pread_entry, lseek_entry) in [
+        (None, "direct blocking entry)", "direct entry)"),
+        (Some("--stats"), "fast entry)", "fast entry)"),
+    ] {
+        let mut cmd = Command::new(PICOS);
+        cmd.args(["run", "--log-level", "debug"]);
+        cmd.args(extra);
+        let out = cmd.arg(&prog).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stdout.ends_with("syscall_signals: all ok\n"),
+            "{extra:?}: {:?}\n{stdout}\n{}",
+            out.status,
+            stderr
+                .lines()
+                .filter(|l| !l.contains("deferred"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        let pread = entry_of(&stderr, 17);
+        let lseek = entry_of(&stderr, 8);
+        assert!(
+            !pread.is_empty() && pread.iter().all(|e| e == pread_entry),
+            "{extra:?}: pread sites {pread:?}"
+        );
+        assert!(
+            !lseek.is_empty() && lseek.iter().all(|e| e == lseek_entry),
+            "{extra:?}: lseek sites {lseek:?}"
+        );
+    }
 }
 
 #[test]
