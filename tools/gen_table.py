@@ -31,6 +31,7 @@ EMULATED = {
   'umask': 'ids::umask', 'uname': 'ids::uname', 'getrlimit': 'ids::getrlimit', 'prlimit64': 'ids::prlimit64',
   'clock_gettime': 'ids::clock_gettime', 'gettimeofday': 'ids::gettimeofday', 'time': 'ids::time',
   'getpgrp': 'ids::getpgrp', 'getpgid': 'ids::getpgid', 'getsid': 'ids::getsid', 'getcpu': 'ids::getcpu',
+  'sched_getaffinity': 'ids::sched_getaffinity',
 }
 MEDIATED = {
   'mmap': 'memory::mmap', 'munmap': 'memory::munmap', 'mprotect': 'memory::mprotect',
@@ -42,6 +43,7 @@ MEDIATED = {
   'setresuid': 'ids::set_ids', 'setresgid': 'ids::set_ids', 'setfsuid': 'ids::set_ids', 'setfsgid': 'ids::set_ids',
   'setgroups': 'ids::set_ids', 'sethostname': 'ids::set_uts', 'setdomainname': 'ids::set_uts',
   'setrlimit': 'ids::setrlimit', 'setpgid': 'ids::set_pgid', 'setsid': 'ids::set_pgid',
+  'sched_setaffinity': 'ids::sched_setaffinity',
 }
 MEDIATED = {k: v for k, v in MEDIATED.items() if v}
 # Blocking host calls: name -> restartable with SA_RESTART.
@@ -90,7 +92,9 @@ NOTES = {
   'readlink': '/proc/self/exe names the program', 'readlinkat': '/proc/self/exe names the program',
   'close': 'the runtime\'s hidden descriptor stays open', 'close_range': 'skips the runtime\'s hidden descriptor',
   'dup2': 'moves the runtime\'s descriptor out of the way', 'dup3': 'moves the runtime\'s descriptor out of the way',
-  'rt_sigpending': 'host pending set plus the runtime\'s',
+  'rt_sigpending': 'host asked only for signals the program blocks (they wait there for signalfd)',
+  'sched_getaffinity': 'own mask cached; re-read after sched_setaffinity, or after 10-50 ms',
+  'sched_setaffinity': 'then forgets every thread\'s cached mask',
   'getpid': 'cached per process', 'gettid': 'from the runtime\'s thread state',
   'getppid': 'cached; forgotten when the parent dies (parent-death signal)',
   'getuid': 'cached credentials', 'geteuid': 'cached credentials', 'getgid': 'cached credentials',

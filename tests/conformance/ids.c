@@ -4,6 +4,8 @@
 #include "conformance.h"
 
 #include <grp.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -16,6 +18,71 @@
 #include <unistd.h>
 
 /* The parent pid as the kernel reports it in /proc/self/stat. */
+/* sched_getaffinity: the size the kernel reports and the mask, through
+ * changes the program makes (picos caches a thread's own mask). */
+static void *affinity_thread(void *arg)
+{
+    cpu_set_t one, got;
+    CPU_ZERO(&one);
+    CPU_SET(*(int *)arg, &one);
+    int ok = sched_setaffinity(0, sizeof one, &one) == 0 &&
+             sched_getaffinity(0, sizeof got, &got) == 0 && CPU_EQUAL(&one, &got);
+    return (void *)(long)ok;
+}
+
+static void check_affinity(void)
+{
+    cpu_set_t orig, got, one;
+    /* The raw call writes only the kernel's mask size. */
+    CPU_ZERO(&orig);
+    CPU_ZERO(&got);
+    long n = syscall(SYS_sched_getaffinity, 0, sizeof orig, &orig);
+    long n2 = syscall(SYS_sched_getaffinity, 0, sizeof got, &got);
+    checkf("affinity_size", n > 0 && n % 8 == 0 && n == n2, "n=%ld n2=%ld", n, n2);
+    check("affinity_repeatable", CPU_EQUAL(&orig, &got) && CPU_COUNT(&orig) > 0);
+    CPU_ZERO(&got);
+    show("affinity_by_tid_same", "%s",
+         syscall(SYS_sched_getaffinity, (pid_t)syscall(SYS_gettid), sizeof got, &got) == n &&
+                 CPU_EQUAL(&orig, &got)
+             ? "yes"
+             : "no");
+    int first = -1;
+    for (int i = 0; i < CPU_SETSIZE; i++)
+        if (CPU_ISSET(i, &orig)) {
+            first = i;
+            break;
+        }
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    check("affinity_set_one", sched_setaffinity(0, sizeof one, &one) == 0);
+    check("affinity_sees_change", sched_getaffinity(0, sizeof got, &got) == 0 && CPU_EQUAL(&got, &one));
+    check("affinity_restore", sched_setaffinity(0, sizeof orig, &orig) == 0);
+    check("affinity_sees_restore", sched_getaffinity(0, sizeof got, &got) == 0 && CPU_EQUAL(&got, &orig));
+    /* Another thread's change is its own. */
+    pthread_t th;
+    void *res = 0;
+    pthread_create(&th, NULL, affinity_thread, &first);
+    pthread_join(th, &res);
+    check("affinity_thread_own", res == (void *)1L);
+    check("affinity_main_unchanged", sched_getaffinity(0, sizeof got, &got) == 0 && CPU_EQUAL(&got, &orig));
+    /* A forked child inherits the mask. */
+    pid_t child = fork();
+    if (child == 0)
+        _exit(sched_getaffinity(0, sizeof got, &got) == 0 && CPU_EQUAL(&got, &orig) ? 0 : 1);
+    int st = 0;
+    waitpid(child, &st, 0);
+    check("affinity_fork_inherits", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    /* Errors, as the kernel gives them. */
+    long r = syscall(SYS_sched_getaffinity, 0, 3, &got);
+    check_errno("affinity_odd_size", r, errno, EINVAL);
+    r = syscall(SYS_sched_getaffinity, 0, 0, &got);
+    check_errno("affinity_zero_size", r, errno, EINVAL);
+    r = syscall(SYS_sched_getaffinity, 0, sizeof got, (void *)8);
+    check_errno("affinity_bad_pointer", r, errno, EFAULT);
+    r = syscall(SYS_sched_getaffinity, 0x3fffffff, sizeof got, &got);
+    check_errno("affinity_no_such_thread", r, errno, ESRCH);
+}
+
 static long proc_ppid(void)
 {
     FILE *f = fopen("/proc/self/stat", "r");
@@ -217,5 +284,6 @@ int main(void)
     ret = syscall(SYS_clock_gettime, CLOCK_REALTIME, (void *)8);
     err = errno;
     check_errno("clock_gettime_efault", ret, err, EFAULT);
+    check_affinity();
     return conf_finish("ids");
 }

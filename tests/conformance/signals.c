@@ -317,6 +317,46 @@ int main(void)
     check("unblock_delivers_once", hits == 1);
     sigpending(&pend);
     check("sigpending_cleared", !sigismember(&pend, SIGUSR1));
+    {
+        /* Nothing blocked: nothing reported (picos answers without the host). */
+        sigset_t none, old;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, &old);
+        sigfillset(&pend);
+        check("sigpending_empty_when_unblocked", sigpending(&pend) == 0 && sigisemptyset(&pend));
+        /* A process-directed signal the thread blocks. */
+        hits = 0;
+        block(SIGUSR1);
+        kill(getpid(), SIGUSR1);
+        sigpending(&pend);
+        check("sigpending_process_directed", sigismember(&pend, SIGUSR1) && hits == 0);
+        unblock(SIGUSR1);
+        check("sigpending_process_directed_delivered", hits == 1);
+        /* SIGTRAP blocked: under picos the host never blocks it, the
+         * runtime holds it. */
+        hits = 0;
+        install(SIGTRAP, count_handler, 0);
+        block(SIGTRAP);
+        raise(SIGTRAP);
+        sigpending(&pend);
+        check("sigpending_trap_held", sigismember(&pend, SIGTRAP) && hits == 0);
+        unblock(SIGTRAP);
+        check("sigpending_trap_delivered", hits == 1);
+        sigpending(&pend);
+        check("sigpending_trap_cleared", !sigismember(&pend, SIGTRAP));
+        long r = syscall(SYS_rt_sigpending, &pend, 16);
+        check_errno("sigpending_bad_size", r, errno, EINVAL);
+        /* A smaller size is accepted: that many bytes are written. */
+        block(SIGUSR1);
+        raise(SIGUSR1);
+        uint64_t raw = ~0ull;
+        r = syscall(SYS_rt_sigpending, &raw, 4);
+        check("sigpending_short_size", r == 0 && raw == (0xffffffff00000000ull | 1u << (SIGUSR1 - 1)));
+        hits = 0;
+        unblock(SIGUSR1);
+        check("sigpending_short_size_delivered", hits == 1);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+    }
 
     /* sigprocmask semantics */
     {

@@ -526,6 +526,13 @@ pub fn fault_fixup(rip: u64) -> Option<u64> {
     ((rip >= cs && rip < ce) || (rip >= ss && rip < se)).then_some(fix)
 }
 
+/// The time-stamp counter.
+#[inline(always)]
+pub fn rdtsc() -> u64 {
+    // SAFETY: rdtsc only reads the counter (user mode may run it on Linux).
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
 /// Reads the GS base (the runtime's per-thread pointer).
 #[inline(always)]
 pub fn gs_base() -> usize {

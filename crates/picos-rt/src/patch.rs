@@ -328,9 +328,11 @@ struct Site {
     resume: usize,
 }
 
-/// Length of a register-only `mov`/`xor` at the start of `b`, if it is one
-/// the patcher may copy: no memory operand, no RIP-relative addressing, and
-/// RSP never written.
+/// Length of a register-only instruction at the start of `b`, if it is one
+/// the patcher may copy between `mov $NR, %eax` and `syscall`: a `mov`,
+/// `xor`, `cmp`, `test` or `cmovcc` with no memory operand (so no
+/// RIP-relative addressing), never writing RSP, and never touching RAX (the
+/// trampoline runs the copies before its own `mov $NR, %eax`).
 fn simple_move_len(b: &[u8]) -> Option<usize> {
     let (rex, rest) = match b.first() {
         Some(&r) if (0x40..=0x4f).contains(&r) => (r, &b[1..]),
@@ -339,27 +341,45 @@ fn simple_move_len(b: &[u8]) -> Option<usize> {
     let p = usize::from(rex != 0);
     let op = *rest.first()?;
     let (rex_r, rex_b) = (rex & 4 != 0, rex & 1 != 0);
+    // Register numbers as the instruction names them (REX extends them).
+    let reg_of = |modrm: u8| ((modrm >> 3) & 7) | (u8::from(rex_r) << 3);
+    let rm_of = |modrm: u8| (modrm & 7) | (u8::from(rex_b) << 3);
+    const RAX: u8 = 0;
+    const RSP: u8 = 4;
     match op {
-        // mov r/m, reg (89) / mov reg, r/m (8b) / xor (31, 33), register form only.
-        0x89 | 0x8b | 0x31 | 0x33 => {
+        // mov r/m, reg (89) / mov reg, r/m (8b) / xor (31, 33) / cmp (39,
+        // 3b) / test (85): register form only.
+        0x89 | 0x8b | 0x31 | 0x33 | 0x39 | 0x3b | 0x85 => {
             let modrm = *rest.get(1)?;
-            if modrm >> 6 != 3 {
-                return None;
-            }
-            let (reg, rm) = ((modrm >> 3) & 7, modrm & 7);
-            let dest_is_rsp = match op {
-                0x89 | 0x31 => rm == 4 && !rex_b,
-                _ => reg == 4 && !rex_r,
+            let (reg, rm) = (reg_of(modrm), rm_of(modrm));
+            let dest = match op {
+                0x89 | 0x31 => Some(rm),
+                0x8b | 0x33 => Some(reg),
+                _ => None, // cmp and test write only flags
             };
-            (!dest_is_rsp).then_some(p + 2)
+            (modrm >> 6 == 3 && reg != RAX && rm != RAX && dest != Some(RSP)).then_some(p + 2)
         }
-        // mov $imm32, r32 (b8+r), not ESP.
-        0xb8..=0xbf if rex & 8 == 0 => ((op & 7) != 4 || rex_b).then_some(p + 5),
+        // cmovcc reg, r/m (0f 40+cc), register form only.
+        0x0f => {
+            let (op2, modrm) = (*rest.get(1)?, *rest.get(2)?);
+            let (reg, rm) = (reg_of(modrm), rm_of(modrm));
+            ((0x40..=0x4f).contains(&op2)
+                && modrm >> 6 == 3
+                && reg != RAX
+                && rm != RAX
+                && reg != RSP)
+                .then_some(p + 3)
+        }
+        // mov $imm32, r32 (b8+r), not ESP or EAX.
+        0xb8..=0xbf if rex & 8 == 0 => {
+            let r = (op & 7) | (u8::from(rex_b) << 3);
+            (r != RSP && r != RAX).then_some(p + 5)
+        }
         // mov $imm32 sign-extended, r/m64 (REX.W c7 /0), register form.
         0xc7 if rex & 8 != 0 => {
             let modrm = *rest.get(1)?;
-            let writes_rsp = modrm & 7 == 4 && !rex_b;
-            (modrm >> 6 == 3 && (modrm >> 3) & 7 == 0 && !writes_rsp).then_some(p + 6)
+            let r = rm_of(modrm);
+            (modrm >> 6 == 3 && (modrm >> 3) & 7 == 0 && r != RSP && r != RAX).then_some(p + 6)
         }
         _ => None,
     }
@@ -897,12 +917,26 @@ mod tests {
     #[test]
     fn move_decoder() {
         assert_eq!(simple_move_len(&[0x48, 0x89, 0xfe]), Some(3)); // mov %rdi,%rsi
-        assert_eq!(simple_move_len(&[0x89, 0xc7]), Some(2)); // mov %eax,%edi
+        assert_eq!(simple_move_len(&[0x89, 0xfe]), Some(2)); // mov %edi,%esi
         assert_eq!(simple_move_len(&[0x41, 0xba, 1, 0, 0, 0]), Some(6)); // mov $1,%r10d
         assert_eq!(simple_move_len(&[0x49, 0xc7, 0xc2, 1, 0, 0, 0]), Some(7)); // mov $1,%r10
         assert_eq!(simple_move_len(&[0x45, 0x31, 0xd2]), Some(3)); // xor %r10d,%r10d
         assert_eq!(simple_move_len(&[0xbc, 0, 0, 0, 0]), None); // mov $0,%esp
         assert_eq!(simple_move_len(&[0x48, 0x8b, 0x07]), None); // memory operand
         assert_eq!(simple_move_len(&[0x48, 0x89, 0x05, 0, 0, 0, 0]), None); // rip-relative
+                                                                            // glibc sched_getaffinity: cmp %rsi,%r8; cmovbe %r8,%rsi
+        assert_eq!(simple_move_len(&[0x49, 0x39, 0xf0]), Some(3));
+        assert_eq!(simple_move_len(&[0x49, 0x0f, 0x46, 0xf0]), Some(4));
+        assert_eq!(simple_move_len(&[0x48, 0x85, 0xff]), Some(3)); // test %rdi,%rdi
+        assert_eq!(simple_move_len(&[0x48, 0x0f, 0x44, 0xe7]), None); // cmove %rdi,%rsp
+        assert_eq!(simple_move_len(&[0x0f, 0x44, 0x07]), None); // cmove (%rdi),%eax
+                                                                // Anything reading or writing RAX: the trampoline sets it after the copies.
+        assert_eq!(simple_move_len(&[0x89, 0xc7]), None); // mov %eax,%edi
+        assert_eq!(simple_move_len(&[0x48, 0x89, 0xf8]), None); // mov %rdi,%rax
+        assert_eq!(simple_move_len(&[0x48, 0x39, 0xc7]), None); // cmp %rax,%rdi
+        assert_eq!(simple_move_len(&[0xb8, 1, 0, 0, 0]), None); // mov $1,%eax
+        assert_eq!(simple_move_len(&[0x41, 0xb8, 1, 0, 0, 0]), Some(6)); // mov $1,%r8d
+        assert_eq!(simple_move_len(&[0x49, 0x89, 0xc0]), None); // mov %rax,%r8
+        assert_eq!(simple_move_len(&[0x4c, 0x89, 0xc7]), Some(3)); // mov %r8,%rdi
     }
 }

@@ -921,7 +921,7 @@ const DEFS: [SyscallDef; COUNT] = [
         name: "rt_sigpending",
         serve: Serve::Emulated(sys::signal::rt_sigpending),
         args: "pu",
-        note: "host pending set plus the runtime's",
+        note: "host asked only for signals the program blocks (they wait there for signalfd)",
     },
     SyscallDef {
         nr: 128,
@@ -1451,16 +1451,16 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 203,
         name: "sched_setaffinity",
-        serve: Serve::Host,
+        serve: Serve::Mediated(sys::ids::sched_setaffinity),
         args: "dup",
-        note: "",
+        note: "then forgets every thread's cached mask",
     },
     SyscallDef {
         nr: 204,
         name: "sched_getaffinity",
-        serve: Serve::Host,
+        serve: Serve::Emulated(sys::ids::sched_getaffinity),
         args: "dup",
-        note: "",
+        note: "own mask cached; re-read after sched_setaffinity, or after 10-50 ms",
     },
     SyscallDef {
         nr: 205,

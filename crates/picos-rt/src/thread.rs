@@ -176,6 +176,8 @@ pub struct Thread {
     pub stats: crate::stats::Counters,
     /// A fast call's result context, to be finished by the trap path.
     pub deferred: Cell<Option<crate::arch::SigContext>>,
+    /// This thread's CPU affinity as last read from the host (sched_getaffinity).
+    pub affinity: crate::sys::ids::AffinityCache,
 }
 
 impl Thread {
@@ -330,6 +332,7 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             sud_selector: core::sync::atomic::AtomicU8::new(1),
             stats: crate::stats::Counters::new(),
             deferred: Cell::new(None),
+            affinity: crate::sys::ids::AffinityCache::new(),
         });
         Ok(&*t)
     }

@@ -13,7 +13,8 @@ use super::{host_call, Ctx, SysResult};
 use crate::errno::Errno;
 use crate::user::{self, UserPtr};
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicI32, Ordering};
+use core::cell::Cell;
+use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 /// Credentials as the host reported them.
 #[derive(Clone, Debug)]
@@ -389,4 +390,111 @@ pub fn time(c: &mut Ctx<'_>) -> SysResult {
         }
         None => c.host(),
     }
+}
+
+/// Largest affinity mask cached, in 64-bit words (1,024 CPUs); hosts with
+/// more CPUs are asked every time.
+const AFFINITY_WORDS: usize = 16;
+
+/// How long a thread trusts its cached affinity, in TSC ticks (10 to 50 ms
+/// at 5 to 1 GHz). Changes the program makes itself are seen at once (see
+/// [`AFFINITY_GEN`]); this bounds how long a change made from outside the
+/// picoprocess (`taskset -p`, a cpuset cgroup) goes unseen.
+const AFFINITY_TTL: u64 = 50_000_000;
+
+/// Bumped whenever a thread of this process changes an affinity through
+/// sched_setaffinity: every thread then re-reads its own.
+static AFFINITY_GEN: AtomicU64 = AtomicU64::new(1);
+
+/// A thread's CPU affinity as the host last reported it (sched_getaffinity
+/// with a 1,024-CPU buffer): the kernel's answer size and the mask.
+pub struct AffinityCache {
+    /// AFFINITY_GEN when read (0: never read).
+    gen: Cell<u64>,
+    /// TSC when read.
+    stamp: Cell<u64>,
+    /// Bytes the host wrote (the kernel's cpumask size).
+    len: Cell<usize>,
+    mask: [Cell<u64>; AFFINITY_WORDS],
+}
+
+impl AffinityCache {
+    pub const fn new() -> Self {
+        AffinityCache {
+            gen: Cell::new(0),
+            stamp: Cell::new(0),
+            len: Cell::new(0),
+            mask: [const { Cell::new(0) }; AFFINITY_WORDS],
+        }
+    }
+
+    /// Reads the calling thread's affinity from the host into the cache;
+    /// false if it does not fit.
+    fn refresh(&self, gen: u64, now: u64) -> Result<bool, Errno> {
+        let mut buf = [0u64; AFFINITY_WORDS];
+        let r = host_call(
+            204,
+            [
+                0,
+                core::mem::size_of_val(&buf),
+                buf.as_mut_ptr() as usize,
+                0,
+                0,
+                0,
+            ],
+        );
+        let n = match r {
+            Ok(n) => n,
+            Err(Errno::EINVAL) => return Ok(false), // more CPUs than the buffer holds
+            Err(e) => return Err(e),
+        };
+        for (c, w) in self.mask.iter().zip(buf) {
+            c.set(w);
+        }
+        self.len.set(n);
+        self.stamp.set(now);
+        self.gen.set(gen);
+        Ok(true)
+    }
+}
+
+impl Default for AffinityCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Implements sched_getaffinity(2): the calling thread's own mask from its
+/// cache (see [`AffinityCache`]); other threads' masks, and sizes the cache
+/// cannot answer exactly, from the host.
+pub fn sched_getaffinity(c: &mut Ctx<'_>) -> SysResult {
+    let (pid, len, ptr) = (c.arg(0) as i32, c.arg(1), c.arg(2));
+    if (pid != 0 && pid != c.t.tid()) || len % 8 != 0 {
+        return c.host(); // the host's own errors (ESRCH, EINVAL) and answers
+    }
+    let a = &c.t.affinity;
+    let (gen, now) = (AFFINITY_GEN.load(Ordering::Acquire), crate::arch::rdtsc());
+    if (a.gen.get() != gen || now.wrapping_sub(a.stamp.get()) > AFFINITY_TTL)
+        && !a.refresh(gen, now)?
+    {
+        return c.host();
+    }
+    let n = a.len.get();
+    if len < n {
+        return c.host(); // EINVAL unless the kernel's CPU count still fits
+    }
+    let mut bytes = [0u8; AFFINITY_WORDS * 8];
+    for (i, w) in a.mask.iter().enumerate() {
+        bytes[i * 8..i * 8 + 8].copy_from_slice(&w.get().to_ne_bytes());
+    }
+    user::copy_out(ptr, &bytes[..n])?;
+    Ok(n)
+}
+
+/// Implements sched_setaffinity(2): passed to the host; every thread's
+/// cached mask is then forgotten.
+pub fn sched_setaffinity(c: &mut Ctx<'_>) -> SysResult {
+    let r = c.host();
+    AFFINITY_GEN.fetch_add(1, Ordering::AcqRel);
+    r
 }
