@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 
@@ -122,6 +123,17 @@ int main(void)
             wrong++;
     }
     checkf("pread under signals", wrong == 0, "%ld wrong", wrong);
+
+    /* Through libc's generic syscall(3), whose number is not an immediate
+     * (picos patches glibc's and the usual musl form of it too). */
+    wrong = 0;
+    for (int i = 0; i < 100000; i++) {
+        off_t off = (off_t)((i * 53) % (FILE_SIZE - 256));
+        long n = syscall(SYS_pread64, fd, buf, sizeof buf, off);
+        if (n != (long)sizeof buf || memcmp(buf, expect + off, sizeof buf))
+            wrong++;
+    }
+    checkf("syscall(3) pread under signals", wrong == 0, "%ld wrong", wrong);
 
     wrong = 0;
     for (int i = 0; i < 200000; i++) {

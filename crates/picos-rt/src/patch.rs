@@ -316,16 +316,32 @@ fn region_of(addr: usize) -> usize {
 }
 
 /// One recognised syscall site.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq, Default)]
 struct Site {
     /// First byte overwritten by the jump.
     start: usize,
+    /// Instructions the trampoline runs first, at the program's own RSP
+    /// (copied verbatim; they may read the stack).
+    pre: Vec<u8>,
     /// Register moves to run before the call (copied verbatim).
     moves: Vec<u8>,
     /// Instruction overwritten after the `syscall`, run by the trampoline.
     post: Vec<u8>,
     /// Where the program continues after the site.
     resume: usize,
+    /// The number is an immediate the trampoline loads (`mov $NR, %eax`);
+    /// otherwise RAX already holds it (libc's `syscall(3)`).
+    fixed_nr: bool,
+}
+
+impl Site {
+    /// Does the jump cover the `syscall` instruction itself (or bytes after
+    /// it)? Then the trampoline's own copy of it serves SA_RESTART rewinds,
+    /// and the patch is only safe while no other thread can be stopped at or
+    /// inside the covered bytes.
+    fn covers_syscall(&self, syscall_at: usize) -> bool {
+        !self.post.is_empty() || self.start + 5 > syscall_at
+    }
 }
 
 /// Length of a register-only instruction at the start of `b`, if it is one
@@ -412,8 +428,9 @@ fn match_site(code: &[u8], code_base: usize, after: usize, nr: u64) -> Option<Si
             return Some(Site {
                 start: code_base + m,
                 moves: code[m + 5..sc].to_vec(),
-                post: Vec::new(),
                 resume: after,
+                fixed_nr: true,
+                ..Site::default()
             });
         }
     }
@@ -425,10 +442,83 @@ fn match_site(code: &[u8], code_base: usize, after: usize, nr: u64) -> Option<Si
     {
         return Some(Site {
             start: code_base + sc - 2,
-            moves: Vec::new(),
             post: CMP_RAX_MINUS_4096.to_vec(),
             resume: after + 6,
+            fixed_nr: true,
+            ..Site::default()
         });
+    }
+    None
+}
+
+/// The program's register `r` (x86 numbering) in `regs`.
+fn reg_value(regs: &SigContext, r: u8) -> u64 {
+    match r {
+        0 => regs.rax,
+        1 => regs.rcx,
+        2 => regs.rdx,
+        3 => regs.rbx,
+        4 => regs.rsp,
+        5 => regs.rbp,
+        6 => regs.rsi,
+        7 => regs.rdi,
+        8 => regs.r8,
+        9 => regs.r9,
+        10 => regs.r10,
+        11 => regs.r11,
+        12 => regs.r12,
+        13 => regs.r13,
+        14 => regs.r14,
+        _ => regs.r15,
+    }
+}
+
+/// glibc's `syscall(3)`: `mov 0x8(%rsp), %r9; syscall`.
+const GLIBC_SYSCALL_TAIL: [u8; 5] = [0x4c, 0x8b, 0x4c, 0x24, 0x08];
+
+/// Recognises libc's generic `syscall(3)`, whose number is not an
+/// immediate: the trampoline runs the instruction before the `syscall` and
+/// enters the runtime with RAX as the program set it. Each shape is checked
+/// against the registers at the trapped call (`regs`, before it was
+/// served) and `stack_word` (the program's word at RSP+8), so bytes that
+/// only look like the shape (the tail of a longer instruction) are not
+/// taken for it.
+fn match_dynamic(
+    code: &[u8],
+    code_base: usize,
+    after: usize,
+    regs: &SigContext,
+    stack_word: Option<u64>,
+) -> Option<Site> {
+    let at = |addr: usize| addr.checked_sub(code_base).filter(|&i| i < code.len());
+    let sc = at(after - 2)?;
+    if code.get(sc..sc + 2)? != [0x0f, 0x05] {
+        return None;
+    }
+    // glibc: the jump covers exactly the `mov 0x8(%rsp), %r9`.
+    if sc >= 5 && code[sc - 5..sc] == GLIBC_SYSCALL_TAIL && stack_word == Some(regs.r9) {
+        return Some(Site {
+            start: code_base + sc - 5,
+            pre: GLIBC_SYSCALL_TAIL.to_vec(),
+            resume: after,
+            ..Site::default()
+        });
+    }
+    // musl, as compilers emit it: `mov %reg, %rax; syscall` (the jump then
+    // covers the `syscall` too).
+    if sc >= 3 {
+        let (rex, op, modrm) = (code[sc - 3], code[sc - 2], code[sc - 1]);
+        if (rex == 0x48 || rex == 0x4c) && op == 0x89 && modrm >> 6 == 3 && modrm & 7 == 0 {
+            let src = ((modrm >> 3) & 7) | if rex == 0x4c { 8 } else { 0 };
+            if src != 0 && src != 4 && reg_value(regs, src) == regs.rax {
+                return Some(Site {
+                    start: code_base + sc - 3,
+                    pre: code[sc - 3..sc].to_vec(),
+                    resume: after,
+                    ..Site::default()
+                });
+            }
+        }
     }
     None
 }
@@ -495,7 +585,13 @@ fn entry_for(nr: u32) -> usize {
 /// fast path's continuation address.
 fn trampoline_bytes(t: usize, nr: u32, site: &Site) -> Option<(Vec<u8>, usize)> {
     let mut c: Vec<u8> = Vec::with_capacity(TRAMP_SIZE);
-    if let Some(load) = inline_answer(nr, site) {
+    let load = if site.fixed_nr {
+        inline_answer(nr, site)
+    } else {
+        None
+    };
+    c.extend_from_slice(&site.pre);
+    if let Some(load) = load {
         // load; jrcxz normal; mov %ecx,%eax; jmp resume; normal: ...
         c.extend_from_slice(&load);
         c.extend_from_slice(&[0xe3, 7, 0x89, 0xc8, 0xe9]);
@@ -504,11 +600,16 @@ fn trampoline_bytes(t: usize, nr: u32, site: &Site) -> Option<(Vec<u8>, usize)> 
     }
     c.extend_from_slice(&[0x48, 0x8d, 0x64, 0x24, 0x80]);
     c.extend_from_slice(&site.moves);
-    c.push(0xb8);
-    c.extend_from_slice(&nr.to_le_bytes());
+    let entry = if site.fixed_nr {
+        c.push(0xb8);
+        c.extend_from_slice(&nr.to_le_bytes());
+        entry_for(nr)
+    } else {
+        ENTRY_FAST // the number is only known at run time
+    };
     c.extend_from_slice(&[0xff, 0x15]);
     let r = t + c.len() + 4;
-    c.extend_from_slice(&rel32(r, region_of(t) + entry_for(nr))?);
+    c.extend_from_slice(&rel32(r, region_of(t) + entry)?);
     c.extend_from_slice(&[0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00]);
     c.extend_from_slice(&[0xff, 0xe1]);
     c.extend_from_slice(&[0x0f, 0x05]);
@@ -519,12 +620,12 @@ fn trampoline_bytes(t: usize, nr: u32, site: &Site) -> Option<(Vec<u8>, usize)> 
     while c.len() < (r - t) + RET_TO_SITE_RET {
         c.push(0xcc);
     }
-    // Without a post instruction the program continues right after its own
-    // `syscall` (RCX as natively); otherwise at the trampoline's copy of it.
-    let cont = if site.post.is_empty() {
-        site.resume
-    } else {
+    // Unless the jump covers it, the program continues right after its own
+    // `syscall` (RCX as natively); otherwise after the trampoline's copy.
+    let cont = if site.covers_syscall(site.resume - site.post.len() - 2) {
         r + 12
+    } else {
+        site.resume
     };
     c.extend_from_slice(&(cont as u64).to_le_bytes());
     (c.len() <= TRAMP_SIZE).then_some((c, cont))
@@ -534,7 +635,7 @@ fn trampoline_bytes(t: usize, nr: u32, site: &Site) -> Option<(Vec<u8>, usize)> 
 /// `syscall` instruction) with number `nr`: patches the site if it has a
 /// known shape. Returns where the trapped call must now return to, when the
 /// patch covered bytes after its `syscall` (the `read` shape).
-pub fn maybe_patch(after: usize, nr: u64) -> Option<usize> {
+pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext) -> Option<usize> {
     if !enabled() || nr > 0xffff || after < 64 {
         return None;
     }
@@ -549,7 +650,16 @@ pub fn maybe_patch(after: usize, nr: u64) -> Option<usize> {
     } else {
         return None;
     };
-    let site = match_site(&code[..n], base, after, nr)?;
+    let site = match match_site(&code[..n], base, after, nr) {
+        Some(s) => s,
+        None => {
+            let mut w = [0u8; 8];
+            let stack_word = crate::user::copy_in(&mut w, regs.rsp as usize + 8)
+                .ok()
+                .map(|_| u64::from_le_bytes(w));
+            match_dynamic(&code[..n], base, after, regs, stack_word)?
+        }
+    };
     let vdso = VDSO.load(Ordering::Relaxed);
     if vdso != 0 && site.start >= vdso && site.start < vdso + 4 * PAGE_SIZE {
         return None;
@@ -558,10 +668,10 @@ pub fn maybe_patch(after: usize, nr: u64) -> Option<usize> {
     if multi && !MEMBARRIER_OK.load(Ordering::Relaxed) {
         return None;
     }
-    // A shape whose jump covers bytes after the `syscall` is only patched
-    // while no other thread can be inside that call (it would return into
-    // the rewritten bytes).
-    if multi && !site.post.is_empty() {
+    // A shape whose jump covers the `syscall` or bytes after it is only
+    // patched while no other thread can be stopped there (it would resume
+    // inside the rewritten bytes).
+    if multi && site.covers_syscall(after - 2) {
         return None;
     }
     let mut st = STATE.lock();
@@ -584,7 +694,11 @@ pub fn maybe_patch(after: usize, nr: u64) -> Option<usize> {
         nr,
         t,
         cont,
-        match entry_for(nr as u32) {
+        match if site.fixed_nr {
+            entry_for(nr as u32)
+        } else {
+            ENTRY_FAST
+        } {
             ENTRY_DIRECT => "direct",
             ENTRY_DIRECT_BLOCKING => "direct blocking",
             _ => "fast",
@@ -863,9 +977,9 @@ mod tests {
             s,
             Site {
                 start: 0x1001,
-                moves: vec![],
-                post: vec![],
-                resume: 0x1008
+                resume: 0x1008,
+                fixed_nr: true,
+                ..Site::default()
             }
         );
         assert!(
@@ -904,14 +1018,75 @@ mod tests {
             s,
             Site {
                 start: 0x3000,
-                moves: vec![],
                 post: CMP_RAX_MINUS_4096.to_vec(),
-                resume: 0x300a
+                resume: 0x300a,
+                fixed_nr: true,
+                ..Site::default()
             }
         );
         // Without the cmp the jump would cover live code: no match.
         let code = [0x31, 0xc0, 0x0f, 0x05, 0xc3, 0x90, 0x90, 0x90, 0x90, 0x90];
         assert!(match_site(&code, 0x3000, 0x3004, 0).is_none());
+    }
+
+    #[test]
+    fn dynamic_number_forms() {
+        let regs = SigContext {
+            rax: 39,
+            rbp: 39,
+            r9: 0x55,
+            ..SigContext::default()
+        };
+        // glibc syscall(3): mov %r9,%r8; mov 0x8(%rsp),%r9; syscall; cmp
+        let code = [
+            0x4d, 0x89, 0xc8, 0x4c, 0x8b, 0x4c, 0x24, 0x08, 0x0f, 0x05, 0x48, 0x3d,
+        ];
+        let s = match_dynamic(&code, 0x4000, 0x400a, &regs, Some(0x55)).unwrap();
+        assert_eq!(
+            s,
+            Site {
+                start: 0x4003,
+                pre: GLIBC_SYSCALL_TAIL.to_vec(),
+                resume: 0x400a,
+                ..Site::default()
+            }
+        );
+        assert!(!s.covers_syscall(0x4008));
+        // The stack word must be what R9 was loaded with.
+        assert!(match_dynamic(&code, 0x4000, 0x400a, &regs, Some(0x56)).is_none());
+        // musl: movl $8,8(%rsp); mov %rbp,%rax; syscall
+        let code = [
+            0xc7, 0x44, 0x24, 0x08, 0x08, 0, 0, 0, 0x48, 0x89, 0xe8, 0x0f, 0x05,
+        ];
+        let s = match_dynamic(&code, 0x5000, 0x500d, &regs, None).unwrap();
+        assert_eq!(
+            (s.start, s.pre.as_slice()),
+            (0x5008, &[0x48, 0x89, 0xe8][..])
+        );
+        assert!(s.covers_syscall(0x500b));
+        // RBP must hold the number the call was made with.
+        let other = SigContext { rbp: 40, ..regs };
+        assert!(match_dynamic(&code, 0x5000, 0x500d, &other, None).is_none());
+        // Trampoline: pre, lea, call (no mov $NR), and the continuation in
+        // the trampoline (the jump covers the `syscall`).
+        let t = 0x5000_0000;
+        REGION_BASE[0].store(t - 64, Ordering::Relaxed);
+        REGION_COUNT.store(
+            REGION_COUNT.load(Ordering::Relaxed).max(1),
+            Ordering::Release,
+        );
+        let s = Site {
+            start: t + 0x1000,
+            pre: vec![0x48, 0x89, 0xe8],
+            resume: t + 0x1005,
+            ..Site::default()
+        };
+        let (c, cont) = trampoline_bytes(t, 39, &s).unwrap();
+        assert_eq!(&c[..8], &[0x48, 0x89, 0xe8, 0x48, 0x8d, 0x64, 0x24, 0x80]);
+        assert_eq!(&c[8..10], &[0xff, 0x15]);
+        let r = t + 14;
+        assert_eq!(cont, r + 12);
+        assert_eq!(&c[r - t + 10..r - t + 12], &[0x0f, 0x05]);
     }
 
     #[test]

@@ -170,8 +170,9 @@ extern "C" fn sigsys_handler(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
         deliver_pending(t, uc);
         return;
     }
+    let regs = uc.mcontext;
     crate::sys::dispatch(t, uc);
-    if let Some(cont) = crate::patch::maybe_patch(after, nr) {
+    if let Some(cont) = crate::patch::maybe_patch(after, nr, &regs) {
         // The patch covered this call's return address: continue in the
         // trampoline's copy (its `syscall` sits 2 bytes before `cont`, for
         // an SA_RESTART rewind).

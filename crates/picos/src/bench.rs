@@ -18,13 +18,18 @@
 //!    column once, starting at a different column each round (rotating
 //!    order), so machine drift hits all columns alike.
 //!
+//! The preemptible-function rows (crates/preempt) have a guest of their
+//! own: the picos binary itself, `picos bench-guest ROW ITERS DIR` (see
+//! [`preempt_guest`]), with the same protocol.
+//!
 //! Columns are [`CONFIGS`] (a name and the extra `picos run` arguments);
-//! rows are [`ROWS`], which must list the same rows as the guest's table
+//! rows are [`ROWS`], which must list the same rows as the guests' tables
 //! (checked at start-up). Statistics are in [`stats`]; the Markdown table,
 //! JSON, SVG and `--compare` output in [`report`].
 
 mod guest;
 mod json;
+pub mod preempt_guest;
 mod report;
 mod stats;
 
@@ -122,6 +127,7 @@ impl Unit {
 pub enum Group {
     Syscalls,
     Files,
+    Preempt,
 }
 
 impl Group {
@@ -129,12 +135,14 @@ impl Group {
         match self {
             Group::Syscalls => "System calls",
             Group::Files => "File system",
+            Group::Preempt => "Preemptible functions",
         }
     }
     pub fn key(self) -> &'static str {
         match self {
             Group::Syscalls => "syscalls",
             Group::Files => "files",
+            Group::Preempt => "preempt",
         }
     }
 }
@@ -148,6 +156,14 @@ pub struct RowSpec {
     pub group: Group,
 }
 
+impl RowSpec {
+    /// Is the row run by the picos binary's own guest (`bench-guest`)
+    /// rather than the C guest?
+    pub fn builtin_guest(&self) -> bool {
+        self.group == Group::Preempt
+    }
+}
+
 const fn row(key: &'static str, label: &'static str, unit: Unit, group: Group) -> RowSpec {
     RowSpec {
         key,
@@ -157,7 +173,7 @@ const fn row(key: &'static str, label: &'static str, unit: Unit, group: Group) -
     }
 }
 
-use Group::{Files, Syscalls};
+use Group::{Files, Preempt, Syscalls};
 use Unit::{MBps, Ns, OpsPerSec};
 
 /// The rows, in table order. Adding a row is one line here and one in the
@@ -198,6 +214,26 @@ pub const ROWS: &[RowSpec] = &[
     row("create_10k", "create 10 KiB files", OpsPerSec, Files),
     row("delete_10k", "delete 10 KiB files", OpsPerSec, Files),
     row("read_bw", "sequential read, 64 MiB file", MBps, Files),
+    row(
+        "preempt_launch",
+        "launch (function pauses at once)",
+        Ns,
+        Preempt,
+    ),
+    row("preempt_resume", "resume (function returns)", Ns, Preempt),
+    row("preempt_cancel", "cancel (paused function)", Ns, Preempt),
+    row(
+        "preempt_overshoot",
+        "timeout overshoot p99, 100 µs budget",
+        Ns,
+        Preempt,
+    ),
+    row(
+        "timer_overshoot",
+        "bare POSIX timer overshoot p99, 100 µs",
+        Ns,
+        Preempt,
+    ),
 ];
 
 /// The command line of `picos bench`.
@@ -429,10 +465,12 @@ fn select_rows(pattern: Option<&str>) -> Result<Vec<&'static RowSpec>, String> {
     Ok(rows)
 }
 
-/// Checks that the guest's table and [`ROWS`] list the same rows and units.
-fn check_guest_rows(listed: &[(String, String)]) -> Result<(), String> {
+/// Checks that a guest's table and its rows of [`ROWS`] (`builtin`: the
+/// picos binary's own guest) list the same rows and units.
+fn check_guest_rows(listed: &[(String, String)], builtin: bool) -> Result<(), String> {
     let mut problems = Vec::new();
-    for r in ROWS {
+    let ours = || ROWS.iter().filter(|r| r.builtin_guest() == builtin);
+    for r in ours() {
         match listed.iter().find(|(k, _)| k == r.key) {
             None => problems.push(format!("`{}` is not in the guest", r.key)),
             Some((_, u)) if u != r.unit.guest_name() => problems.push(format!(
@@ -445,7 +483,7 @@ fn check_guest_rows(listed: &[(String, String)]) -> Result<(), String> {
         }
     }
     for (k, _) in listed {
-        if !ROWS.iter().any(|r| r.key == k) {
+        if !ours().any(|r| r.key == k) {
             problems.push(format!("`{k}` is in the guest but not in ROWS (bench.rs)"));
         }
     }
@@ -556,15 +594,23 @@ struct Sample {
 
 /// Runs the guest once: `row` with `iters` operations, in column `cfg`.
 fn run_guest(ctx: &Ctx, cfg: &Config, spec: &RowSpec, iters: u64) -> Result<Sample, Stop> {
+    let guest = if spec.builtin_guest() {
+        &ctx.picos
+    } else {
+        &ctx.guest
+    };
     let mut cmd = match cfg.launch {
-        Launch::Native => std::process::Command::new(&ctx.guest),
+        Launch::Native => std::process::Command::new(guest),
         Launch::Picos(args) => {
             let mut c = std::process::Command::new(&ctx.picos);
-            c.arg("run").args(args).arg("--").arg(&ctx.guest);
+            c.arg("run").args(args).arg("--").arg(guest);
             c
         }
         Launch::NotImplemented => unreachable!("not-implemented columns are never run"),
     };
+    if spec.builtin_guest() {
+        cmd.arg("bench-guest");
+    }
     use std::os::unix::process::CommandExt;
     cmd.arg(spec.key)
         .arg(iters.to_string())
@@ -578,7 +624,7 @@ fn run_guest(ctx: &Ctx, cfg: &Config, spec: &RowSpec, iters: u64) -> Result<Samp
         .process_group(0);
     let child = cmd
         .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", ctx.guest.display()))?;
+        .map_err(|e| format!("cannot start {}: {e}", guest.display()))?;
     let pgid = child.id() as libc::pid_t;
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let timeout = ctx.timeout;
@@ -874,10 +920,21 @@ fn run(opts: &Options) -> Result<bool, Stop> {
     if let Some(cpu) = opts.pin {
         pin_to(cpu)?;
     }
-    let guest = guest::ensure()?;
-    check_guest_rows(&guest::list(&guest)?)?;
     let picos =
         std::env::current_exe().map_err(|e| format!("cannot find the picos binary: {e}"))?;
+    // The C guest is compiled only when a row needs it.
+    let guest = if rows.iter().any(|r| !r.builtin_guest()) {
+        let g = guest::ensure()?;
+        check_guest_rows(&guest::list(&g)?, false)?;
+        g
+    } else {
+        PathBuf::new()
+    };
+    let builtin: Vec<(String, String)> = preempt_guest::ROWS
+        .iter()
+        .map(|(k, u)| (k.to_string(), u.to_string()))
+        .collect();
+    check_guest_rows(&builtin, true)?;
     let parent = files_parent(opts.dir.as_deref());
     let dir = TempDir::new(&parent)?;
     info.files_dir = format!("{} ({})", parent.display(), fs_type(&dir.0));
@@ -968,7 +1025,12 @@ mod tests {
                 Some((name.to_string(), unit.to_string()))
             })
             .collect();
-        check_guest_rows(&listed).unwrap();
+        check_guest_rows(&listed, false).unwrap();
+        let builtin: Vec<(String, String)> = preempt_guest::ROWS
+            .iter()
+            .map(|(k, u)| (k.to_string(), u.to_string()))
+            .collect();
+        check_guest_rows(&builtin, true).unwrap();
     }
 
     #[test]

@@ -65,6 +65,17 @@ fn cli() -> Command {
                 ),
         )
         .subcommand(bench::command())
+        .subcommand(
+            Command::new("bench-guest")
+                .about("The guest of picos bench's preemptible-function rows")
+                .hide(true)
+                .arg(
+                    Arg::new("args")
+                        .num_args(0..)
+                        .allow_hyphen_values(true)
+                        .trailing_var_arg(true),
+                ),
+        )
 }
 
 fn main() -> ExitCode {
@@ -82,6 +93,13 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(("bench", m)) => bench::main(m),
+        Some(("bench-guest", m)) => {
+            let args: Vec<String> = m
+                .get_many::<String>("args")
+                .map(|v| v.cloned().collect())
+                .unwrap_or_default();
+            bench::preempt_guest::main(&args)
+        }
         Some(("manifest", m)) => match m.subcommand() {
             Some(("check", m)) => {
                 let file = m

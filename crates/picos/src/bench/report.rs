@@ -72,7 +72,7 @@ fn summary(row: &RowResult, c: usize) -> Option<Summary> {
 pub fn markdown(results: &[RowResult], info: &RunInfo) -> String {
     let mut out = String::new();
     let mut failures = Vec::new();
-    for group in [Group::Syscalls, Group::Files] {
+    for group in [Group::Syscalls, Group::Files, Group::Preempt] {
         let rows: Vec<&RowResult> = results.iter().filter(|r| r.spec.group == group).collect();
         if rows.is_empty() {
             continue;
@@ -327,7 +327,7 @@ pub fn svg(results: &[RowResult], info: &RunInfo) -> String {
     let (bar_h, row_gap, group_h) = (9.0, 7.0, 26.0);
     let x = |l2: f64| left + (l2.clamp(lo, hi) - lo) / (hi - lo) * (width - left - right);
     let row_h = bar_h * cols.len() as f64 + row_gap;
-    let groups: Vec<Group> = [Group::Syscalls, Group::Files]
+    let groups: Vec<Group> = [Group::Syscalls, Group::Files, Group::Preempt]
         .into_iter()
         .filter(|g| results.iter().any(|r| r.spec.group == *g))
         .collect();
