@@ -689,19 +689,16 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext) -> Option<usize> {
     let (tcode, cont) = trampoline_bytes(t, nr as u32, &site)?;
     crate::log!(
         Debug,
-        "patch site {:#x} nr {} -> trampoline {:#x} (cont {:#x}, {} entry)",
+        "patch site {:#x} nr {} -> trampoline {:#x} (cont {:#x}, {})",
         site.start,
         nr,
         t,
         cont,
-        match if site.fixed_nr {
-            entry_for(nr as u32)
-        } else {
-            ENTRY_FAST
-        } {
-            ENTRY_DIRECT => "direct",
-            ENTRY_DIRECT_BLOCKING => "direct blocking",
-            _ => "fast",
+        match (site.fixed_nr, entry_for(nr as u32)) {
+            (false, _) => "fast entry, number from RAX",
+            (_, ENTRY_DIRECT) => "direct entry",
+            (_, ENTRY_DIRECT_BLOCKING) => "direct blocking entry",
+            _ => "fast entry",
         }
     );
     write_mem(t, &tcode).ok()?;
