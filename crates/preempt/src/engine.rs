@@ -81,6 +81,40 @@ pub(crate) struct ThreadState {
     expired_early: AtomicU64,
     cancels: AtomicU64,
     freed: AtomicU64,
+    /// CLOCK_MONOTONIC time (ns) the timer was armed to expire at, or 0
+    /// (not armed by a slice, or its expiry already measured).
+    expiry_ns: AtomicU64,
+}
+
+/// How early (ns) slices arm their timer: an estimate of the platform's
+/// timer delivery latency (its 10th percentile, tracked process-wide from
+/// every expiry the handler sees), so that a budget ends close to when it
+/// should rather than that latency late. Only for budgets at least twice
+/// the lead; never more than [`MAX_LEAD_NS`].
+static LEAD_NS: AtomicU64 = AtomicU64::new(0);
+/// Upper bound of the lead.
+const MAX_LEAD_NS: u64 = 200_000;
+/// Step of the quantile tracker (ns): the estimate rises by this much after
+/// an expiry later than it and falls by 9 times as much after one earlier,
+/// which settles where 10% of the latencies are below it.
+const LEAD_STEP_NS: u64 = 200;
+
+/// Feeds one measured timer delivery latency to the lead estimate.
+fn note_latency(latency_ns: u64) {
+    let q = LEAD_NS.load(RELAXED);
+    let next = if latency_ns > q {
+        (q + LEAD_STEP_NS).min(MAX_LEAD_NS)
+    } else {
+        q.saturating_sub(9 * LEAD_STEP_NS)
+    };
+    LEAD_NS.store(next, RELAXED);
+}
+
+/// The current lead (ns): how much earlier than its budget a slice arms its
+/// timer, to make up for the platform's timer delivery latency (see
+/// docs/PREEMPT.md, "Timers").
+pub fn timer_lead_ns() -> u64 {
+    LEAD_NS.load(RELAXED)
 }
 
 impl ThreadState {
@@ -101,6 +135,7 @@ impl ThreadState {
             expired_early: AtomicU64::new(0),
             cancels: AtomicU64::new(0),
             freed: AtomicU64::new(0),
+            expiry_ns: AtomicU64::new(0),
         }
     }
 }
@@ -533,7 +568,20 @@ unsafe fn run_slice(
     let timer = st.timer.load(RELAXED);
     let armed = timeout_us != NO_TIMEOUT;
     if armed {
-        if let Err(e) = sys::timer_arm(timer, timeout_us.saturating_mul(1000)) {
+        let budget = timeout_us.saturating_mul(1000);
+        // Budgets shorter than twice the lead are armed as they are: they
+        // end about that latency late either way, and arming them earlier
+        // only makes them expire before the function gets to run.
+        let lead = LEAD_NS.load(RELAXED);
+        let ns = if lead <= budget / 2 {
+            budget - lead
+        } else {
+            budget
+        };
+        st.expiry_ns
+            .store(sys::monotonic_ns().saturating_add(ns), RELAXED);
+        if let Err(e) = sys::timer_arm(timer, ns) {
+            st.expiry_ns.store(0, RELAXED);
             st.np.store(saved_np, RELAXED);
             return Err(Error::Os(e));
         }
@@ -554,6 +602,7 @@ unsafe fn run_slice(
         // Any expiry that happened before this call is delivered (and found
         // `in_fn` false) by the time it returns.
         sys::timer_disarm(timer);
+        st.expiry_ns.store(0, RELAXED);
     }
     st.pending.store(false, RELAXED);
     st.current.store(ptr::null_mut(), RELAXED);
@@ -884,6 +933,10 @@ unsafe fn classify(info: *const siginfo_t) -> Option<&'static ThreadState> {
 /// # Safety
 /// Called from the signal handler on the thread `st` belongs to.
 unsafe fn on_timer(st: &'static ThreadState, uc: *mut c_void) {
+    let expiry = st.expiry_ns.swap(0, RELAXED);
+    if expiry != 0 {
+        note_latency(sys::monotonic_ns().saturating_sub(expiry));
+    }
     if !st.in_fn.load(RELAXED) || st.np.load(RELAXED) != 0 {
         // The caller's bookkeeping or a non-preemptible region: defer.
         st.pending.store(true, RELAXED);

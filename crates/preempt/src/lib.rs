@@ -47,8 +47,8 @@ mod sys;
 
 pub use alloc::PreemptAlloc;
 pub use engine::{
-    in_preemptible, launch, pause, signal_number, stats, Continuation, NonPreemptible, Outcome,
-    Reason, Stats, NO_TIMEOUT,
+    in_preemptible, launch, pause, signal_number, stats, timer_lead_ns, Continuation,
+    NonPreemptible, Outcome, Reason, Stats, NO_TIMEOUT,
 };
 pub use stack::STACK_SIZE;
 

@@ -96,6 +96,17 @@ fn timer_set(id: c_int, ns: u64) -> Result<(), c_int> {
     }
 }
 
+/// CLOCK_MONOTONIC in nanoseconds (vDSO; async-signal-safe).
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec; clock_gettime is async-signal-safe.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// Arms the one-shot timer to expire `ns` nanoseconds from now (at least 1).
 pub(crate) fn timer_arm(id: c_int, ns: u64) -> Result<(), c_int> {
     timer_set(id, ns.max(1))

@@ -96,3 +96,73 @@ fn c_example() {
     assert!(stdout.contains("fibonacci: 0 1 1 2 3 5 8 13 21 34"));
     assert!(stdout.contains("runaway cancelled"));
 }
+
+/// The shared library, built as docs/PREEMPT.md says (rustc makes no cdylib
+/// for the workspace's musl target, so it is built for glibc in a target
+/// directory of its own), and the C test program linked against it with
+/// gcc and run with it found through LD_LIBRARY_PATH.
+#[test]
+fn c_api_shared_library() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("preempt-so");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(&root)
+        .env("RUSTFLAGS", "-C target-feature=-crt-static")
+        .env_remove("CARGO_TARGET_DIR")
+        .args([
+            "rustc",
+            "--release",
+            "-p",
+            "preempt",
+            "--lib",
+            "--target",
+            "x86_64-unknown-linux-gnu",
+            "--crate-type",
+            "cdylib",
+            "--target-dir",
+        ])
+        .arg(&target_dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "building libpreempt.so failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let libdir = target_dir.join("x86_64-unknown-linux-gnu/release");
+    assert!(libdir.join("libpreempt.so").exists());
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("preempt_c_api_test_shared");
+    let status = Command::new("gcc")
+        .args(["-O2", "-Wall", "-Werror", "-I"])
+        .arg(dir.join("include"))
+        .arg(dir.join("tests/c/api_test.c"))
+        .arg("-L")
+        .arg(&libdir)
+        .args(["-lpreempt", "-o"])
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(status.success(), "gcc failed to link against libpreempt.so");
+    let out = Command::new(&exe)
+        .env("LD_LIBRARY_PATH", &libdir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "C test (shared) failed: {:?}",
+        out.status
+    );
+    assert!(stdout.contains("all ok"));
+    // It really used the shared library.
+    let ldd = Command::new("ldd")
+        .arg(&exe)
+        .env("LD_LIBRARY_PATH", &libdir)
+        .output();
+    if let Ok(ldd) = ldd {
+        assert!(String::from_utf8_lossy(&ldd.stdout).contains("libpreempt.so"));
+    }
+}
