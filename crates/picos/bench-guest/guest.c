@@ -27,6 +27,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +136,20 @@ static void op_sigaction(long i)
         die("sigaction");
 }
 static void op_raise(long i) { (void)i; raise(SIGUSR1); }
+static void op_sigpending(long i)
+{
+    (void)i;
+    sigset_t s;
+    if (sigpending(&s) < 0)
+        die("sigpending");
+}
+static void op_getaffinity(long i)
+{
+    (void)i;
+    cpu_set_t s;
+    if (sched_getaffinity(0, sizeof s, &s) < 0)
+        die("sched_getaffinity");
+}
 static void op_sigprocmask(long i)
 {
     if (sigprocmask(i & 1 ? SIG_UNBLOCK : SIG_BLOCK, &usr1_set, NULL) < 0)
@@ -491,6 +506,8 @@ static const struct row rows[] = {
     {"sigaction",     NS,   0,          setup_handler, op_sigaction,     NULL,                NULL},
     {"sig_deliver",   NS,   0,          setup_handler, op_raise,         NULL,                NULL},
     {"sigprocmask",   NS,   0,          setup_handler, op_sigprocmask,   NULL,                NULL},
+    {"sigpending",    NS,   0,          setup_handler, op_sigpending,    NULL,                NULL},
+    {"getaffinity",   NS,   0,          NULL,          op_getaffinity,   NULL,                NULL},
     {"fork",          NS,   0,          NULL,          op_fork,          NULL,                NULL},
     {"fork_exec",     NS,   0,          NULL,          op_fork_exec,     NULL,                NULL},
     {"vfork_exec",    NS,   0,          NULL,          op_vfork_exec,    NULL,                NULL},

@@ -184,6 +184,8 @@ pub const ROWS: &[RowSpec] = &[
     row("sigaction", "sigaction install", Ns, Syscalls),
     row("sig_deliver", "signal to a handler (raise)", Ns, Syscalls),
     row("sigprocmask", "sigprocmask", Ns, Syscalls),
+    row("sigpending", "sigpending (nothing blocked)", Ns, Syscalls),
+    row("getaffinity", "sched_getaffinity", Ns, Syscalls),
     row("fork", "fork + exit + wait", Ns, Syscalls),
     row("fork_exec", "fork + exec /bin/true", Ns, Syscalls),
     row("vfork_exec", "vfork + exec /bin/true", Ns, Syscalls),
