@@ -280,5 +280,33 @@ int main(void)
         check("fifty_forks", ok);
     }
 
+    /* The signal mask is inherited across fork; pending signals are not:
+     * SIGUSR2 stays pending on the host, SIGTRAP (never blocked on the host
+     * under picos) in the runtime. */
+    for (int k = 0; k < 2; k++) {
+        int sig = k ? SIGTRAP : SIGUSR2;
+        sigset_t s, old;
+        sigemptyset(&s);
+        sigaddset(&s, sig);
+        sigprocmask(SIG_BLOCK, &s, &old);
+        raise(sig); /* pending in the parent */
+        pid_t c = fork();
+        if (c == 0) {
+            sigset_t cur, pend;
+            sigprocmask(SIG_BLOCK, NULL, &cur);
+            sigpending(&pend);
+            _exit((sigismember(&cur, sig) ? 0 : 1) | (sigismember(&pend, sig) ? 2 : 0));
+        }
+        int st = 0;
+        waitpid(c, &st, 0);
+        checkf(k ? "fork_mask_inherited_trap" : "fork_mask_inherited", WIFEXITED(st) && (WEXITSTATUS(st) & 1) == 0, "status %#x", st);
+        checkf(k ? "fork_pending_not_inherited_trap" : "fork_pending_not_inherited", WIFEXITED(st) && (WEXITSTATUS(st) & 2) == 0, "status %#x", st);
+        sigset_t pend;
+        sigpending(&pend);
+        check(k ? "fork_parent_still_pending_trap" : "fork_parent_still_pending", sigismember(&pend, sig));
+        signal(sig, SIG_IGN); /* discard it */
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        signal(sig, SIG_DFL);
+    }
     return conf_finish("fork_wait");
 }

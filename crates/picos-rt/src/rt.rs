@@ -439,6 +439,8 @@ pub fn after_fork_child(t: &thread::Thread) {
     t.ids().pgid.store(0, Ordering::Relaxed);
     crate::patch::after_fork_child();
     t.tid.store(host::gettid(), Ordering::Release);
+    // Signals pending for the parent (held by its runtime) are not the child's.
+    t.clear_pending();
 }
 
 const F_DUPFD_CLOEXEC: usize = 1030;

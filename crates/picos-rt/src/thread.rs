@@ -217,6 +217,14 @@ impl Thread {
         self.update_pending_flag();
     }
 
+    /// Forgets every pending signal (a fork child starts with none, as on
+    /// Linux; the runtime's pending set was copied with the parent's memory).
+    pub fn clear_pending(&self) {
+        self.pending_set.store(0, Ordering::Relaxed);
+        self.pending_extra_len.set(0);
+        self.update_pending_flag();
+    }
+
     /// The `pending` flag says whether a pending signal is deliverable now
     /// (not blocked by the program): blocking calls are cut short for those.
     pub fn update_pending_flag(&self) {
