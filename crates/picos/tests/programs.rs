@@ -698,3 +698,47 @@ fn bash_workload() {
                   cat <(echo procsub); (sleep 0.05; echo bg) & wait; echo ${#BASH_VERSION} >/dev/null; exit 5";
     compare_program("bash_workload", "/bin/bash", "bash", &[&"-c", &script]);
 }
+
+/// Go: a static binary with its own system call wrappers (no libc),
+/// goroutines on several threads, asynchronous preemption by SIGURG, timers.
+/// Built from tests/programs/go_workload.go with the machine's Go toolchain.
+#[test]
+fn go_workload() {
+    let _shared = shared();
+    let go = ["/usr/local/go/bin/go", "/usr/lib/go/bin/go", "/usr/bin/go"]
+        .into_iter()
+        .find(|p| Path::new(p).is_file());
+    let Some(go) = go else {
+        println!("SKIP go_workload: no Go toolchain (apt-get install golang-go)");
+        return;
+    };
+    let dir = tempdir();
+    std::fs::copy(program_file("go_workload.go"), dir.path().join("main.go")).unwrap();
+    std::fs::write(dir.path().join("go.mod"), "module goworkload\n\ngo 1.21\n").unwrap();
+    let exe = dir.path().join("go_workload");
+    let mut build = Command::new(go);
+    if std::env::var_os("HOME").is_none() && std::env::var_os("XDG_CACHE_HOME").is_none() {
+        // Go needs a build cache directory.
+        build.env("GOCACHE", workspace().join("target/go-cache"));
+    }
+    let out = build
+        .args(["build", "-o"])
+        .arg(&exe)
+        .arg(".")
+        .current_dir(dir.path())
+        .env("GOTOOLCHAIN", "local")
+        .env("GOPROXY", "off")
+        .env("GOFLAGS", "-mod=mod")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "go build failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let spec = Spec::new(&exe, &[], dir.path());
+    let native = run_native(&spec);
+    let picos = run_picos(&spec);
+    assert_same(&spec.describe(), &native, &picos);
+    assert!(String::from_utf8_lossy(&picos.stdout).ends_with("preempted ok\n"));
+}
