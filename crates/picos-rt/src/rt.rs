@@ -437,7 +437,6 @@ pub fn after_fork_child(t: &thread::Thread) {
     // Until it execs, its parent may still move it to another group.
     t.ids().pgid_cacheable.store(false, Ordering::Relaxed);
     t.ids().pgid.store(0, Ordering::Relaxed);
-    crate::patch::after_fork_child();
     t.tid.store(host::gettid(), Ordering::Release);
     // Signals pending for the parent (held by its runtime) are not the child's.
     t.clear_pending();
@@ -480,18 +479,9 @@ pub fn open_hidden(path: &[u8], flags: usize) -> Result<i32, Errno> {
     Ok(high)
 }
 
-/// Replaces hidden descriptor `fd` by a fresh open of `path` (same number).
-pub fn reopen_hidden(fd: i32, path: &[u8], flags: usize) -> Result<(), Errno> {
-    let tmp = open_cloexec(path, flags)?;
-    // SAFETY: integer arguments only; dup3 atomically replaces our own fd.
-    let r = unsafe {
-        host::call(
-            host::nr::DUP3,
-            [tmp as usize, fd as usize, O_CLOEXEC, 0, 0, 0],
-        )
-    };
-    let _ = host::close(tmp);
-    r.map(|_| ())
+/// The hidden descriptor `fd` was closed (see `patch::before_fork`).
+pub fn forget_hidden(fd: i32) {
+    let _ = HIDDEN_FD.compare_exchange(fd, -1, Ordering::Relaxed, Ordering::Relaxed);
 }
 
 static HIDDEN_FD: core::sync::atomic::AtomicI32 = core::sync::atomic::AtomicI32::new(-1);

@@ -138,6 +138,7 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
         let _brk = super::memory::BRK.lock();
         let _stats = crate::stats::fork_guard();
         let _heap = crate::mem::heap_guard();
+        let _patch = crate::patch::before_fork(true);
         host_call(
             host::nr::CLONE,
             [
@@ -192,6 +193,12 @@ fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     uc.mcontext.r11 = uc.mcontext.eflags;
     uc.sigmask = crate::signal::host_mask(parent.sig_mask.get());
     let sp = thread::prepare_child(child, &uc);
+    if a.flags & CLONE_FILES == 0 {
+        // The child gets a copy of the descriptor table (vfork, posix_spawn).
+        // Not held across the clone: a vfork child runs on our memory, and
+        // may patch, while this thread waits in the clone.
+        let _ = crate::patch::before_fork(false);
+    }
     // CLONE_CHILD_SETTID/CLEARTID go to the host as asked: the kernel must
     // clear the tid only once the thread is really gone (glibc frees the
     // thread's memory, rseq area included, as soon as it sees the clear).
