@@ -82,6 +82,11 @@ static MEMBARRIER_OK: AtomicBool = AtomicBool::new(false);
 /// The hidden /proc/self/mem descriptor.
 static MEM_FD: AtomicI32 = AtomicI32::new(-1);
 static VDSO: AtomicUsize = AtomicUsize::new(0);
+/// The SigHand of the process that owns the patcher (and its descriptor).
+/// A process sharing our memory with a SigHand of its own (vfork,
+/// posix_spawn) has its own descriptor table: it never patches, or it would
+/// open a descriptor in its table and store its number where ours is kept.
+static OWNER: AtomicUsize = AtomicUsize::new(0);
 
 static REGION_BASE: [AtomicUsize; MAX_REGIONS] = [const { AtomicUsize::new(0) }; MAX_REGIONS];
 static REGION_COUNT: AtomicUsize = AtomicUsize::new(0);
@@ -119,6 +124,10 @@ pub fn enabled() -> bool {
 /// turns patching on (called at start-up when the configuration asks).
 pub fn init(vdso: usize) {
     VDSO.store(vdso, Ordering::Relaxed);
+    OWNER.store(
+        crate::thread::current().sighand.get() as usize,
+        Ordering::Relaxed,
+    );
     STATE.lock().entries = [
         crate::arch::picos_fast_entry as *const () as usize,
         crate::arch::picos_direct_entry as *const () as usize,
@@ -650,7 +659,11 @@ fn trampoline_bytes(t: usize, nr: u32, site: &Site) -> Option<(Vec<u8>, usize)> 
 /// known shape. Returns where the trapped call must now return to, when the
 /// patch covered bytes after its `syscall` (the `read` shape).
 pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext) -> Option<usize> {
-    if !enabled() || nr > 0xffff || after < 64 {
+    if !enabled()
+        || nr > 0xffff
+        || after < 64
+        || crate::thread::current().sighand.get() as usize != OWNER.load(Ordering::Relaxed)
+    {
         return None;
     }
     // Bytes around the syscall: room for the longest shape before it and
