@@ -252,6 +252,63 @@ static void *spin_thread(void *arg)
     return NULL;
 }
 
+/* FPU/SSE state across a handler: the handler clobbers XMM8; on return the
+ * interrupted code must see its own value, or, if the handler edited the
+ * frame's saved FPU state, the edited one (sigreturn restores from the
+ * frame). The signal is sent by a raw `syscall` in the program's own code. */
+static volatile int fpu_edit;
+
+static void fpu_handler(int sig, siginfo_t *si, void *ctx)
+{
+    (void)sig;
+    (void)si;
+    ucontext_t *uc = ctx;
+    __asm__ volatile("pcmpeqd %%xmm8, %%xmm8" ::: "xmm8");
+    if (fpu_edit && uc->uc_mcontext.fpregs) {
+        uc->uc_mcontext.fpregs->_xmm[8].element[0] = 0x12345678;
+        uc->uc_mcontext.fpregs->_xmm[8].element[1] = 0;
+    }
+}
+
+static unsigned long xmm8_across_signal(void)
+{
+    unsigned long out;
+    long tid = syscall(SYS_gettid);
+    __asm__ volatile("movq %[pat], %%xmm8\n\t"
+                     "mov $200, %%eax\n\t" /* tkill(tid, SIGUSR2) */
+                     "syscall\n\t"
+                     "movq %%xmm8, %[out]"
+                     : [out] "=r"(out)
+                     : [pat] "r"(0xfeedfacecafebeefUL), "D"(tid), "S"((long)SIGUSR2)
+                     : "rax", "rcx", "r11", "xmm8", "memory");
+    return out;
+}
+
+static void check_fpu_state(void)
+{
+    install_info(SIGUSR2, fpu_handler, 0);
+    int kept = 1, edited = 1;
+    for (int i = 0; i < 20; i++) {
+        fpu_edit = 0;
+        unsigned long v = xmm8_across_signal();
+        if (v != 0xfeedfacecafebeefUL) {
+            if (kept)
+                fprintf(stderr, "xmm8 after handler: %#lx\n", v);
+            kept = 0;
+        }
+        fpu_edit = 1;
+        v = xmm8_across_signal();
+        if (v != 0x12345678UL) {
+            if (edited)
+                fprintf(stderr, "xmm8 after edited frame: %#lx\n", v);
+            edited = 0;
+        }
+    }
+    check("fpu_state_restored_after_handler", kept);
+    check("fpu_state_from_edited_frame", edited);
+    install(SIGUSR2, SIG_DFL, 0);
+}
+
 int main(void)
 {
     conf_init();
@@ -774,5 +831,6 @@ int main(void)
         unblock(SIGUSR1);
     }
 
+    check_fpu_state();
     return conf_finish("signals");
 }

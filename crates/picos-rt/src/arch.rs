@@ -295,6 +295,8 @@ global_asm!(
     "    mov %rsp, %rdi",
     "    cld",
     "    call picos_fast_syscall",
+    "    cmpl $0, %gs:{resume_on}",
+    "    jne picos_resume_full",
     // From here to picos_fast_exit_end the result is final: a signal that
     // interrupts these instructions is delivered on the program context
     // the frame describes (signal::host_signal, patch::complete_fast).
@@ -382,8 +384,104 @@ global_asm!(
     gap = const FAST_FRAME_GAP,
     site_ret = const crate::patch::RET_TO_SITE_RET,
     pending = const crate::thread::PENDING_OFFSET,
+    resume_on = const crate::thread::RESUME_ON_OFFSET,
     options(att_syntax)
 );
+
+global_asm!(
+    // picos_resume_full: the fast entry returns to a whole program context
+    // (Thread::resume), not to its trampoline: after a fast rt_sigreturn.
+    // Signals pending first are delivered on that context (Rust builds
+    // their frames and updates it); from picos_resume_start on, a signal is
+    // delivered by the host handler on that context (patch::complete_resume).
+    // Only `mov`s follow the `popfq`, so the program's flags reach it intact.
+    ".globl picos_resume_full",
+    ".type picos_resume_full,@function",
+    "picos_resume_full:",
+    "    movl $0, %gs:{resume_on}",
+    "1:  cmpl $0, %gs:{pending}",
+    "    jne 3f",
+    ".globl picos_resume_start",
+    "picos_resume_start:",
+    "    pushq %gs:{rflags}",
+    "    popfq",
+    "    mov %gs:{r8}, %r8", "mov %gs:{r9}, %r9", "mov %gs:{r10}, %r10", "mov %gs:{r11}, %r11",
+    "    mov %gs:{r12}, %r12", "mov %gs:{r13}, %r13", "mov %gs:{r14}, %r14", "mov %gs:{r15}, %r15",
+    "    mov %gs:{rdi}, %rdi", "mov %gs:{rsi}, %rsi", "mov %gs:{rbp}, %rbp", "mov %gs:{rbx}, %rbx",
+    "    mov %gs:{rdx}, %rdx", "mov %gs:{rax}, %rax", "mov %gs:{rcx}, %rcx",
+    "    mov %gs:{rsp}, %rsp",
+    "    jmp *%gs:{rip}",
+    ".globl picos_resume_end",
+    "picos_resume_end:",
+    "3:  call picos_resume_deliver",
+    "    jmp 1b",
+    // picos_xrstor(area, mask_lo, mask_hi) -> 0, or -EFAULT if the image
+    // is refused (#GP) or unreadable.
+    ".globl picos_xrstor",
+    ".type picos_xrstor,@function",
+    "picos_xrstor:",
+    "    mov %esi, %eax",
+    ".globl picos_xrstor_insn",
+    "picos_xrstor_insn:",
+    "    xrstor64 (%rdi)",
+    ".globl picos_xrstor_end",
+    "picos_xrstor_end:",
+    "    xor %eax, %eax",
+    "    ret",
+    pending = const crate::thread::PENDING_OFFSET,
+    resume_on = const crate::thread::RESUME_ON_OFFSET,
+    rflags = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, eflags),
+    r8 = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r8),
+    r9 = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r9),
+    r10 = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r10),
+    r11 = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r11),
+    r12 = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r12),
+    r13 = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r13),
+    r14 = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r14),
+    r15 = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r15),
+    rdi = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rdi),
+    rsi = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rsi),
+    rbp = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rbp),
+    rbx = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rbx),
+    rdx = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rdx),
+    rax = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rax),
+    rcx = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rcx),
+    rsp = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rsp),
+    rip = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rip),
+    options(att_syntax)
+);
+
+extern "C" {
+    static picos_resume_start: u8;
+    static picos_resume_end: u8;
+    static picos_xrstor_insn: u8;
+    static picos_xrstor_end: u8;
+    pub fn picos_xrstor(area: *const u8, mask_lo: u32, mask_hi: u32) -> isize;
+}
+
+/// Is `rip` inside picos_resume_full's final sequence?
+pub fn in_resume(rip: u64) -> bool {
+    // SAFETY: only the addresses of the labels are taken.
+    let (s, e) = unsafe { (addr_of(&picos_resume_start), addr_of(&picos_resume_end)) };
+    rip >= s && rip < e
+}
+
+/// Does the CPU (and the kernel) support XSAVE? Checked once with CPUID.
+pub fn has_xsave() -> bool {
+    use core::sync::atomic::{AtomicU8, Ordering};
+    static HAS: AtomicU8 = AtomicU8::new(0);
+    match HAS.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            let c = core::arch::x86_64::__cpuid(1);
+            // XSAVE (bit 26) and OSXSAVE (bit 27).
+            let yes = c.ecx & (3 << 26) == 3 << 26;
+            HAS.store(if yes { 1 } else { 2 }, Ordering::Relaxed);
+            yes
+        }
+    }
+}
 
 extern "C" {
     pub fn picos_fast_entry();
@@ -523,7 +621,9 @@ pub fn fault_fixup(rip: u64) -> Option<u64> {
             addr_of(&picos_copy_fault),
         )
     };
-    ((rip >= cs && rip < ce) || (rip >= ss && rip < se)).then_some(fix)
+    // SAFETY: as above.
+    let (xs, xe) = unsafe { (addr_of(&picos_xrstor_insn), addr_of(&picos_xrstor_end)) };
+    ((rip >= cs && rip < ce) || (rip >= ss && rip < se) || (rip >= xs && rip < xe)).then_some(fix)
 }
 
 /// The time-stamp counter.

@@ -457,6 +457,19 @@ fn match_site(code: &[u8], code_base: usize, after: usize, nr: u64) -> Option<Si
             });
         }
     }
+    // mov $NR, %rax (REX.W c7 /0, 7 bytes); syscall: the signal restorers of
+    // glibc and musl. The jump covers the first 5 bytes of the `mov`.
+    if sc >= 7
+        && code[sc - 7..sc - 4] == [0x48, 0xc7, 0xc0]
+        && u32::from_le_bytes(code[sc - 4..sc].try_into().ok()?) as u64 == nr
+    {
+        return Some(Site {
+            start: code_base + sc - 7,
+            resume: after,
+            fixed_nr: true,
+            ..Site::default()
+        });
+    }
     // xor %eax, %eax; syscall; cmp $-4096, %rax
     if nr == 0
         && sc >= 2
@@ -843,6 +856,9 @@ extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     let site_ret = unsafe { *((ret + RET_TO_SITE_RET) as *const u64) };
     let slow = (ret + RET_TO_SLOW) as u64;
     let nr = f.rax;
+    if nr == 15 && fast_sigreturn(t, f) {
+        return; // the entry continues at picos_resume_full
+    }
     if needs_trap(nr) {
         f.rcx = slow;
         return;
@@ -884,6 +900,159 @@ extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     f.rcx = m.rcx;
     f.r11 = m.r11;
     f.rdx = m.rdx;
+}
+
+/// The FPU image of a signal frame at `fp`, if it is one `xrstor` may load:
+/// 64-byte aligned, with the kernel's extended-state markers. Returns the
+/// feature mask to restore (the image's own, as the kernel uses).
+fn fp_image(fp: usize) -> Option<(u32, u32)> {
+    use crate::arch::{FP_SW_RESERVED, FP_XSTATE_MAGIC1, FP_XSTATE_MAGIC2};
+    if fp == 0 || fp % 64 != 0 {
+        return None;
+    }
+    let mut sw = [0u8; 20];
+    crate::user::copy_in(&mut sw, fp + FP_SW_RESERVED).ok()?;
+    let word = |i: usize| u32::from_ne_bytes(sw[i..i + 4].try_into().unwrap());
+    let (magic1, xfeatures, size) = (
+        word(0),
+        u64::from_ne_bytes(sw[8..16].try_into().unwrap()),
+        word(16),
+    );
+    if magic1 != FP_XSTATE_MAGIC1 || !(576..=MAX_FP_IMAGE as u32).contains(&size) {
+        return None;
+    }
+    let mut m2 = [0u8; 4];
+    crate::user::copy_in(&mut m2, fp + size as usize).ok()?;
+    (u32::from_ne_bytes(m2) == FP_XSTATE_MAGIC2)
+        .then_some((xfeatures as u32, (xfeatures >> 32) as u32))
+}
+
+/// Largest FPU image the fast rt_sigreturn handles (AVX-512 needs ~2.7 KB).
+const MAX_FP_IMAGE: usize = 12 << 10;
+
+/// rt_sigreturn without the trap: restores the FPU state with `xrstor`
+/// from the frame, the rest as the trap path does (`signal::sigreturn`),
+/// and has the fast entry return to the restored context itself
+/// (`arch::picos_resume_full`). False leaves everything to the trap path:
+/// tracing, no XSAVE, a frame it does not recognise, single-stepping.
+fn fast_sigreturn(t: &'static Thread, f: &FastFrame) -> bool {
+    if crate::log::enabled(crate::log::LogLevel::Trace) || !crate::arch::has_xsave() {
+        return false;
+    }
+    let mut uc = UContext {
+        flags: 0,
+        link: 0,
+        stack: crate::arch::StackT::default(),
+        mcontext: fast_context(f),
+        sigmask: 0,
+    };
+    let Ok(saved) = crate::user::read::<UContext>(uc.mcontext.rsp as usize) else {
+        return false;
+    };
+    if saved.mcontext.eflags & 0x100 != 0 {
+        return false; // TF: let the kernel start the single-stepping
+    }
+    let fp = saved.mcontext.fpstate as usize;
+    let Some((lo, hi)) = fp_image(fp) else {
+        return false;
+    };
+    // SAFETY: `fp` is a 64-byte aligned program address with a kernel-format
+    // image; a fault or a refused image comes back as -EFAULT (fault fixup).
+    if unsafe { crate::arch::picos_xrstor(fp as *const u8, lo, hi) } != 0 {
+        return false;
+    }
+    let before = t.sig_mask.get();
+    if crate::signal::sigreturn(t, &mut uc).is_err() {
+        return false; // the trap path reads the frame again and sends SIGSEGV
+    }
+    t.in_fast.set(true);
+    crate::stats::syscall(t, 15, true);
+    t.in_fast.set(false);
+    let after = t.sig_mask.get();
+    if after != before {
+        let _ = host::rt_sigprocmask(
+            crate::signal::SIG_SETMASK,
+            Some(crate::signal::host_mask(after)),
+        );
+    }
+    t.update_pending_flag();
+    uc.mcontext.fpstate = 0;
+    t.resume.set(uc.mcontext);
+    t.resume_fp.set(fp as u64);
+    t.resume_on.store(1, Ordering::Relaxed);
+    true
+}
+
+/// Signals are pending as the fast entry is about to return to
+/// `Thread::resume`: deliver them on it (called by picos_resume_full).
+#[no_mangle]
+extern "C" fn picos_resume_deliver() {
+    #[repr(C, align(64))]
+    struct Image([u8; MAX_FP_IMAGE + 64]);
+    let t = crate::thread::current();
+    // A copy of the FPU image (the registers' state): a frame built now may
+    // lie where the image is.
+    let mut img = Image([0; MAX_FP_IMAGE + 64]);
+    let src = t.resume_fp.get() as usize;
+    let fp = match fp_image(src) {
+        Some(_) => {
+            let mut sw = [0u8; 4];
+            let size = crate::user::copy_in(&mut sw, src + crate::arch::FP_SW_RESERVED + 4)
+                .map(|_| u32::from_ne_bytes(sw) as usize)
+                .unwrap_or(0);
+            if size <= img.0.len() && crate::user::copy_in(&mut img.0[..size], src).is_ok() {
+                img.0.as_ptr() as u64
+            } else {
+                0
+            }
+        }
+        None => 0,
+    };
+    let mut uc = UContext {
+        flags: 0,
+        link: 0,
+        stack: crate::arch::StackT::default(),
+        mcontext: t.resume.get(),
+        sigmask: crate::signal::host_mask(t.sig_mask.get()),
+    };
+    uc.mcontext.fpstate = fp;
+    let rsp = uc.mcontext.rsp;
+    // As inside a host signal handler: signals the program blocks, which
+    // deliver_pending hands back to the host, must stay pending there until
+    // the program's mask is in force again.
+    let _ = host::rt_sigprocmask(
+        crate::signal::SIG_SETMASK,
+        Some(crate::signal::RUNTIME_MASK),
+    );
+    crate::signal::deliver_pending(t, &mut uc);
+    let _ = host::rt_sigprocmask(crate::signal::SIG_SETMASK, Some(uc.sigmask));
+    if uc.mcontext.rsp != rsp {
+        // A handler's frame was built: its copy of the image is the one that
+        // stays valid (RDX points at the frame's ucontext).
+        let at = uc.mcontext.rdx as usize
+            + core::mem::offset_of!(UContext, mcontext)
+            + core::mem::offset_of!(SigContext, fpstate);
+        let mut p = [0u8; 8];
+        if crate::user::copy_in(&mut p, at).is_ok() {
+            t.resume_fp.set(u64::from_ne_bytes(p));
+        }
+    }
+    uc.mcontext.fpstate = 0;
+    t.resume.set(uc.mcontext);
+}
+
+/// A signal interrupted picos_resume_full's final sequence: the context in
+/// `uc` becomes the one it is returning to (the FPU state, already restored,
+/// is in `uc`'s own image).
+pub fn complete_resume(t: &Thread, uc: &mut UContext) {
+    let m = &mut uc.mcontext;
+    let (fp, cs, gs, fs, ss) = (m.fpstate, m.cs, m.gs, m.fs, m.ss);
+    *m = t.resume.get();
+    m.fpstate = fp;
+    m.cs = cs;
+    m.gs = gs;
+    m.fs = fs;
+    m.ss = ss;
 }
 
 /// The full exit of a direct entry (see `arch`): the host returned EINTR,
@@ -1010,6 +1179,16 @@ mod tests {
             match_site(&code, 0x1000, 0x1008, 0x6f).is_none(),
             "number must match"
         );
+    }
+
+    #[test]
+    fn rex_w_form() {
+        // glibc __restore_rt: mov $0xf,%rax; syscall
+        let code = [0x90, 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05];
+        let s = match_site(&code, 0x1000, 0x100a, 15).unwrap();
+        assert_eq!((s.start, s.resume, s.fixed_nr), (0x1001, 0x100a, true));
+        assert!(s.moves.is_empty() && !s.covers_syscall(0x1008));
+        assert!(match_site(&code, 0x1000, 0x100a, 14).is_none());
     }
 
     #[test]

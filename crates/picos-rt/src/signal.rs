@@ -217,6 +217,14 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
         deliver_pending(t, uc);
         return;
     }
+    if !kernel_fault && arch::in_resume(rip) {
+        // The fast rt_sigreturn's return to the restored context.
+        let t = thread::current();
+        crate::patch::complete_resume(t, uc);
+        t.add_pending(info);
+        deliver_pending(t, uc);
+        return;
+    }
     if !kernel_fault {
         if let Some(at) = arch::in_direct_exit(rip) {
             // The same for a direct entry (see arch).

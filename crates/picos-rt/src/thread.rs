@@ -178,7 +178,20 @@ pub struct Thread {
     pub deferred: Cell<Option<crate::arch::SigContext>>,
     /// This thread's CPU affinity as last read from the host (sched_getaffinity).
     pub affinity: crate::sys::ids::AffinityCache,
+    /// Non-zero when the fast entry must return to `resume` rather than to
+    /// its trampoline (a fast rt_sigreturn; read by asm through GS).
+    pub resume_on: AtomicU32,
+    /// The full program context the fast entry returns to (`resume_on`);
+    /// its `fpstate` field is unused: FPU state is already in the registers.
+    pub resume: Cell<crate::arch::SigContext>,
+    /// A kernel-format FPU image equal to the registers' state while
+    /// `resume` is pending (for signal frames built on it).
+    pub resume_fp: Cell<u64>,
 }
+
+/// Offsets for `arch::picos_resume_full`.
+pub const RESUME_ON_OFFSET: usize = core::mem::offset_of!(Thread, resume_on);
+pub const RESUME_OFFSET: usize = core::mem::offset_of!(Thread, resume);
 
 impl Thread {
     /// The process's cached ids (see `sys::ids`).
@@ -341,6 +354,9 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             stats: crate::stats::Counters::new(),
             deferred: Cell::new(None),
             affinity: crate::sys::ids::AffinityCache::new(),
+            resume_on: AtomicU32::new(0),
+            resume: Cell::new(crate::arch::SigContext::default()),
+            resume_fp: Cell::new(0),
         });
         Ok(&*t)
     }
