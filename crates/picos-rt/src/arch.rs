@@ -311,6 +311,8 @@ global_asm!(
     "    ret",
     "2:  mov %rsp, %rdi",
     "    call picos_fast_defer",
+    "    cmpl $0, %gs:{resume_on}",
+    "    jne picos_resume_full",
     "    jmp 1b",
     ".globl picos_fast_exit_end",
     "picos_fast_exit_end:",
@@ -428,6 +430,14 @@ global_asm!(
     "picos_xrstor_end:",
     "    xor %eax, %eax",
     "    ret",
+    // picos_xsave(area, mask_lo, mask_hi): XSAVE (standard format) of the
+    // registers, which hold the program's state (the runtime never uses them).
+    ".globl picos_xsave",
+    ".type picos_xsave,@function",
+    "picos_xsave:",
+    "    mov %esi, %eax",
+    "    xsave64 (%rdi)",
+    "    ret",
     pending = const crate::thread::PENDING_OFFSET,
     resume_on = const crate::thread::RESUME_ON_OFFSET,
     rflags = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, eflags),
@@ -457,6 +467,7 @@ extern "C" {
     static picos_xrstor_insn: u8;
     static picos_xrstor_end: u8;
     pub fn picos_xrstor(area: *const u8, mask_lo: u32, mask_hi: u32) -> isize;
+    pub fn picos_xsave(area: *mut u8, mask_lo: u32, mask_hi: u32);
 }
 
 /// Is `rip` inside picos_resume_full's final sequence?

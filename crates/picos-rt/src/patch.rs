@@ -978,7 +978,6 @@ fn fast_sigreturn(t: &'static Thread, f: &FastFrame) -> bool {
     t.update_pending_flag();
     uc.mcontext.fpstate = 0;
     t.resume.set(uc.mcontext);
-    t.resume_fp.set(fp as u64);
     t.resume_on.store(1, Ordering::Relaxed);
     true
 }
@@ -990,33 +989,26 @@ extern "C" fn picos_resume_deliver() {
     #[repr(C, align(64))]
     struct Image([u8; MAX_FP_IMAGE + 64]);
     let t = crate::thread::current();
-    // A copy of the FPU image (the registers' state): a frame built now may
-    // lie where the image is.
     let mut img = Image([0; MAX_FP_IMAGE + 64]);
-    let src = t.resume_fp.get() as usize;
-    let fp = match fp_image(src) {
-        Some(_) => {
-            let mut sw = [0u8; 4];
-            let size = crate::user::copy_in(&mut sw, src + crate::arch::FP_SW_RESERVED + 4)
-                .map(|_| u32::from_ne_bytes(sw) as usize)
-                .unwrap_or(0);
-            if size <= img.0.len() && crate::user::copy_in(&mut img.0[..size], src).is_ok() {
-                img.0.as_ptr() as u64
-            } else {
-                0
-            }
-        }
-        None => 0,
-    };
+    let mut m = t.resume.get();
+    deliver_on(t, &mut m, &mut img.0);
+    t.resume.set(m);
+}
+
+/// Delivers the pending signals the program does not block on context
+/// `m`, building their frames with an image of the FPU registers (which
+/// hold the program's state) saved into `buf`, as a host signal handler
+/// would. Without an image format learnt from the kernel (`note_fpstate`),
+/// frames get no FPU state (the trap path is used instead where it can be).
+fn deliver_on(t: &Thread, m: &mut SigContext, buf: &mut [u8]) {
     let mut uc = UContext {
         flags: 0,
         link: 0,
         stack: crate::arch::StackT::default(),
-        mcontext: t.resume.get(),
+        mcontext: *m,
         sigmask: crate::signal::host_mask(t.sig_mask.get()),
     };
-    uc.mcontext.fpstate = fp;
-    let rsp = uc.mcontext.rsp;
+    uc.mcontext.fpstate = xsave_image(buf).map_or(0, |p| p as u64);
     // As inside a host signal handler: signals the program blocks, which
     // deliver_pending hands back to the host, must stay pending there until
     // the program's mask is in force again.
@@ -1026,19 +1018,64 @@ extern "C" fn picos_resume_deliver() {
     );
     crate::signal::deliver_pending(t, &mut uc);
     let _ = host::rt_sigprocmask(crate::signal::SIG_SETMASK, Some(uc.sigmask));
-    if uc.mcontext.rsp != rsp {
-        // A handler's frame was built: its copy of the image is the one that
-        // stays valid (RDX points at the frame's ucontext).
-        let at = uc.mcontext.rdx as usize
-            + core::mem::offset_of!(UContext, mcontext)
-            + core::mem::offset_of!(SigContext, fpstate);
-        let mut p = [0u8; 8];
-        if crate::user::copy_in(&mut p, at).is_ok() {
-            t.resume_fp.set(u64::from_ne_bytes(p));
-        }
+    *m = uc.mcontext;
+    m.fpstate = 0;
+}
+
+/// The kernel's signal-frame FPU format for this process, learnt from the
+/// first host signal frame (`note_fpstate`): its feature mask and size.
+static FP_XFEATURES: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+static FP_XSIZE: AtomicUsize = AtomicUsize::new(0);
+
+/// Learns the kernel's FPU frame format from a host frame's image at `fp`
+/// (called on every trap until it knows; a load once it does).
+pub fn note_fpstate(fp: u64) {
+    if FP_XSIZE.load(Ordering::Relaxed) != 0 || fp == 0 {
+        return;
     }
-    uc.mcontext.fpstate = 0;
-    t.resume.set(uc.mcontext);
+    use crate::arch::{FP_SW_RESERVED, FP_XSTATE_MAGIC1};
+    // SAFETY: `fp` is the kernel-built image of the current host frame.
+    let (magic1, xfeatures, size) = unsafe {
+        let sw = (fp as usize + FP_SW_RESERVED) as *const u8;
+        (
+            (sw as *const u32).read_unaligned(),
+            (sw.add(8) as *const u64).read_unaligned(),
+            (sw.add(16) as *const u32).read_unaligned() as usize,
+        )
+    };
+    if magic1 == FP_XSTATE_MAGIC1 && (576..=MAX_FP_IMAGE).contains(&size) {
+        FP_XFEATURES.store(xfeatures, Ordering::Relaxed);
+        FP_XSIZE.store(size, Ordering::Relaxed);
+    }
+}
+
+/// Saves the FPU registers into `buf` (64-byte aligned) in the kernel's
+/// signal-frame format: XSAVE of the kernel's features, its software
+/// bytes, and the trailing magic. None if the format is not known yet.
+fn xsave_image(buf: &mut [u8]) -> Option<*const u8> {
+    use crate::arch::{FP_SW_RESERVED, FP_XSTATE_MAGIC1, FP_XSTATE_MAGIC2};
+    let size = FP_XSIZE.load(Ordering::Relaxed);
+    let xf = FP_XFEATURES.load(Ordering::Relaxed);
+    if size == 0
+        || size + 4 > buf.len()
+        || buf.as_ptr() as usize % 64 != 0
+        || !crate::arch::has_xsave()
+    {
+        return None;
+    }
+    buf[..size + 4].fill(0);
+    // SAFETY: `buf` is 64-byte aligned and holds `size` bytes, the XSAVE
+    // area size of the kernel's feature mask `xf`.
+    unsafe { crate::arch::picos_xsave(buf.as_mut_ptr(), xf as u32, (xf >> 32) as u32) };
+    // As the kernel: FP and SSE are always marked present.
+    buf[512] |= 3;
+    let sw = FP_SW_RESERVED;
+    buf[sw..sw + 4].copy_from_slice(&FP_XSTATE_MAGIC1.to_ne_bytes());
+    buf[sw + 4..sw + 8].copy_from_slice(&((size + 4) as u32).to_ne_bytes());
+    buf[sw + 8..sw + 16].copy_from_slice(&xf.to_ne_bytes());
+    buf[sw + 16..sw + 20].copy_from_slice(&(size as u32).to_ne_bytes());
+    buf[size..size + 4].copy_from_slice(&FP_XSTATE_MAGIC2.to_ne_bytes());
+    Some(buf.as_ptr())
 }
 
 /// A signal interrupted picos_resume_full's final sequence: the context in
@@ -1128,6 +1165,25 @@ extern "C" fn picos_fast_defer(f: &mut FastFrame) {
     let t = crate::thread::current();
     // SAFETY: as in picos_fast_syscall.
     let ret = unsafe { *((f.guest_sp + 8) as *const u64) } as usize;
+    if FP_XSIZE.load(Ordering::Relaxed) != 0
+        && crate::arch::has_xsave()
+        && !crate::log::enabled(crate::log::LogLevel::Trace)
+    {
+        // Deliver here and return to the handler through picos_resume_full:
+        // no trap. The context is where the call continues (a rewind or a
+        // sigreturn's, if the call changed it).
+        #[repr(C, align(64))]
+        struct Image([u8; MAX_FP_IMAGE + 64]);
+        let mut img = Image([0; MAX_FP_IMAGE + 64]);
+        let mut m = t
+            .deferred
+            .take()
+            .unwrap_or_else(|| final_context(f, &SigContext::default()));
+        deliver_on(t, &mut m, &mut img.0);
+        t.resume.set(m);
+        t.resume_on.store(1, Ordering::Relaxed);
+        return;
+    }
     if t.deferred.get().is_none() {
         t.deferred
             .set(Some(final_context(f, &SigContext::default())));

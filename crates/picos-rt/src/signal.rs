@@ -165,6 +165,7 @@ extern "C" fn sigsys_handler(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
         return host_signal(sig, info as *const SigInfo as *mut SigInfo, uc);
     }
     let t = thread::current();
+    crate::patch::note_fpstate(uc.mcontext.fpstate);
     let (nr, after) = (uc.mcontext.rax, uc.mcontext.rip as usize);
     if nr == crate::patch::DEFERRED_NR && crate::patch::finish_deferred(t, uc) {
         deliver_pending(t, uc);
@@ -212,7 +213,13 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
         // The fast path is returning with its result final: deliver on the
         // program context it returns to.
         let t = thread::current();
-        crate::patch::complete_fast(t, uc);
+        if t.resume_on.swap(0, core::sync::atomic::Ordering::Relaxed) != 0 {
+            // It was about to return to a context of its own (signals just
+            // delivered): that one.
+            crate::patch::complete_resume(t, uc);
+        } else {
+            crate::patch::complete_fast(t, uc);
+        }
         t.add_pending(info);
         deliver_pending(t, uc);
         return;

@@ -184,9 +184,6 @@ pub struct Thread {
     /// The full program context the fast entry returns to (`resume_on`);
     /// its `fpstate` field is unused: FPU state is already in the registers.
     pub resume: Cell<crate::arch::SigContext>,
-    /// A kernel-format FPU image equal to the registers' state while
-    /// `resume` is pending (for signal frames built on it).
-    pub resume_fp: Cell<u64>,
 }
 
 /// Offsets for `arch::picos_resume_full`.
@@ -356,7 +353,6 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             affinity: crate::sys::ids::AffinityCache::new(),
             resume_on: AtomicU32::new(0),
             resume: Cell::new(crate::arch::SigContext::default()),
-            resume_fp: Cell::new(0),
         });
         Ok(&*t)
     }
