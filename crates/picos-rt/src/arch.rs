@@ -192,7 +192,10 @@ global_asm!(
     // A syscall that may block with signals unblocked. A signal that arrives
     // before the syscall starts is seen by the check of the thread's pending
     // flag (%gs:PENDING) or, if it lands between that check and the
-    // `syscall`, by the signal handler moving RIP to picos_block_eintr.
+    // `syscall`, by the signal handler moving RIP to picos_block_eintr;
+    // either way the call returns Errno::NOT_STARTED (-512) and is run again
+    // after the signal's handler. Host handlers have no SA_RESTART, so a
+    // call the signal interrupts returns -EINTR after its `syscall`.
     ".globl picos_blocking_syscall",
     ".type picos_blocking_syscall,@function",
     "picos_blocking_syscall:",
@@ -213,7 +216,7 @@ global_asm!(
     "    ret",
     ".globl picos_block_eintr",
     "picos_block_eintr:",
-    "    mov $-4, %rax",
+    "    mov $-512, %rax", // Errno::NOT_STARTED
     "    ret",
     // picos_copy_user(dst, src, len) -> 0 or -EFAULT. A fault inside
     // [picos_copy_start, picos_copy_end) resumes at picos_copy_fault.
@@ -368,7 +371,7 @@ global_asm!(
     "picos_direct_exit_end:",
     ".globl picos_direct_eintr",
     "picos_direct_eintr:",
-    "    mov $-4, %rax",
+    "    mov $-512, %rax", // Errno::NOT_STARTED
     // The full exit: a FastFrame as picos_fast_entry builds it, RAX = the
     // result; picos_direct_finish fills in the continuation (or a rewind)
     // and the fast entry's exit sequence delivers what is pending.
@@ -595,7 +598,7 @@ fn addr_of(s: &'static u8) -> u64 {
 }
 
 /// If a signal interrupted the blocking-syscall stub before its `syscall`
-/// instruction ran, where to resume instead (the `-EINTR` exit).
+/// instruction ran, where to resume instead (the `Errno::NOT_STARTED` exit).
 pub fn blocking_rewind(rip: u64) -> Option<u64> {
     // SAFETY: only the addresses of the labels are taken.
     let (start, insn, eintr) = unsafe {

@@ -12,6 +12,11 @@ impl Errno {
     pub const ENOENT: Errno = Errno(2);
     pub const ESRCH: Errno = Errno(3);
     pub const EINTR: Errno = Errno(4);
+    /// Internal, never returned to the program: a blocking call was not
+    /// started because a signal is pending (Linux's ERESTARTSYS number).
+    /// The call is run again once the signal is delivered, whatever
+    /// SA_RESTART says, as when a signal arrives just before `syscall`.
+    pub const NOT_STARTED: Errno = Errno(512);
     pub const EIO: Errno = Errno(5);
     pub const ENXIO: Errno = Errno(6);
     pub const E2BIG: Errno = Errno(7);

@@ -1118,9 +1118,14 @@ extern "C" fn picos_direct_finish(f: &mut FastFrame) {
         crate::table_types::lookup(nr as usize).map(|d| d.serve),
         Some(crate::table_types::Serve::HostBlocking { restart: true })
     );
-    if f.rax == Errno::EINTR.to_ret() as u64 && restart && crate::signal::pending_wants_restart(t) {
-        // As the dispatcher does for SA_RESTART: run the `syscall` again
-        // after the handler, through the trap path.
+    let not_started = f.rax == Errno::NOT_STARTED.to_ret() as u64;
+    if not_started
+        || f.rax == Errno::EINTR.to_ret() as u64
+            && restart
+            && crate::signal::pending_wants_restart(t)
+    {
+        // As the dispatcher does: run the `syscall` again after the handler
+        // (a call a signal kept from starting, or SA_RESTART).
         let mut m = fast_context(f);
         m.rip = site_ret - 2;
         m.rax = nr as u64;

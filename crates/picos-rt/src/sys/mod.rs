@@ -187,9 +187,13 @@ pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
         return;
     }
     let m = &mut ctx.uc.mcontext;
-    if res == Err(Errno::EINTR) && restart && crate::signal::pending_wants_restart(t) {
-        // Re-execute the syscall instruction after the handler returns,
-        // as Linux does for -ERESTARTSYS with SA_RESTART.
+    if res == Err(Errno::NOT_STARTED)
+        || res == Err(Errno::EINTR) && restart && crate::signal::pending_wants_restart(t)
+    {
+        // Re-execute the syscall instruction after the handler returns:
+        // a call a pending signal kept from starting (as if the signal had
+        // arrived just before it), or, as Linux does for -ERESTARTSYS with
+        // SA_RESTART, one it interrupted.
         m.rip -= 2;
         m.rax = nr as u64;
         return;
