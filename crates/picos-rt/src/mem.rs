@@ -58,19 +58,52 @@ pub fn init(image: usize, image_len: usize) -> Result<(), Errno> {
     IMAGE.store(image, Ordering::Relaxed);
     IMAGE_LEN.store(image_len, Ordering::Relaxed);
     fill_image_holes(image, image_len);
-    // SAFETY: a fresh, kernel-placed PROT_NONE mapping touches nothing we own.
-    let base = unsafe {
-        host::mmap(
-            0,
-            RESERVE_SPAN,
-            PROT_NONE,
-            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-            -1,
-            0,
-        )
-    }?;
+    // Below the top of the mmap area, with a gap: the libraries the program
+    // loads next are placed top-down above the reservation, so the address
+    // space beyond them stays free for trampolines that must lie at a given
+    // distance above a library (patch: the threaded `read` shape's pun).
+    let hint = probe_mmap_top()
+        .and_then(|top| top.checked_sub(LIBRARY_GAP + RESERVE_SPAN))
+        .filter(|&h| h >= 1 << 32)
+        .map_or(0, page_down);
+    let reserve = |addr: usize, flags: i32| {
+        // SAFETY: a fresh PROT_NONE mapping; MAP_FIXED_NOREPLACE never
+        // replaces an existing one.
+        unsafe {
+            host::mmap(
+                addr,
+                RESERVE_SPAN,
+                PROT_NONE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | flags,
+                -1,
+                0,
+            )
+        }
+    };
+    let base = match hint {
+        0 => reserve(0, 0)?,
+        h => match reserve(h, MAP_FIXED_NOREPLACE) {
+            Ok(b) if b == h => b,
+            _ => reserve(0, 0)?,
+        },
+    };
     BASE.store(base, Ordering::Relaxed);
     Ok(())
+}
+
+/// Room left above the reservation for the libraries and the first
+/// mappings of the program.
+const LIBRARY_GAP: usize = 1 << 30;
+
+/// Where the kernel would place a new mapping now (the top of the free
+/// mmap area).
+fn probe_mmap_top() -> Option<usize> {
+    // SAFETY: a fresh one-page PROT_NONE mapping, unmapped at once.
+    unsafe {
+        let p = host::mmap(0, PAGE_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0).ok()?;
+        let _ = host::munmap(p, PAGE_SIZE);
+        Some(p + PAGE_SIZE)
+    }
 }
 
 /// The kernel maps the runtime image segment by segment and leaves the

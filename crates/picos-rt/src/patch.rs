@@ -265,67 +265,76 @@ fn rel32(from_end: usize, to: usize) -> Option<[u8; 4]> {
     i32::try_from(d).ok().map(|v| v.to_le_bytes())
 }
 
-/// Finds room for one trampoline within reach of `site`.
-fn alloc_trampoline(st: &mut State, site: usize) -> Option<usize> {
-    let reach = |addr: usize| {
-        rel32(site + 5, addr).is_some() && rel32(addr + TRAMP_SIZE, site + 64).is_some()
+/// Finds room for one trampoline within reach of `site`. With `pun`, the
+/// jump's displacement must end in that byte (see `Site::pun`).
+fn alloc_trampoline(st: &mut State, site: usize, pun: Option<u8>) -> Option<usize> {
+    let fits = |addr: usize| match rel32(site + 5, addr) {
+        Some(r) => rel32(addr + TRAMP_SIZE, site + 64).is_some() && pun.is_none_or(|p| r[3] == p),
+        None => false,
     };
     let n = REGION_COUNT.load(Ordering::Acquire);
     for (i, base) in REGION_BASE.iter().enumerate().take(n) {
         let b = base.load(Ordering::Relaxed);
-        if st.used[i] + TRAMP_SIZE <= REGION_SIZE && reach(b + st.used[i]) {
+        if st.used[i] + TRAMP_SIZE <= REGION_SIZE && fits(b + st.used[i]) {
             let t = b + st.used[i];
             st.used[i] += TRAMP_SIZE;
             return Some(t);
         }
     }
-    if n >= MAX_REGIONS {
-        return None;
-    }
-    // A new region near the site: try below it, then above, 1 MiB steps.
     let page = site & !(PAGE_SIZE - 1);
-    for k in 1..1024usize {
-        for cand in [page.checked_sub(k << 20), page.checked_add(k << 20)] {
-            let Some(cand) = cand else { continue };
-            if cand < (16 << 20)
-                || cand + REGION_SIZE > 0x7fff_ffff_0000
-                || mem::owns(cand, REGION_SIZE)
-            {
-                continue;
-            }
-            // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
-            let r = unsafe {
-                host::mmap(
-                    cand,
-                    REGION_SIZE,
-                    mem::PROT_READ | mem::PROT_EXEC,
-                    mem::MAP_PRIVATE | mem::MAP_ANONYMOUS | mem::MAP_FIXED_NOREPLACE,
-                    -1,
-                    0,
-                )
-            };
-            if let Ok(b) = r {
-                if b != cand {
-                    continue;
-                }
-                // The region starts with the runtime's entry addresses.
-                let mut header = [0u8; 24];
-                for (i, e) in st.entries.iter().enumerate() {
-                    header[i * 8..i * 8 + 8].copy_from_slice(&e.to_le_bytes());
-                }
-                if write_mem(b, &header).is_err() {
-                    return None;
-                }
-                REGION_BASE[n].store(b, Ordering::Relaxed);
-                st.used[n] = 64;
-                REGION_COUNT.store(n + 1, Ordering::Release);
-                if !reach(b + 64) {
-                    continue;
-                }
-                st.used[n] += TRAMP_SIZE;
-                return Some(b + 64);
-            }
+    // A new region near the site: below it, then above, in 1 MiB steps; or,
+    // with a pun, in the 16 MiB window of addresses whose displacement ends
+    // in that byte.
+    let window = pun.map(|p| {
+        let lo = (site as i64 + 5 + ((p as i8 as i64) << 24)).max(0) as usize;
+        (lo + PAGE_SIZE - 1) & !(PAGE_SIZE - 1)
+    });
+    let candidates = (1..1024usize).flat_map(move |k| match window {
+        Some(w) => [(k <= 16).then(|| w + ((k - 1) << 20)), None],
+        None => [page.checked_sub(k << 20), page.checked_add(k << 20)],
+    });
+    for cand in candidates.flatten() {
+        let n = REGION_COUNT.load(Ordering::Acquire);
+        if n >= MAX_REGIONS {
+            return None;
         }
+        if cand < (16 << 20)
+            || cand + REGION_SIZE > 0x7fff_ffff_0000
+            || mem::owns(cand, REGION_SIZE)
+        {
+            continue;
+        }
+        // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
+        let r = unsafe {
+            host::mmap(
+                cand,
+                REGION_SIZE,
+                mem::PROT_READ | mem::PROT_EXEC,
+                mem::MAP_PRIVATE | mem::MAP_ANONYMOUS | mem::MAP_FIXED_NOREPLACE,
+                -1,
+                0,
+            )
+        };
+        let Ok(b) = r else { continue };
+        if b != cand {
+            continue;
+        }
+        // The region starts with the runtime's entry addresses.
+        let mut header = [0u8; 24];
+        for (i, e) in st.entries.iter().enumerate() {
+            header[i * 8..i * 8 + 8].copy_from_slice(&e.to_le_bytes());
+        }
+        if write_mem(b, &header).is_err() {
+            return None;
+        }
+        REGION_BASE[n].store(b, Ordering::Relaxed);
+        st.used[n] = 64;
+        REGION_COUNT.store(n + 1, Ordering::Release);
+        if !fits(b + 64) {
+            continue; // usable for other sites; look further for this one
+        }
+        st.used[n] += TRAMP_SIZE;
+        return Some(b + 64);
     }
     None
 }
@@ -355,6 +364,11 @@ struct Site {
     /// The number is an immediate the trampoline loads (`mov $NR, %eax`);
     /// otherwise RAX already holds it (libc's `syscall(3)`).
     fixed_nr: bool,
+    /// The jump's last byte (the displacement's high byte) must be this
+    /// byte of the original code: the jump then ends in the middle of an
+    /// instruction that starts with that byte, which stays intact for a
+    /// thread stopped there (instruction punning, as E9Patch does).
+    pun: Option<u8>,
 }
 
 impl Site {
@@ -453,6 +467,25 @@ fn match_site(code: &[u8], code_base: usize, after: usize, nr: u64) -> Option<Si
                 moves: code[m + 5..sc].to_vec(),
                 resume: after,
                 fixed_nr: true,
+                ..Site::default()
+            });
+        }
+    }
+    // glibc read with threads: mov disp8(%rsp), %r32; xor %eax, %eax;
+    // syscall. The jump covers the `mov` and the `xor`'s first byte (0x31),
+    // which its displacement's high byte repeats: a thread stopped at the
+    // `xor` still finds it there. The `mov` reads the stack, so the
+    // trampoline runs it first, at the program's RSP.
+    if nr == 0 && sc >= 6 && code[sc - 2..sc] == [0x31, 0xc0] {
+        let (op, modrm, sib) = (code[sc - 6], code[sc - 5], code[sc - 4]);
+        let reg = (modrm >> 3) & 7;
+        if op == 0x8b && modrm & 0xc7 == 0x44 && sib == 0x24 && reg != 0 && reg != 4 {
+            return Some(Site {
+                start: code_base + sc - 6,
+                pre: code[sc - 6..sc - 2].to_vec(),
+                resume: after,
+                fixed_nr: true,
+                pun: Some(0x31),
                 ..Site::default()
             });
         }
@@ -567,6 +600,7 @@ fn match_dynamic(
 /// --stats or --trace (those must see every call).
 fn inline_answer(nr: u32, site: &Site) -> Option<Vec<u8>> {
     if !site.moves.is_empty()
+        || !site.pre.is_empty()
         || !site.post.is_empty()
         || crate::stats::on()
         || crate::log::enabled(crate::log::LogLevel::Trace)
@@ -725,15 +759,20 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext) -> Option<usize> {
     }
     st.seen.remove(&site.start);
     st.sites.insert(site.start);
-    let t = alloc_trampoline(&mut st, site.start)?;
+    let t = alloc_trampoline(&mut st, site.start, site.pun)?;
     let (tcode, cont) = trampoline_bytes(t, nr as u32, &site)?;
     crate::log!(
         Debug,
-        "patch site {:#x} nr {} -> trampoline {:#x} (cont {:#x}, {})",
+        "patch site {:#x} nr {} -> trampoline {:#x} (cont {:#x}, {}{})",
         site.start,
         nr,
         t,
         cont,
+        if site.pun.is_some() {
+            "punned jump, "
+        } else {
+            ""
+        },
         match (site.fixed_nr, entry_for(nr as u32)) {
             (false, _) => "fast entry, number from RAX",
             (_, ENTRY_DIRECT) => "direct entry",
@@ -743,6 +782,9 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext) -> Option<usize> {
     );
     write_mem(t, &tcode).ok()?;
     let rel = rel32(site.start + 5, t)?;
+    if site.pun.is_some_and(|p| rel[3] != p) {
+        return None; // alloc_trampoline guarantees it
+    }
     let jmp = [0xe9, rel[0], rel[1], rel[2], rel[3]];
     let s0 = site.start;
     let ok = if !multi {
@@ -1240,6 +1282,25 @@ mod tests {
             match_site(&code, 0x1000, 0x1008, 0x6f).is_none(),
             "number must match"
         );
+    }
+
+    #[test]
+    fn threaded_read_form_puns() {
+        // glibc read with threads: mov 0x8(%rsp),%edi; xor %eax,%eax; syscall; cmp
+        let code = [
+            0x8b, 0x7c, 0x24, 0x08, 0x31, 0xc0, 0x0f, 0x05, 0x48, 0x3d, 0, 0xf0, 0xff, 0xff,
+        ];
+        let s = match_site(&code, 0x6000, 0x6008, 0).unwrap();
+        assert_eq!(s.start, 0x6000);
+        assert_eq!(s.pre, vec![0x8b, 0x7c, 0x24, 0x08]);
+        assert_eq!(s.pun, Some(0x31));
+        assert!(s.post.is_empty() && !s.covers_syscall(0x6006));
+        // A displacement ending in 0x31 puts the trampoline 0x31xxxxxx above.
+        let t = 0x6005 + 0x3100_0000 + 0x1234;
+        assert_eq!(rel32(0x6005, t).unwrap()[3], 0x31);
+        // Not for another register layout (mov %rsp-relative into EAX).
+        let code = [0x8b, 0x44, 0x24, 0x08, 0x31, 0xc0, 0x0f, 0x05];
+        assert!(match_site(&code, 0x6000, 0x6008, 0).is_none());
     }
 
     #[test]

@@ -141,6 +141,37 @@ fn direct_entries_under_signals() {
     }
 }
 
+/// glibc's read with threads (its cancellable path) is patched too: the
+/// jump ends inside the `xor` that follows the `mov` it covers, whose first
+/// byte the jump's displacement repeats; a trampoline region is placed
+/// where that works. Results stay right under a signal storm.
+#[test]
+fn threaded_read_is_patched() {
+    let prog = compile_with("threaded_read", &["-pthread"]);
+    let out = Command::new(PICOS)
+        .args(["run", "--log-level", "debug"])
+        .arg(&prog)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "bad 0 hits>0 1\n",
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.contains("patch site") && l.contains(" nr 0 ") && l.contains("punned jump")),
+        "no punned read site:\n{}",
+        stderr
+            .lines()
+            .filter(|l| l.contains("patch site"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
 #[test]
 fn syscalls_table_lists_every_call() {
     let out = Command::new(PICOS).arg("syscalls").output().unwrap();
