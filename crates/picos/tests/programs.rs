@@ -742,3 +742,121 @@ fn go_workload() {
     assert_same(&spec.describe(), &native, &picos);
     assert!(String::from_utf8_lossy(&picos.stdout).ends_with("preempted ok\n"));
 }
+
+/// A free TCP port on loopback (bound, then released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// redis-server under picos (threads, epoll, glibc's threaded read) serving
+/// redis-cli and redis-benchmark on loopback: the same commands against a
+/// native server give the same answers.
+#[test]
+fn redis_server() {
+    let _shared = shared();
+    if skip_unless_installed("redis_server", "/usr/bin/redis-server", "redis-server")
+        || skip_unless_installed("redis_server", "/usr/bin/redis-cli", "redis-tools")
+        || skip_unless_installed("redis_server", "/usr/bin/redis-benchmark", "redis-tools")
+    {
+        return;
+    }
+    let script = "SET k v\nGET k\nINCR n\nINCR n\nINCR n\nLPUSH l a b c\nLRANGE l 0 -1\n\
+                  HSET h f 1 g 2\nHGETALL h\nDEL k\nEXISTS k\nDBSIZE\n";
+    let mut answers = Vec::new();
+    for picos in [false, true] {
+        let dir = tempdir();
+        let port = free_port().to_string();
+        let server_args = [
+            "--port",
+            port.as_str(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ];
+        let mut server = if picos {
+            let mut c = Command::new(PICOS);
+            c.args(["run", "--", "/usr/bin/redis-server"]);
+            c
+        } else {
+            Command::new("/usr/bin/redis-server")
+        };
+        use std::os::unix::process::CommandExt;
+        let mut server = server
+            .args(server_args)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let cli = |args: &[&str], input: Option<&str>| {
+            let mut c = Command::new("/usr/bin/redis-cli");
+            c.args(["-p", port.as_str()]).args(args);
+            c.stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            let mut child = c.spawn().unwrap();
+            {
+                use std::io::Write;
+                let mut stdin = child.stdin.take().unwrap();
+                if let Some(i) = input {
+                    stdin.write_all(i.as_bytes()).unwrap();
+                }
+            }
+            child.wait_with_output().unwrap()
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while String::from_utf8_lossy(&cli(&["ping"], None).stdout).trim() != "PONG" {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "redis-server (picos: {picos}) did not answer"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let out = cli(&[], Some(script));
+        answers.push(String::from_utf8_lossy(&out.stdout).into_owned());
+        let bench = Command::new("/usr/bin/redis-benchmark")
+            .args([
+                "-p",
+                port.as_str(),
+                "-q",
+                "-n",
+                "20000",
+                "-t",
+                "set,get,lpush",
+                "-P",
+                "8",
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&bench.stdout);
+        assert!(
+            bench.status.success() && text.matches("requests per second").count() == 3,
+            "redis-benchmark (picos: {picos}): {text}"
+        );
+        let _ = cli(&["shutdown", "nosave"], None);
+        let status = server.wait().unwrap();
+        let mut err = String::new();
+        use std::io::Read;
+        let _ = server.stderr.take().unwrap().read_to_string(&mut err);
+        assert!(
+            status.success(),
+            "redis-server (picos: {picos}) {status:?}: {err}"
+        );
+    }
+    assert!(
+        answers[0].contains("\"v\"") || answers[0].contains("v\n"),
+        "{}",
+        answers[0]
+    );
+    eprintln!("{}", answers[1]);
+    assert_eq!(answers[0], answers[1], "redis-cli answers, native vs picos");
+}
