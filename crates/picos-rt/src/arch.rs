@@ -279,6 +279,22 @@ global_asm!(
 pub const FAST_FRAME_GAP: usize = 64 << 10;
 
 global_asm!(
+    // PICOS_FAST_FRAME fn: with the program's RFLAGS just pushed on its
+    // stack, switches to the thread's runtime stack (FAST_FRAME_GAP below
+    // its top), saves the registers there as a FastFrame (R11, clobbered by
+    // `syscall` anyway, carries the program's RSP) and calls fn(frame).
+    ".macro PICOS_FAST_FRAME fn",
+    "    mov %rsp, %r11",
+    "    mov %gs:0, %rsp",
+    "    and $-64, %rsp",
+    "    sub ${gap}, %rsp",
+    "    push %r11",
+    "    push %r15; push %r14; push %r13; push %r12; push %r11; push %r10; push %r9; push %r8",
+    "    push %rbp; push %rdi; push %rsi; push %rdx; push %rcx; push %rbx; push %rax",
+    "    mov %rsp, %rdi",
+    "    cld",
+    "    call \\fn",
+    ".endm",
     // picos_fast_entry: called from a patched site's trampoline with RAX =
     // syscall number and RSP below the program's red zone. Saves flags on
     // the program stack, switches to the thread's runtime stack, saves the
@@ -288,16 +304,7 @@ global_asm!(
     ".type picos_fast_entry,@function",
     "picos_fast_entry:",
     "    pushfq",
-    "    mov %rsp, %r11",
-    "    mov %gs:0, %rsp",
-    "    and $-64, %rsp",
-    "    sub ${gap}, %rsp",
-    "    push %r11",
-    "    push %r15", "push %r14", "push %r13", "push %r12", "push %r11", "push %r10", "push %r9", "push %r8",
-    "    push %rbp", "push %rdi", "push %rsi", "push %rdx", "push %rcx", "push %rbx", "push %rax",
-    "    mov %rsp, %rdi",
-    "    cld",
-    "    call picos_fast_syscall",
+    "    PICOS_FAST_FRAME picos_fast_syscall",
     "    cmpl $0, %gs:{resume_on}",
     "    jne picos_resume_full",
     // From here to picos_fast_exit_end the result is final: a signal that
@@ -375,16 +382,7 @@ global_asm!(
     // The full exit: a FastFrame as picos_fast_entry builds it, RAX = the
     // result; picos_direct_finish fills in the continuation (or a rewind)
     // and the fast entry's exit sequence delivers what is pending.
-    "5:  mov %rsp, %r11",
-    "    mov %gs:0, %rsp",
-    "    and $-64, %rsp",
-    "    sub ${gap}, %rsp",
-    "    push %r11",
-    "    push %r15", "push %r14", "push %r13", "push %r12", "push %r11", "push %r10", "push %r9", "push %r8",
-    "    push %rbp", "push %rdi", "push %rsi", "push %rdx", "push %rcx", "push %rbx", "push %rax",
-    "    mov %rsp, %rdi",
-    "    cld",
-    "    call picos_direct_finish",
+    "5:  PICOS_FAST_FRAME picos_direct_finish",
     "    jmp picos_fast_exit_start",
     gap = const FAST_FRAME_GAP,
     site_ret = const crate::patch::RET_TO_SITE_RET,

@@ -820,6 +820,40 @@ pub fn needs_trap(nr: u64) -> bool {
 use crate::arch::{FastFrame, SigContext, UContext, FAST_FRAME_GAP};
 use crate::thread::Thread;
 
+/// The trampoline's return address: the entry's `pushfq` put RFLAGS at
+/// `guest_sp`, just below it.
+fn trampoline_ret(f: &FastFrame) -> usize {
+    // SAFETY: guest_sp points at the RFLAGS the entry pushed on the program
+    // stack, then the trampoline's return address (both written by us).
+    unsafe { *((f.guest_sp + 8) as *const u64) as usize }
+}
+
+/// The program's RFLAGS, which the entry's `pushfq` put at `guest_sp`.
+fn entry_flags(f: &FastFrame) -> u64 {
+    // SAFETY: as in trampoline_ret.
+    unsafe { *(f.guest_sp as *const u64) }
+}
+
+/// Where the fast path continues: the trampoline stores it (site+7, or its
+/// own copy of the `syscall` + 2) at a fixed offset from its return address.
+fn site_ret_of(ret: usize) -> u64 {
+    // SAFETY: `ret` is a trampoline's return address (trampoline_ret).
+    unsafe { *((ret + RET_TO_SITE_RET) as *const u64) }
+}
+
+/// Program registers `m` on a host signal frame's context `host`: the
+/// segment and FPU fields stay the host frame's.
+fn on_host_frame(m: SigContext, host: &SigContext) -> SigContext {
+    SigContext {
+        cs: host.cs,
+        gs: host.gs,
+        fs: host.fs,
+        ss: host.ss,
+        fpstate: host.fpstate,
+        ..m
+    }
+}
+
 /// Where `picos_fast_entry` puts the FastFrame of thread `t`.
 fn frame_addr(t: &Thread) -> usize {
     (t.stack_top() & !63) - FAST_FRAME_GAP - core::mem::size_of::<FastFrame>()
@@ -829,23 +863,14 @@ fn frame_addr(t: &Thread) -> usize {
 /// registers from the frame, RFLAGS saved by the entry, RSP above the red
 /// zone, RIP = the continuation in RCX (site+7, or the trampoline's slow path).
 fn final_context(f: &FastFrame, base: &SigContext) -> SigContext {
-    SigContext {
-        cs: base.cs,
-        gs: base.gs,
-        fs: base.fs,
-        ss: base.ss,
-        fpstate: base.fpstate,
-        ..fast_context(f)
-    }
+    on_host_frame(fast_context(f), base)
 }
 
 /// The program's registers as the fast entry saved them, built in place
 /// (no segment or FPU state: the fast path never needs them).
 #[inline(always)]
 fn fast_context(f: &FastFrame) -> SigContext {
-    // SAFETY: guest_sp points at the RFLAGS the entry pushed on the program
-    // stack, then the trampoline's return address (both written by us).
-    let flags = unsafe { *(f.guest_sp as *const u64) };
+    let flags = entry_flags(f);
     SigContext {
         r8: f.r8,
         r9: f.r9,
@@ -878,10 +903,36 @@ fn fast_context(f: &FastFrame) -> SigContext {
     }
 }
 
+/// A signal interrupted the last instructions of a fast return to the
+/// program (the fast entry's exit sequence, a direct entry's, or
+/// picos_resume_full's): replaces the interrupted (runtime) context in `uc`
+/// by the program context being returned to, so that the signal is
+/// delivered there. False if `uc` is in none of them.
+pub fn complete_exit(uc: &mut UContext) -> bool {
+    let rip = uc.mcontext.rip;
+    if crate::arch::in_fast_exit(rip) {
+        let t = crate::thread::current();
+        if t.resume_on.swap(0, Ordering::Relaxed) != 0 {
+            // It was about to return to a context of its own (signals just
+            // delivered): that one.
+            complete_resume(t, uc);
+        } else {
+            complete_fast(t, uc);
+        }
+    } else if crate::arch::in_resume(rip) {
+        complete_resume(crate::thread::current(), uc);
+    } else if let Some(at) = crate::arch::in_direct_exit(rip) {
+        complete_direct(uc, at);
+    } else {
+        return false;
+    }
+    true
+}
+
 /// A signal interrupted the fast entry's exit sequence on thread `t`:
 /// replace the interrupted (runtime) context in `uc` by the program context
 /// the fast call is returning to, so the signal is delivered there.
-pub fn complete_fast(t: &Thread, uc: &mut UContext) {
+fn complete_fast(t: &Thread, uc: &mut UContext) {
     // SAFETY: the frame lies in this thread's runtime stack, written by the
     // fast entry, and stays intact until the entry's final `ret`.
     let f = unsafe { *(frame_addr(t) as *const FastFrame) };
@@ -892,10 +943,8 @@ pub fn complete_fast(t: &Thread, uc: &mut UContext) {
 #[no_mangle]
 extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     let t = crate::thread::current();
-    // SAFETY: the trampoline's return address sits above the saved flags.
-    let ret = unsafe { *((f.guest_sp + 8) as *const u64) } as usize;
-    // SAFETY: the trampoline stores site+7 at a fixed offset from it.
-    let site_ret = unsafe { *((ret + RET_TO_SITE_RET) as *const u64) };
+    let ret = trampoline_ret(f);
+    let site_ret = site_ret_of(ret);
     let slow = (ret + RET_TO_SLOW) as u64;
     let nr = f.rax;
     if nr == 15 && fast_sigreturn(t, f) {
@@ -908,11 +957,9 @@ extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     f.rcx = site_ret;
     let mask_before = t.sig_mask.get();
     let mut uc = UContext {
-        flags: 0,
-        link: 0,
-        stack: crate::arch::StackT::default(),
         mcontext: fast_context(f),
         sigmask: crate::signal::host_mask(mask_before),
+        ..UContext::default()
     };
     t.in_fast.set(true);
     crate::sys::dispatch(t, &mut uc);
@@ -972,6 +1019,11 @@ fn fp_image(fp: usize) -> Option<(u32, u32)> {
 /// Largest FPU image the fast rt_sigreturn handles (AVX-512 needs ~2.7 KB).
 const MAX_FP_IMAGE: usize = 12 << 10;
 
+/// Room for an FPU image, 64-byte aligned as XSAVE requires. Left
+/// uninitialised: `xsave_image` writes only the image's own bytes.
+#[repr(C, align(64))]
+struct FpImage([u8; MAX_FP_IMAGE + 64]);
+
 /// rt_sigreturn without the trap: restores the FPU state with `xrstor`
 /// from the frame, the rest as the trap path does (`signal::sigreturn`),
 /// and has the fast entry return to the restored context itself
@@ -982,11 +1034,8 @@ fn fast_sigreturn(t: &'static Thread, f: &FastFrame) -> bool {
         return false;
     }
     let mut uc = UContext {
-        flags: 0,
-        link: 0,
-        stack: crate::arch::StackT::default(),
         mcontext: fast_context(f),
-        sigmask: 0,
+        ..UContext::default()
     };
     let Ok(saved) = crate::user::read::<UContext>(uc.mcontext.rsp as usize) else {
         return false;
@@ -1004,7 +1053,7 @@ fn fast_sigreturn(t: &'static Thread, f: &FastFrame) -> bool {
         return false;
     }
     let before = t.sig_mask.get();
-    if crate::signal::sigreturn(t, &mut uc).is_err() {
+    if crate::signal::sigreturn_from(t, &mut uc, &saved).is_err() {
         return false; // the trap path reads the frame again and sends SIGSEGV
     }
     t.in_fast.set(true);
@@ -1028,12 +1077,9 @@ fn fast_sigreturn(t: &'static Thread, f: &FastFrame) -> bool {
 /// `Thread::resume`: deliver them on it (called by picos_resume_full).
 #[no_mangle]
 extern "C" fn picos_resume_deliver() {
-    #[repr(C, align(64))]
-    struct Image([u8; MAX_FP_IMAGE + 64]);
     let t = crate::thread::current();
-    let mut img = Image([0; MAX_FP_IMAGE + 64]);
     let mut m = t.resume.get();
-    deliver_on(t, &mut m, &mut img.0);
+    deliver_on(t, &mut m, &mut core::mem::MaybeUninit::uninit());
     t.resume.set(m);
 }
 
@@ -1042,13 +1088,11 @@ extern "C" fn picos_resume_deliver() {
 /// hold the program's state) saved into `buf`, as a host signal handler
 /// would. Without an image format learnt from the kernel (`note_fpstate`),
 /// frames get no FPU state (the trap path is used instead where it can be).
-fn deliver_on(t: &Thread, m: &mut SigContext, buf: &mut [u8]) {
+fn deliver_on(t: &Thread, m: &mut SigContext, buf: &mut core::mem::MaybeUninit<FpImage>) {
     let mut uc = UContext {
-        flags: 0,
-        link: 0,
-        stack: crate::arch::StackT::default(),
         mcontext: *m,
         sigmask: crate::signal::host_mask(t.sig_mask.get()),
+        ..UContext::default()
     };
     uc.mcontext.fpstate = xsave_image(buf).map_or(0, |p| p as u64);
     // As inside a host signal handler: signals the program blocks, which
@@ -1091,23 +1135,26 @@ pub fn note_fpstate(fp: u64) {
     }
 }
 
-/// Saves the FPU registers into `buf` (64-byte aligned) in the kernel's
-/// signal-frame format: XSAVE of the kernel's features, its software
-/// bytes, and the trailing magic. None if the format is not known yet.
-fn xsave_image(buf: &mut [u8]) -> Option<*const u8> {
+/// Saves the FPU registers into `img` in the kernel's signal-frame format:
+/// XSAVE of the kernel's features, its software bytes, and the trailing
+/// magic. None if the format is not known yet.
+fn xsave_image(img: &mut core::mem::MaybeUninit<FpImage>) -> Option<*const u8> {
     use crate::arch::{FP_SW_RESERVED, FP_XSTATE_MAGIC1, FP_XSTATE_MAGIC2};
     let size = FP_XSIZE.load(Ordering::Relaxed);
     let xf = FP_XFEATURES.load(Ordering::Relaxed);
-    if size == 0
-        || size + 4 > buf.len()
-        || buf.as_ptr() as usize % 64 != 0
-        || !crate::arch::has_xsave()
-    {
+    if size == 0 || size + 4 > core::mem::size_of::<FpImage>() || !crate::arch::has_xsave() {
         return None;
     }
-    buf[..size + 4].fill(0);
-    // SAFETY: `buf` is 64-byte aligned and holds `size` bytes, the XSAVE
-    // area size of the kernel's feature mask `xf`.
+    let p = img.as_mut_ptr() as *mut u8;
+    // SAFETY: the image's `size + 4` bytes lie inside `img`; they are
+    // zeroed first (XRSTOR wants the header's unused bytes zero), so the
+    // slice over them is initialised.
+    let buf = unsafe {
+        core::ptr::write_bytes(p, 0, size + 4);
+        core::slice::from_raw_parts_mut(p, size + 4)
+    };
+    // SAFETY: `buf` is 64-byte aligned (FpImage) and holds `size` bytes, the
+    // XSAVE area size of the kernel's feature mask `xf`.
     unsafe { crate::arch::picos_xsave(buf.as_mut_ptr(), xf as u32, (xf >> 32) as u32) };
     // As the kernel: FP and SSE are always marked present.
     buf[512] |= 3;
@@ -1123,15 +1170,8 @@ fn xsave_image(buf: &mut [u8]) -> Option<*const u8> {
 /// A signal interrupted picos_resume_full's final sequence: the context in
 /// `uc` becomes the one it is returning to (the FPU state, already restored,
 /// is in `uc`'s own image).
-pub fn complete_resume(t: &Thread, uc: &mut UContext) {
-    let m = &mut uc.mcontext;
-    let (fp, cs, gs, fs, ss) = (m.fpstate, m.cs, m.gs, m.fs, m.ss);
-    *m = t.resume.get();
-    m.fpstate = fp;
-    m.cs = cs;
-    m.gs = gs;
-    m.fs = fs;
-    m.ss = ss;
+fn complete_resume(t: &Thread, uc: &mut UContext) {
+    uc.mcontext = on_host_frame(t.resume.get(), &uc.mcontext);
 }
 
 /// The full exit of a direct entry (see `arch`): the host returned EINTR,
@@ -1139,35 +1179,21 @@ pub fn complete_resume(t: &Thread, uc: &mut UContext) {
 #[no_mangle]
 extern "C" fn picos_direct_finish(f: &mut FastFrame) {
     let t = crate::thread::current();
-    // SAFETY: as in picos_fast_syscall; the trampoline's `mov $NR, %eax`
-    // immediate lies RET_TO_NR bytes before its return address.
-    let (ret, flags) = unsafe {
-        (
-            *((f.guest_sp + 8) as *const u64) as usize,
-            *(f.guest_sp as *const u64),
-        )
-    };
-    // SAFETY: as above.
-    let (site_ret, nr) = unsafe {
-        (
-            *((ret + RET_TO_SITE_RET) as *const u64),
-            core::ptr::read_unaligned((ret - RET_TO_NR) as *const u32),
-        )
-    };
+    let ret = trampoline_ret(f);
+    let site_ret = site_ret_of(ret);
+    // SAFETY: the trampoline's `mov $NR, %eax` immediate lies RET_TO_NR
+    // bytes before its return address.
+    let nr = unsafe { core::ptr::read_unaligned((ret - RET_TO_NR) as *const u32) };
     f.rcx = site_ret;
-    f.r11 = flags;
+    f.r11 = entry_flags(f);
     let restart = matches!(
         crate::table_types::lookup(nr as usize).map(|d| d.serve),
         Some(crate::table_types::Serve::HostBlocking { restart: true })
     );
-    let not_started = f.rax == Errno::NOT_STARTED.to_ret() as u64;
-    if not_started
-        || f.rax == Errno::EINTR.to_ret() as u64
-            && restart
-            && crate::signal::pending_wants_restart(t)
-    {
-        // As the dispatcher does: run the `syscall` again after the handler
-        // (a call a signal kept from starting, or SA_RESTART).
+    let res = f.rax as i64;
+    let err = (-4095..0).contains(&res).then(|| Errno(-res as i32));
+    if crate::sys::rewinds(t, err, restart) {
+        // As the dispatcher does: run the `syscall` again after the handler.
         let mut m = fast_context(f);
         m.rip = site_ret - 2;
         m.rax = nr as u64;
@@ -1180,7 +1206,7 @@ extern "C" fn picos_direct_finish(f: &mut FastFrame) {
 /// A signal interrupted a direct entry's exit sequence (`where_`): replace
 /// the interrupted context in `uc` by the program context the call returns
 /// to (RAX, the result, is already in place).
-pub fn complete_direct(uc: &mut UContext, where_: crate::arch::DirectExit) {
+fn complete_direct(uc: &mut UContext, where_: crate::arch::DirectExit) {
     let m = &mut uc.mcontext;
     let sp = m.rsp;
     // SAFETY: the direct entry pushed RFLAGS below the trampoline's return
@@ -1196,8 +1222,7 @@ pub fn complete_direct(uc: &mut UContext, where_: crate::arch::DirectExit) {
             crate::arch::DirectExit::AtRet => (m.eflags, *(sp as *const u64), sp + 8 + 128),
         }
     };
-    // SAFETY: as above.
-    let cont = unsafe { *((ret as usize + RET_TO_SITE_RET) as *const u64) };
+    let cont = site_ret_of(ret as usize);
     m.rip = cont;
     m.rcx = cont;
     m.r11 = flags;
@@ -1210,8 +1235,7 @@ pub fn complete_direct(uc: &mut UContext, where_: crate::arch::DirectExit) {
 #[no_mangle]
 extern "C" fn picos_fast_defer(f: &mut FastFrame) {
     let t = crate::thread::current();
-    // SAFETY: as in picos_fast_syscall.
-    let ret = unsafe { *((f.guest_sp + 8) as *const u64) } as usize;
+    let ret = trampoline_ret(f);
     if FP_XSIZE.load(Ordering::Relaxed) != 0
         && crate::arch::has_xsave()
         && !crate::log::enabled(crate::log::LogLevel::Trace)
@@ -1219,14 +1243,11 @@ extern "C" fn picos_fast_defer(f: &mut FastFrame) {
         // Deliver here and return to the handler through picos_resume_full:
         // no trap. The context is where the call continues (a rewind or a
         // sigreturn's, if the call changed it).
-        #[repr(C, align(64))]
-        struct Image([u8; MAX_FP_IMAGE + 64]);
-        let mut img = Image([0; MAX_FP_IMAGE + 64]);
         let mut m = t
             .deferred
             .take()
             .unwrap_or_else(|| final_context(f, &SigContext::default()));
-        deliver_on(t, &mut m, &mut img.0);
+        deliver_on(t, &mut m, &mut core::mem::MaybeUninit::uninit());
         t.resume.set(m);
         t.resume_on.store(1, Ordering::Relaxed);
         return;
@@ -1251,11 +1272,7 @@ pub fn finish_deferred(t: &Thread, uc: &mut UContext) -> bool {
         m.rip,
         m.rax
     );
-    let (fp, cs, ss) = (uc.mcontext.fpstate, uc.mcontext.cs, uc.mcontext.ss);
-    uc.mcontext = m;
-    uc.mcontext.fpstate = fp;
-    uc.mcontext.cs = cs;
-    uc.mcontext.ss = ss;
+    uc.mcontext = on_host_frame(m, &uc.mcontext);
     true
 }
 

@@ -209,38 +209,13 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
     let (info, uc) = unsafe { (&*info, &mut *uc) };
     let rip = uc.mcontext.rip;
     let kernel_fault = SYNC_FAULTS & bit(sig) != 0 && info.code() > 0;
-    if !kernel_fault && arch::in_fast_exit(rip) {
-        // The fast path is returning with its result final: deliver on the
-        // program context it returns to.
+    if !kernel_fault && crate::patch::complete_exit(uc) {
+        // A fast return to the program was under way, its result final:
+        // deliver on the program context it returns to.
         let t = thread::current();
-        if t.resume_on.swap(0, core::sync::atomic::Ordering::Relaxed) != 0 {
-            // It was about to return to a context of its own (signals just
-            // delivered): that one.
-            crate::patch::complete_resume(t, uc);
-        } else {
-            crate::patch::complete_fast(t, uc);
-        }
         t.add_pending(info);
         deliver_pending(t, uc);
         return;
-    }
-    if !kernel_fault && arch::in_resume(rip) {
-        // The fast rt_sigreturn's return to the restored context.
-        let t = thread::current();
-        crate::patch::complete_resume(t, uc);
-        t.add_pending(info);
-        deliver_pending(t, uc);
-        return;
-    }
-    if !kernel_fault {
-        if let Some(at) = arch::in_direct_exit(rip) {
-            // The same for a direct entry (see arch).
-            let t = thread::current();
-            crate::patch::complete_direct(uc, at);
-            t.add_pending(info);
-            deliver_pending(t, uc);
-            return;
-        }
     }
     if sig == SIGTRAP
         && kernel_fault
@@ -472,8 +447,16 @@ fn setup_frame(
 /// Emulates rt_sigreturn(2): restores the program context saved in the frame
 /// whose ucontext sits at the program's stack pointer.
 pub fn sigreturn(t: &Thread, uc: &mut UContext) -> Result<(), crate::errno::Errno> {
-    let uc_addr = uc.mcontext.rsp as usize;
-    let saved: UContext = user::read(uc_addr)?;
+    let saved: UContext = user::read(uc.mcontext.rsp as usize)?;
+    sigreturn_from(t, uc, &saved)
+}
+
+/// As [`sigreturn`], with the frame's ucontext already read (`saved`).
+pub fn sigreturn_from(
+    t: &Thread,
+    uc: &mut UContext,
+    saved: &UContext,
+) -> Result<(), crate::errno::Errno> {
     let host_fp = uc.mcontext.fpstate;
     let old_flags = uc.mcontext.eflags;
     let (cs, ss) = (uc.mcontext.cs, uc.mcontext.ss);

@@ -129,6 +129,17 @@ impl Served {
     }
 }
 
+/// Is a call that failed with `err` run again after the signal's handler
+/// (its `syscall` re-executed)? Yes for a blocking call a pending signal
+/// kept from starting (as if the signal had arrived just before it), and,
+/// as Linux does for -ERESTARTSYS with SA_RESTART, for a restartable call
+/// (`restart`) it interrupted. Shared by the dispatcher and the direct
+/// entries (`patch::picos_direct_finish`).
+pub fn rewinds(t: &Thread, err: Option<Errno>, restart: bool) -> bool {
+    err == Some(Errno::NOT_STARTED)
+        || err == Some(Errno::EINTR) && restart && crate::signal::pending_wants_restart(t)
+}
+
 /// Runs the call's handler as the table says; returns the result, how it
 /// was served, and whether SA_RESTART may restart it.
 #[inline(always)]
@@ -187,13 +198,7 @@ pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
         return;
     }
     let m = &mut ctx.uc.mcontext;
-    if res == Err(Errno::NOT_STARTED)
-        || res == Err(Errno::EINTR) && restart && crate::signal::pending_wants_restart(t)
-    {
-        // Re-execute the syscall instruction after the handler returns:
-        // a call a pending signal kept from starting (as if the signal had
-        // arrived just before it), or, as Linux does for -ERESTARTSYS with
-        // SA_RESTART, one it interrupted.
+    if rewinds(t, res.err(), restart) {
         m.rip -= 2;
         m.rax = nr as u64;
         return;
