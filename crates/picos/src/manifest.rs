@@ -141,6 +141,25 @@ pub struct Manifest {
     pub mounts: Vec<Mount>,
 }
 
+impl Default for Manifest {
+    /// A manifest with no keys: every default as documented on the fields.
+    fn default() -> Self {
+        Manifest {
+            entrypoint: None,
+            syscall_patching: true,
+            enable_stats: false,
+            argv: None,
+            use_cmdline_argv: false,
+            use_host_env: false,
+            env: BTreeMap::new(),
+            log_level: LogLevel::Warning,
+            start_dir: None,
+            stack_size_bytes: None,
+            mounts: Vec::new(),
+        }
+    }
+}
+
 /// A place in a manifest: `file:line:column`, both 1-based, the column counted in characters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Location {
@@ -683,19 +702,7 @@ impl Checker<'_> {
             data: Data::Table(root),
         };
         let root = self.table(&root, true)?;
-        let mut m = Manifest {
-            entrypoint: None,
-            syscall_patching: true,
-            enable_stats: false,
-            argv: None,
-            use_cmdline_argv: false,
-            use_host_env: false,
-            env: BTreeMap::new(),
-            log_level: LogLevel::Warning,
-            start_dir: None,
-            stack_size_bytes: None,
-            mounts: Vec::new(),
-        };
+        let mut m = Manifest::default();
         if let Some(libos) = root.get("libos") {
             let libos = self.table(libos, true)?;
             if let Some(n) = libos.get("entrypoint") {
@@ -998,19 +1005,7 @@ mod tests {
     }
 
     fn empty() -> Manifest {
-        Manifest {
-            entrypoint: None,
-            syscall_patching: true,
-            enable_stats: false,
-            argv: None,
-            use_cmdline_argv: false,
-            use_host_env: false,
-            env: BTreeMap::new(),
-            log_level: LogLevel::Warning,
-            start_dir: None,
-            stack_size_bytes: None,
-            mounts: Vec::new(),
-        }
+        Manifest::default()
     }
 
     fn root_mount() -> Mount {

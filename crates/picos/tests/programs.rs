@@ -343,10 +343,17 @@ fn busybox_shell_script() {
         return;
     }
     let script = program_file("busybox_script.sh");
-    // Each run gets its own fresh directory: the script builds its tree there.
+    // The script builds its tree in its directory, and prints only relative
+    // paths, so the outputs compare directly.
+    compare_in_fresh_dirs(|dir| Spec::new("/bin/busybox", &[&"sh", &script, &dir], dir));
+}
+
+/// Runs the program `spec_in` describes natively, then under picos, each in
+/// a fresh directory; it must succeed natively, and the outputs must agree.
+fn compare_in_fresh_dirs(spec_in: impl Fn(&Path) -> Spec) {
     let run = |picos: bool| {
         let dir = tempdir();
-        let spec = Spec::new("/bin/busybox", &[&"sh", &script, &dir.path()], dir.path());
+        let spec = spec_in(dir.path());
         let out = if picos {
             run_picos(&spec)
         } else {
@@ -362,8 +369,6 @@ fn busybox_shell_script() {
         shown(&native.stderr)
     );
     let (_, picos) = run(true);
-    // The temp dir's name appears nowhere in the output (the script only
-    // prints relative paths), so the outputs compare directly.
     assert_same(&what, &native, &picos);
 }
 
@@ -490,26 +495,9 @@ fn sqlite_script() {
     }
     let script = program_file("sqlite_script.sql");
     // A fresh database for each run.
-    let run = |picos: bool| {
-        let dir = tempdir();
-        let db = dir.path().join("test.db");
-        let spec = Spec::new("/usr/bin/sqlite3", &[&db], dir.path()).stdin(&script);
-        let out = if picos {
-            run_picos(&spec)
-        } else {
-            run_native(&spec)
-        };
-        (spec.describe(), out)
-    };
-    let (what, native) = run(false);
-    assert!(
-        native.status.success(),
-        "the script fails natively: {}\n{}",
-        native.status,
-        shown(&native.stderr)
-    );
-    let (_, picos) = run(true);
-    assert_same(&what, &native, &picos);
+    compare_in_fresh_dirs(|dir| {
+        Spec::new("/usr/bin/sqlite3", &[&dir.join("test.db")], dir).stdin(&script)
+    });
 }
 
 #[test]

@@ -317,6 +317,29 @@ unsafe fn release_owner(h: *mut Hdr) {
     }
 }
 
+/// `alloc` and `alloc_zeroed`: a block of layout `l` whose base comes from
+/// `sys` (given the inner layout, of non-zero size), inside a
+/// non-preemptible region and tracked by `finish_alloc`.
+#[inline]
+fn alloc_with(l: Layout, sys: impl FnOnce(Layout) -> *mut u8) -> *mut u8 {
+    if !SEEN.load(Ordering::Relaxed) {
+        SEEN.store(true, Ordering::Relaxed);
+    }
+    let Some(inner) = inner_layout(l) else {
+        return ptr::null_mut();
+    };
+    let st = engine::np_enter();
+    let base = sys(inner);
+    let user = if base.is_null() {
+        base
+    } else {
+        // SAFETY: `base` is a live block of `inner`; region entered.
+        unsafe { finish_alloc(base, l, st) }
+    };
+    engine::np_leave(st);
+    user
+}
+
 // SAFETY: every method returns blocks from `System` of a layout at least as
 // large and as aligned as asked for (see `inner_layout`/`offset`), and frees
 // them with the layout they were allocated with (recomputed from `Layout`,
@@ -324,44 +347,14 @@ unsafe fn release_owner(h: *mut Hdr) {
 unsafe impl GlobalAlloc for PreemptAlloc {
     #[inline]
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if !SEEN.load(Ordering::Relaxed) {
-            SEEN.store(true, Ordering::Relaxed);
-        }
-        let Some(inner) = inner_layout(l) else {
-            return ptr::null_mut();
-        };
-        let st = engine::np_enter();
-        // SAFETY: `inner` has non-zero size.
-        let base = unsafe { System.alloc(inner) };
-        let user = if base.is_null() {
-            base
-        } else {
-            // SAFETY: `base` is a live block of `inner`; region entered.
-            unsafe { finish_alloc(base, l, st) }
-        };
-        engine::np_leave(st);
-        user
+        // SAFETY: `System.alloc` is called with the non-zero-sized layout.
+        alloc_with(l, |inner| unsafe { System.alloc(inner) })
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        if !SEEN.load(Ordering::Relaxed) {
-            SEEN.store(true, Ordering::Relaxed);
-        }
-        let Some(inner) = inner_layout(l) else {
-            return ptr::null_mut();
-        };
-        let st = engine::np_enter();
-        // SAFETY: `inner` has non-zero size.
-        let base = unsafe { System.alloc_zeroed(inner) };
-        let user = if base.is_null() {
-            base
-        } else {
-            // SAFETY: as in `alloc`.
-            unsafe { finish_alloc(base, l, st) }
-        };
-        engine::np_leave(st);
-        user
+        // SAFETY: as in `alloc`.
+        alloc_with(l, |inner| unsafe { System.alloc_zeroed(inner) })
     }
 
     #[inline]
