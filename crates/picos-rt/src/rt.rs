@@ -422,6 +422,9 @@ pub fn is_parent_death(info: &crate::arch::SigInfo) -> bool {
 
 /// Fix-ups in a forked child: only the forking thread exists.
 pub fn after_fork_child(t: &thread::Thread) {
+    // Signals pending for the parent (held by its runtime) are not the
+    // child's; forget them before anything below can queue one of its own.
+    t.clear_pending();
     if let Err(e) = arm_dispatch() {
         crate::log!(
             Error,
@@ -438,8 +441,6 @@ pub fn after_fork_child(t: &thread::Thread) {
     t.ids().pgid_cacheable.store(false, Ordering::Relaxed);
     t.ids().pgid.store(0, Ordering::Relaxed);
     t.tid.store(host::gettid(), Ordering::Release);
-    // Signals pending for the parent (held by its runtime) are not the child's.
-    t.clear_pending();
 }
 
 const F_DUPFD_CLOEXEC: usize = 1030;
