@@ -219,6 +219,9 @@ const SLOT_USED: u8 = 1;
 /// The thread has exited (or is exiting); the slot is free once the kernel
 /// reports the thread gone (see `thread::reclaimable`).
 const SLOT_EXITING: u8 = 2;
+/// Taken by `alloc_stack_slot`, not yet readable: `slot_in_use` must not
+/// count it (`thread::for_each_live` reads the Thread at its top).
+const SLOT_CLAIMED: u8 = 3;
 
 static SLOTS: [AtomicU8; STACK_SLOTS] = [const { AtomicU8::new(SLOT_FREE) }; STACK_SLOTS];
 static SLOT_HINT: AtomicUsize = AtomicUsize::new(0);
@@ -248,6 +251,7 @@ pub fn alloc_stack_slot(reclaimable: impl Fn(usize) -> bool) -> Result<usize, Er
                 .compare_exchange(SLOT_EXITING, SLOT_USED, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         {
+            // Its pages stay mapped: in use at once.
             r.store(usize::MAX, Ordering::Relaxed);
             return Ok(i);
         }
@@ -258,10 +262,15 @@ pub fn alloc_stack_slot(reclaimable: impl Fn(usize) -> bool) -> Result<usize, Er
         let state = SLOTS[i].load(Ordering::Acquire);
         let take = match state {
             SLOT_FREE => SLOTS[i]
-                .compare_exchange(SLOT_FREE, SLOT_USED, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(SLOT_FREE, SLOT_CLAIMED, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok(),
             SLOT_EXITING if reclaimable(i) => SLOTS[i]
-                .compare_exchange(SLOT_EXITING, SLOT_USED, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(
+                    SLOT_EXITING,
+                    SLOT_CLAIMED,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
                 .is_ok(),
             _ => false,
         };
@@ -280,6 +289,8 @@ pub fn alloc_stack_slot(reclaimable: impl Fn(usize) -> bool) -> Result<usize, Er
                 SLOTS[i].store(SLOT_FREE, Ordering::Release);
                 return Err(e);
             }
+            // Readable now: counted as in use from here on.
+            SLOTS[i].store(SLOT_USED, Ordering::Release);
             return Ok(i);
         }
     }
