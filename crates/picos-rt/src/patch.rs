@@ -387,6 +387,12 @@ impl Site {
 /// RIP-relative addressing), never writing RSP, and never touching RAX (the
 /// trampoline runs the copies before its own `mov $NR, %eax`).
 fn simple_move_len(b: &[u8]) -> Option<usize> {
+    simple_move(b).map(|(len, _)| len)
+}
+
+/// As [`simple_move_len`], with the register the instruction writes (x86
+/// numbering; `None` for `cmp` and `test`, which write only flags).
+fn simple_move(b: &[u8]) -> Option<(usize, Option<u8>)> {
     let (rex, rest) = match b.first() {
         Some(&r) if (0x40..=0x4f).contains(&r) => (r, &b[1..]),
         _ => (0, b),
@@ -410,7 +416,8 @@ fn simple_move_len(b: &[u8]) -> Option<usize> {
                 0x8b | 0x33 => Some(reg),
                 _ => None, // cmp and test write only flags
             };
-            (modrm >> 6 == 3 && reg != RAX && rm != RAX && dest != Some(RSP)).then_some(p + 2)
+            (modrm >> 6 == 3 && reg != RAX && rm != RAX && dest != Some(RSP))
+                .then_some((p + 2, dest))
         }
         // cmovcc reg, r/m (0f 40+cc), register form only.
         0x0f => {
@@ -421,21 +428,97 @@ fn simple_move_len(b: &[u8]) -> Option<usize> {
                 && reg != RAX
                 && rm != RAX
                 && reg != RSP)
-                .then_some(p + 3)
+                .then_some((p + 3, Some(reg)))
         }
         // mov $imm32, r32 (b8+r), not ESP or EAX.
         0xb8..=0xbf if rex & 8 == 0 => {
             let r = (op & 7) | (u8::from(rex_b) << 3);
-            (r != RSP && r != RAX).then_some(p + 5)
+            (r != RSP && r != RAX).then_some((p + 5, Some(r)))
         }
         // mov $imm32 sign-extended, r/m64 (REX.W c7 /0), register form.
         0xc7 if rex & 8 != 0 => {
             let modrm = *rest.get(1)?;
             let r = rm_of(modrm);
-            (modrm >> 6 == 3 && (modrm >> 3) & 7 == 0 && r != RSP && r != RAX).then_some(p + 6)
+            (modrm >> 6 == 3 && (modrm >> 3) & 7 == 0 && r != RSP && r != RAX)
+                .then_some((p + 6, Some(r)))
         }
         _ => None,
     }
+}
+
+/// What a stack move leaves behind, to check it against the program's
+/// stack at the trapped call.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+enum StackValue {
+    /// The word at the displacement equals this register (a 64-bit load
+    /// into it, or a store of it).
+    Reg(u8),
+    /// The low 32 bits of the word are this immediate (`movl $imm`).
+    Imm32(u32),
+    /// The word is this sign-extended immediate (`movq $imm`).
+    Imm64(u64),
+}
+
+/// An instruction of five bytes or more that moves a value between a
+/// register or an immediate and the stack at `disp8(%rsp)` or `(%rsp)`:
+/// `mov disp8(%rsp), %reg` (load), `mov %reg, disp8(%rsp)` (store), `movl`
+/// or `movq $imm, ...(%rsp)`. Returns `(length, displacement, value)`. The
+/// register is never RAX or RSP; 64-bit register moves only.
+fn stack_move(b: &[u8]) -> Option<(usize, i8, StackValue)> {
+    let (rex, rest) = match b.first() {
+        Some(&r) if (0x40..=0x4f).contains(&r) => (r, &b[1..]),
+        _ => (0, b),
+    };
+    // No REX.X or REX.B: the SIB must name RSP as base and no index.
+    if rex & 3 != 0 {
+        return None;
+    }
+    let p = usize::from(rex != 0);
+    let (op, modrm, sib) = (*rest.first()?, *rest.get(1)?, *rest.get(2)?);
+    if modrm & 7 != 4 || sib != 0x24 {
+        return None;
+    }
+    let (disp, after) = match modrm >> 6 {
+        0 => (0i8, 3),
+        1 => (*rest.get(3)? as i8, 4),
+        _ => return None,
+    };
+    let reg = ((modrm >> 3) & 7) | ((rex & 4) << 1);
+    match op {
+        0x89 | 0x8b if rex & 8 != 0 && reg != 0 && reg != 4 => {
+            Some((p + after, disp, StackValue::Reg(reg)))
+        }
+        0xc7 if reg & 7 == 0 => {
+            let imm = u32::from_le_bytes(rest.get(after..after + 4)?.try_into().ok()?);
+            let v = if rex & 8 != 0 {
+                StackValue::Imm64(imm as i32 as i64 as u64)
+            } else {
+                StackValue::Imm32(imm)
+            };
+            Some((p + after + 4, disp, v))
+        }
+        _ => None,
+    }
+    .filter(|&(len, _, _)| len >= 5)
+}
+
+/// A 64-bit load `mov disp8(%base), %reg` or `mov (%base), %reg` with no
+/// SIB and no RIP-relative address: `(length, destination)`. Never into RAX
+/// or RSP. (The trampoline runs it at the program's RSP, so any base will do.)
+fn reg_load(b: &[u8]) -> Option<(usize, u8)> {
+    let (rex, op, modrm) = (*b.first()?, *b.get(1)?, *b.get(2)?);
+    if rex & 0xf8 != 0x48 || rex & 2 != 0 || op != 0x8b {
+        return None;
+    }
+    let reg = ((modrm >> 3) & 7) | ((rex & 4) << 1);
+    let len = match (modrm >> 6, modrm & 7) {
+        (_, 4) => return None,      // SIB
+        (0, 5) => return None,      // RIP-relative
+        (0, _) => 3,
+        (1, _) => 4,
+        _ => return None,
+    };
+    (reg != 0 && reg != 4).then_some((len, reg))
 }
 
 const CMP_RAX_MINUS_4096: [u8; 6] = [0x48, 0x3d, 0x00, 0xf0, 0xff, 0xff];
@@ -542,33 +625,71 @@ fn reg_value(regs: &SigContext, r: u8) -> u64 {
     }
 }
 
-/// glibc's `syscall(3)`: `mov 0x8(%rsp), %r9; syscall`.
-const GLIBC_SYSCALL_TAIL: [u8; 5] = [0x4c, 0x8b, 0x4c, 0x24, 0x08];
-
-/// Recognises libc's generic `syscall(3)`, whose number is not an
-/// immediate: the trampoline runs the instruction before the `syscall` and
-/// enters the runtime with RAX as the program set it. Each shape is checked
-/// against the registers at the trapped call (`regs`, before it was
-/// served) and `stack_word` (the program's word at RSP+8), so bytes that
-/// only look like the shape (the tail of a longer instruction) are not
-/// taken for it.
+/// Recognises libc's generic system call entries, whose number is not an
+/// immediate but RAX as the caller set it: glibc's `syscall(3)` (`mov
+/// 0x8(%rsp), %r9; syscall`), musl's internal `__syscall` (`sccp`: register
+/// moves, `mov 0x8(%rsp), %r9; mov %rcx, %rdx; syscall`), musl's cancellable
+/// `__syscall_cp_asm` (`...; mov %r11, 0x8(%rsp); syscall`) and musl's
+/// `syscall(3)` as compilers emit it (`mov %reg, %rax; syscall`). The
+/// trampoline enters the runtime with RAX as the program set it.
+///
+/// In the first three the jump covers exactly one five-byte instruction
+/// that moves a register to or from the stack, followed only by register
+/// moves up to the `syscall`: the trampoline runs that instruction at the
+/// program's RSP, then copies of the moves. No instruction boundary is
+/// lost (a thread stopped after the covered instruction runs the original
+/// moves and `syscall`, which still trap), so such a site can be patched
+/// while threads run. Each shape is checked against the registers at the
+/// trapped call (`regs`, before it was served) and the program's stack
+/// (`stack(off)`: the word at RSP+off), so bytes that only look like the
+/// shape (the tail of a longer instruction) are not taken for it.
 fn match_dynamic(
     code: &[u8],
     code_base: usize,
     after: usize,
     regs: &SigContext,
-    stack_word: Option<u64>,
+    stack: &dyn Fn(i64) -> Option<u64>,
 ) -> Option<Site> {
     let at = |addr: usize| addr.checked_sub(code_base).filter(|&i| i < code.len());
     let sc = at(after - 2)?;
     if code.get(sc..sc + 2)? != [0x0f, 0x05] {
         return None;
     }
-    // glibc: the jump covers exactly the `mov 0x8(%rsp), %r9`.
-    if sc >= 5 && code[sc - 5..sc] == GLIBC_SYSCALL_TAIL && stack_word == Some(regs.r9) {
+    // A stack move, then whole register moves or register loads up to the
+    // `syscall`; a stack move's register must not be written by those, and
+    // the stack must hold what it moved.
+    for x in (sc.saturating_sub(5 + MAX_MOVES)..=sc.saturating_sub(5)).rev() {
+        let Some((len, disp, value)) = stack_move(&code[x..sc]) else {
+            continue;
+        };
+        let mut i = x + len;
+        let mut written = 0u32;
+        while i < sc {
+            let Some((n, dest)) = simple_move(&code[i..sc])
+                .or_else(|| reg_load(&code[i..sc]).map(|(n, d)| (n, Some(d))))
+            else {
+                break;
+            };
+            written |= dest.map_or(0, |d| 1 << d);
+            i += n;
+        }
+        if i != sc {
+            continue;
+        }
+        let word = stack(disp as i64);
+        let ok = match value {
+            StackValue::Reg(r) => written & (1 << r) == 0 && word == Some(reg_value(regs, r)),
+            StackValue::Imm32(v) => word.map(|w| w as u32) == Some(v),
+            StackValue::Imm64(v) => word == Some(v),
+        };
+        if !ok {
+            continue;
+        }
+        // Everything from the stack move to the `syscall` runs in the
+        // trampoline at the program's RSP (the loads may be RSP-based).
         return Some(Site {
-            start: code_base + sc - 5,
-            pre: GLIBC_SYSCALL_TAIL.to_vec(),
+            start: code_base + x,
+            pre: code[x..sc].to_vec(),
             resume: after,
             ..Site::default()
         });
@@ -727,11 +848,13 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext) -> Option<usize> {
     let site = match match_site(&code[..n], base, after, nr) {
         Some(s) => s,
         None => {
-            let mut w = [0u8; 8];
-            let stack_word = crate::user::copy_in(&mut w, regs.rsp as usize + 8)
-                .ok()
-                .map(|_| u64::from_le_bytes(w));
-            match_dynamic(&code[..n], base, after, regs, stack_word)?
+            let stack = |off: i64| {
+                let mut w = [0u8; 8];
+                crate::user::copy_in(&mut w, (regs.rsp as i64).wrapping_add(off) as usize)
+                    .ok()
+                    .map(|_| u64::from_le_bytes(w))
+            };
+            match_dynamic(&code[..n], base, after, regs, &stack)?
         }
     };
     let vdso = VDSO.load(Ordering::Relaxed);
@@ -1383,24 +1506,26 @@ mod tests {
         let code = [
             0x4d, 0x89, 0xc8, 0x4c, 0x8b, 0x4c, 0x24, 0x08, 0x0f, 0x05, 0x48, 0x3d,
         ];
-        let s = match_dynamic(&code, 0x4000, 0x400a, &regs, Some(0x55)).unwrap();
+        let word = |w: u64| move |off: i64| (off == 8).then_some(w);
+        let s = match_dynamic(&code, 0x4000, 0x400a, &regs, &word(0x55)).unwrap();
         assert_eq!(
             s,
             Site {
                 start: 0x4003,
-                pre: GLIBC_SYSCALL_TAIL.to_vec(),
+                pre: vec![0x4c, 0x8b, 0x4c, 0x24, 0x08],
                 resume: 0x400a,
                 ..Site::default()
             }
         );
         assert!(!s.covers_syscall(0x4008));
         // The stack word must be what R9 was loaded with.
-        assert!(match_dynamic(&code, 0x4000, 0x400a, &regs, Some(0x56)).is_none());
+        assert!(match_dynamic(&code, 0x4000, 0x400a, &regs, &word(0x56)).is_none());
         // musl: movl $8,8(%rsp); mov %rbp,%rax; syscall
         let code = [
             0xc7, 0x44, 0x24, 0x08, 0x08, 0, 0, 0, 0x48, 0x89, 0xe8, 0x0f, 0x05,
         ];
-        let s = match_dynamic(&code, 0x5000, 0x500d, &regs, None).unwrap();
+        let none = |_: i64| None;
+        let s = match_dynamic(&code, 0x5000, 0x500d, &regs, &none).unwrap();
         assert_eq!(
             (s.start, s.pre.as_slice()),
             (0x5008, &[0x48, 0x89, 0xe8][..])
@@ -1408,7 +1533,54 @@ mod tests {
         assert!(s.covers_syscall(0x500b));
         // RBP must hold the number the call was made with.
         let other = SigContext { rbp: 40, ..regs };
-        assert!(match_dynamic(&code, 0x5000, 0x500d, &other, None).is_none());
+        assert!(match_dynamic(&code, 0x5000, 0x500d, &other, &none).is_none());
+        // musl's sccp: mov %rdi,%rax; mov %r8,%r10; mov %rsi,%rdi; mov
+        // %r9,%r8; mov %rdx,%rsi; mov 0x8(%rsp),%r9; mov %rcx,%rdx; syscall;
+        // ret. The jump covers the load; the last move is copied.
+        let code = [
+            0x48, 0x89, 0xf8, 0x4d, 0x89, 0xc2, 0x48, 0x89, 0xf7, 0x4d, 0x89, 0xc8, 0x48, 0x89,
+            0xd6, 0x4c, 0x8b, 0x4c, 0x24, 0x08, 0x48, 0x89, 0xca, 0x0f, 0x05, 0xc3,
+        ];
+        let s = match_dynamic(&code, 0x6000, 0x6000 + 25, &regs, &word(0x55)).unwrap();
+        assert_eq!(
+            s,
+            Site {
+                start: 0x6000 + 15,
+                pre: vec![0x4c, 0x8b, 0x4c, 0x24, 0x08, 0x48, 0x89, 0xca],
+                resume: 0x6000 + 25,
+                ..Site::default()
+            }
+        );
+        assert!(!s.covers_syscall(0x6000 + 23));
+        assert!(match_dynamic(&code, 0x6000, 0x6000 + 25, &regs, &word(0x56)).is_none());
+        // A later move writing the loaded register: not the shape.
+        let mut bad = code;
+        bad[20..23].copy_from_slice(&[0x49, 0x89, 0xc9]); // mov %rcx,%r9
+        assert!(match_dynamic(&bad, 0x6000, 0x6000 + 25, &regs, &word(0x55)).is_none());
+        // musl's __syscall_cp_asm: ...; mov 0x10(%rsp),%r9; mov %r11,0x8(%rsp);
+        // syscall; ret. The jump covers the store (checked: the stack word
+        // is R11's value at the call).
+        let code = [
+            0x4c, 0x8b, 0x4c, 0x24, 0x10, 0x4c, 0x89, 0x5c, 0x24, 0x08, 0x0f, 0x05, 0xc3,
+        ];
+        let cp = SigContext { r11: 0x77, ..regs };
+        let s = match_dynamic(&code, 0x7000, 0x700c, &cp, &word(0x77)).unwrap();
+        assert_eq!(
+            (s.start, s.pre.as_slice(), s.moves.len()),
+            (0x7005, &code[5..10], 0)
+        );
+        assert!(match_dynamic(&code, 0x7000, 0x700c, &cp, &word(0x78)).is_none());
+        // musl's syscall(3) from gcc: movl $8,(%rsp); mov 0x10(%rdx),%rsi;
+        // mov 0x18(%rdx),%rdx; syscall. The jump covers the store; the
+        // loads run in the trampoline.
+        let code = [
+            0xc7, 0x04, 0x24, 0x08, 0, 0, 0, 0x48, 0x8b, 0x72, 0x10, 0x48, 0x8b, 0x52, 0x18,
+            0x0f, 0x05,
+        ];
+        let at0 = |w: u64| move |off: i64| (off == 0).then_some(w);
+        let s = match_dynamic(&code, 0x8000, 0x8011, &regs, &at0(0x1234_0000_0008)).unwrap();
+        assert_eq!((s.start, s.pre.as_slice()), (0x8000, &code[..15]));
+        assert!(match_dynamic(&code, 0x8000, 0x8011, &regs, &at0(9)).is_none());
         // Trampoline: pre, lea, call (no mov $NR), and the continuation in
         // the trampoline (the jump covers the `syscall`).
         let t = 0x5000_0000;
@@ -1429,6 +1601,41 @@ mod tests {
         let r = t + 14;
         assert_eq!(cont, r + 12);
         assert_eq!(&c[r - t + 10..r - t + 12], &[0x0f, 0x05]);
+    }
+
+    #[test]
+    fn stack_move_decoder() {
+        use StackValue::*;
+        let sm = |b: &[u8]| stack_move(b);
+        assert_eq!(sm(&[0x4c, 0x8b, 0x4c, 0x24, 0x08]), Some((5, 8, Reg(9))));
+        assert_eq!(sm(&[0x4c, 0x89, 0x5c, 0x24, 0x08]), Some((5, 8, Reg(11))));
+        assert_eq!(sm(&[0x48, 0x8b, 0x7c, 0x24, 0xf8]), Some((5, -8, Reg(7))));
+        assert_eq!(sm(&[0x48, 0x8b, 0x44, 0x24, 0x08]), None); // RAX
+        assert_eq!(sm(&[0x48, 0x8b, 0x64, 0x24, 0x08]), None); // RSP
+        assert_eq!(sm(&[0x4c, 0x8b, 0x4c, 0x25, 0x08]), None); // not RSP-based
+        assert_eq!(sm(&[0x8b, 0x7c, 0x24, 0x08, 0x90]), None); // 32-bit load
+        assert_eq!(sm(&[0x49, 0x8b, 0x4c, 0x24, 0x08]), None); // REX.B: R12 base
+        assert_eq!(sm(&[0x48, 0x8b, 0x3c, 0x24]), None); // 4 bytes: too short
+        // movl $8,(%rsp) / movl $8,0x10(%rsp) / movq $-1,0x8(%rsp)
+        assert_eq!(sm(&[0xc7, 0x04, 0x24, 8, 0, 0, 0]), Some((7, 0, Imm32(8))));
+        assert_eq!(sm(&[0xc7, 0x44, 0x24, 0x10, 8, 0, 0, 0]), Some((8, 16, Imm32(8))));
+        assert_eq!(
+            sm(&[0x48, 0xc7, 0x44, 0x24, 0x08, 0xff, 0xff, 0xff, 0xff]),
+            Some((9, 8, Imm64(u64::MAX)))
+        );
+        assert_eq!(sm(&[0xc7, 0x04, 0x24, 8, 0, 0]), None); // truncated
+    }
+
+    #[test]
+    fn register_loads() {
+        assert_eq!(reg_load(&[0x48, 0x8b, 0x52, 0x18]), Some((4, 2))); // mov 0x18(%rdx),%rdx
+        assert_eq!(reg_load(&[0x48, 0x8b, 0x07]), None); // into RAX
+        assert_eq!(reg_load(&[0x48, 0x8b, 0x3a]), Some((3, 7))); // mov (%rdx),%rdi
+        assert_eq!(reg_load(&[0x48, 0x8b, 0x3d, 0, 0, 0, 0]), None); // RIP-relative
+        assert_eq!(reg_load(&[0x48, 0x8b, 0x7c, 0x24, 0x08]), None); // SIB
+        assert_eq!(reg_load(&[0x8b, 0x7a, 0x08]), None); // no REX.W
+        assert_eq!(reg_load(&[0x48, 0x8b, 0x62, 0x08]), None); // into RSP
+        assert_eq!(reg_load(&[0x48, 0x8b, 0x92, 0, 1, 0, 0]), None); // disp32: not taken
     }
 
     #[test]
