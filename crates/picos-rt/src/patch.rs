@@ -47,7 +47,7 @@
 use crate::errno::Errno;
 use crate::host;
 use crate::mem::{self, PAGE_SIZE};
-use alloc::collections::BTreeSet;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
@@ -102,6 +102,9 @@ struct State {
     seen: BTreeSet<usize>,
     /// Ranges never to patch (shared mappings: writing would change a file).
     no_patch: Vec<(usize, usize)>,
+    /// Trampolines whose instructions before the call map one to one onto
+    /// the site's (see [`untrampoline`]), by trampoline address.
+    mapped: BTreeMap<usize, TrampMap>,
     /// Addresses of the runtime's entries, stored at the start of each
     /// region (ENTRY_FAST, ENTRY_DIRECT, ENTRY_DIRECT_BLOCKING).
     entries: [usize; 3],
@@ -112,8 +115,157 @@ static STATE: spin::Mutex<State> = spin::Mutex::new(State {
     sites: BTreeSet::new(),
     seen: BTreeSet::new(),
     no_patch: Vec::new(),
+    mapped: BTreeMap::new(),
     entries: [0; 3],
 });
+
+/// How a trampoline's code maps onto its site's. The trampoline is `pre`
+/// (bytes copied from the site's start), an optional `inline` answer
+/// (getpid and co.), `lea -0x80(%rsp), %rsp`, `moves` (copied from the bytes
+/// before the site's `syscall`), `mov $NR, %eax` when the number is fixed,
+/// then the `call` into the runtime (R = its return address), `lea
+/// 0x80(%rsp), %rsp` and `jmp *%rcx` at R+8, its own `syscall` at R+10 (the
+/// trap path) and a jump back to the site at R+12.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+struct TrampMap {
+    site: usize,
+    pre: usize,
+    inline: usize,
+    moves: usize,
+    nr: Option<u32>,
+    /// The site's own `syscall` instruction.
+    syscall: usize,
+    /// The jump covers the `syscall` (and `post` bytes after it, a `cmp
+    /// $-4096, %rax` the trampoline runs at R+12).
+    covers: bool,
+    post: usize,
+}
+
+/// RFLAGS after `cmp $imm, %rax` (64-bit) from `flags`.
+fn cmp_flags(flags: u64, a: u64, b: u64) -> u64 {
+    let r = a.wrapping_sub(b);
+    let mut f = flags & !(0x1 | 0x4 | 0x10 | 0x40 | 0x80 | 0x800);
+    f |= u64::from(a < b); // CF
+    f |= u64::from((r as u8).count_ones() % 2 == 0) << 2; // PF
+    f |= ((a ^ b ^ r) & 0x10) as u64; // AF
+    f |= u64::from(r == 0) << 6; // ZF
+    f |= (r >> 63) << 7; // SF
+    f |= (((a ^ b) & (a ^ r)) >> 63) << 11; // OF
+    f
+}
+
+impl TrampMap {
+    /// Where the program continues after the site.
+    fn resume(&self) -> usize {
+        self.syscall + 2 + self.post
+    }
+
+    /// The program context at `m.rip` in the trampoline at `t`, as it would
+    /// be in the original code: `(rip, rsp, rax)`, the other registers being
+    /// the same there. Before the call, the matching instruction of the site
+    /// (RSP above the red zone again, RAX = the number where the original
+    /// `mov $NR` has run); after a fast return, the continuation; on the way
+    /// to the trampoline's own `syscall` (a call the trap path serves), the
+    /// site's `syscall`. None for a deferred call's finish (`finish_deferred`
+    /// deals with it).
+    fn map(&self, t: usize, m: &SigContext) -> Option<(usize, u64, u64)> {
+        let (rip, rsp, rax) = (m.rip as usize, m.rsp, m.rax);
+        if rax == DEFERRED_NR {
+            return None;
+        }
+        let off = rip.checked_sub(t)?;
+        let lea = self.pre + self.inline;
+        let moves = lea + 5;
+        let call = moves + self.moves + if self.nr.is_some() { 5 } else { 0 };
+        let ret = call + 6;
+        let resume = self.resume();
+        if self.covers {
+            // The site's own code is gone from its start to `resume`: before
+            // the call, the program is at the site's start (the copies are
+            // idempotent: register loads of what the site loads); after it,
+            // at `resume` (RFLAGS as the `cmp` would leave them).
+            let cont = (t + ret + 12) as u64;
+            let slow = (t + ret + RET_TO_SLOW) as u64;
+            let nr = self.nr.map_or(rax, u64::from);
+            let next = match m.rcx {
+                c if c == cont => Some((resume, rax)),
+                c if c == slow => Some((self.site, nr)),
+                _ => None,
+            };
+            return Some(match off {
+                o if o < lea => (self.site, rsp, rax),
+                o if o == lea => (self.site, rsp, rax),
+                o if o > lea && o < moves => return None,
+                o if o <= call => (self.site, rsp + 0x80, rax),
+                o if o == ret => next.map(|(r, a)| (r, rsp + 0x80, a))?,
+                o if o == ret + 8 => next.map(|(r, a)| (r, rsp, a))?,
+                o if o == ret + RET_TO_SLOW => (self.site, rsp, nr),
+                o if o == ret + 12 || o == ret + 12 + self.post => (resume, rsp, rax),
+                _ => return None,
+            });
+        }
+        // RAX where the original code has loaded the number.
+        let nr = self.nr.map_or(rax, u64::from);
+        // The original instruction the copied moves start at.
+        let moves_at = self.syscall - self.moves;
+        let slow = (t + ret + RET_TO_SLOW) as u64;
+        // Where the `jmp *%rcx` at R+8 goes: on, or to the slow `syscall`.
+        let next = match m.rcx {
+            c if c == resume as u64 => Some((resume, rax)),
+            c if c == slow => Some((self.syscall, nr)),
+            _ => None,
+        };
+        let inline_jmp = self.pre + self.inline.saturating_sub(5);
+        Some(match off {
+            o if o < self.pre => (self.site + o, rsp, rax),
+            o if self.inline != 0 && o == inline_jmp => (resume, rsp, rax),
+            o if o < lea => (self.site + self.pre, rsp, rax),
+            // Nothing of the moves has run: where the original runs them
+            // (before its `mov $NR` for a fixed number without `pre`).
+            o if o == lea && self.nr.is_some() && self.pre == 0 => (self.site, rsp, rax),
+            o if o == lea => (self.site + self.pre, rsp, rax),
+            o if o > lea && o < moves => return None,
+            o if o < moves + self.moves => (moves_at + (o - moves), rsp + 0x80, nr),
+            o if o <= call => (self.syscall, rsp + 0x80, nr),
+            o if o == ret => next.map(|(r, a)| (r, rsp + 0x80, a))?,
+            o if o == ret + 8 => next.map(|(r, a)| (r, rsp, a))?,
+            o if o == ret + RET_TO_SLOW => (self.syscall, rsp, nr),
+            o if o == ret + RET_TO_SLOW + 2 => (resume, rsp, rax),
+            _ => return None,
+        })
+    }
+}
+
+/// A signal interrupted the program at `m.rip`, inside a trampoline, before
+/// its call into the runtime: present the context as the original code's
+/// (as if the jump had not been taken yet, or the copied instructions had
+/// run in place), so a handler that looks at the interrupted address (musl's
+/// cancellation handler checks it against its `__cp_begin`..`__cp_end`
+/// range, Go's preemption against its code) sees the program's own, and
+/// returns there. Contexts after the call, or in trampolines that do not
+/// map one to one, stay as they are.
+pub fn untrampoline(m: &mut SigContext) {
+    let rip = m.rip as usize;
+    if !enabled() || region_of(rip) == 0 {
+        return;
+    }
+    let st = STATE.lock();
+    let Some((&t, map)) = st.mapped.range(..=rip).next_back() else {
+        return;
+    };
+    if rip >= t + TRAMP_SIZE {
+        return;
+    }
+    if let Some((r, sp, ax)) = map.map(t, m) {
+        if map.post != 0 && r == map.resume() {
+            // The `cmp $-4096, %rax` the trampoline runs after the call.
+            m.eflags = cmp_flags(m.eflags, ax, -4096i64 as u64);
+        }
+        m.rip = r as u64;
+        m.rsp = sp;
+        m.rax = ax;
+    }
+}
 
 /// Is the fast path on?
 pub fn enabled() -> bool {
@@ -215,6 +367,7 @@ pub fn forget_range(addr: usize, len: usize) {
         st.sites.remove(&s);
         st.seen.remove(&s);
     }
+    st.mapped.retain(|_, m| m.site < addr || m.site >= end);
 }
 
 /// Does `[addr, addr+len)` overlap a trampoline region?
@@ -774,8 +927,19 @@ fn entry_for(nr: u32) -> usize {
 
 /// Builds the trampoline at `t` for `site`; returns its bytes and the
 /// fast path's continuation address.
-fn trampoline_bytes(t: usize, nr: u32, site: &Site) -> Option<(Vec<u8>, usize)> {
+fn trampoline_bytes(t: usize, nr: u32, site: &Site) -> Option<(Vec<u8>, usize, TrampMap)> {
     let mut c: Vec<u8> = Vec::with_capacity(TRAMP_SIZE);
+    let syscall = site.resume - site.post.len() - 2;
+    let mut map = TrampMap {
+        site: site.start,
+        pre: site.pre.len(),
+        moves: site.moves.len(),
+        nr: site.fixed_nr.then_some(nr),
+        syscall,
+        covers: site.covers_syscall(syscall),
+        post: site.post.len(),
+        ..TrampMap::default()
+    };
     let load = if site.fixed_nr {
         inline_answer(nr, site)
     } else {
@@ -788,6 +952,7 @@ fn trampoline_bytes(t: usize, nr: u32, site: &Site) -> Option<(Vec<u8>, usize)> 
         c.extend_from_slice(&[0xe3, 7, 0x89, 0xc8, 0xe9]);
         let here = t + c.len() + 4;
         c.extend_from_slice(&rel32(here, site.resume)?);
+        map.inline = c.len() - map.pre;
     }
     c.extend_from_slice(&[0x48, 0x8d, 0x64, 0x24, 0x80]);
     c.extend_from_slice(&site.moves);
@@ -819,7 +984,7 @@ fn trampoline_bytes(t: usize, nr: u32, site: &Site) -> Option<(Vec<u8>, usize)> 
         site.resume
     };
     c.extend_from_slice(&(cont as u64).to_le_bytes());
-    (c.len() <= TRAMP_SIZE).then_some((c, cont))
+    (c.len() <= TRAMP_SIZE).then_some((c, cont, map))
 }
 
 /// Called after a trapped syscall from `after` (the address after the
@@ -883,7 +1048,8 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext) -> Option<usize> {
     st.seen.remove(&site.start);
     st.sites.insert(site.start);
     let t = alloc_trampoline(&mut st, site.start, site.pun)?;
-    let (tcode, cont) = trampoline_bytes(t, nr as u32, &site)?;
+    let (tcode, cont, map) = trampoline_bytes(t, nr as u32, &site)?;
+    st.mapped.insert(t, map);
     crate::log!(
         Debug,
         "patch site {:#x} nr {} -> trampoline {:#x} (cont {:#x}, {}{})",
@@ -1595,7 +1761,7 @@ mod tests {
             resume: t + 0x1005,
             ..Site::default()
         };
-        let (c, cont) = trampoline_bytes(t, 39, &s).unwrap();
+        let (c, cont, _) = trampoline_bytes(t, 39, &s).unwrap();
         assert_eq!(&c[..8], &[0x48, 0x89, 0xe8, 0x48, 0x8d, 0x64, 0x24, 0x80]);
         assert_eq!(&c[8..10], &[0xff, 0x15]);
         let r = t + 14;
@@ -1624,6 +1790,115 @@ mod tests {
             Some((9, 8, Imm64(u64::MAX)))
         );
         assert_eq!(sm(&[0xc7, 0x04, 0x24, 8, 0, 0]), None); // truncated
+    }
+
+    #[test]
+    fn trampoline_map() {
+        let ctx = |rip: usize, rsp: u64, rcx: u64, rax: u64| SigContext {
+            rip: rip as u64,
+            rsp,
+            rcx,
+            rax,
+            ..SigContext::default()
+        };
+        // Dynamic number, pre of 8 bytes at site 0x1000 (syscall at 0x1008):
+        // t: pre, t+8: lea, t+13: call, R = t+19: lea, R+8: jmp *%rcx,
+        // R+10: syscall, R+12: jmp back.
+        let m = TrampMap {
+            site: 0x1000,
+            pre: 8,
+            syscall: 0x1008,
+            ..TrampMap::default()
+        };
+        let t = 0x9000;
+        let at = |rip: usize, rsp: u64, rcx: u64| m.map(t, &ctx(rip, rsp, rcx, 17));
+        assert_eq!(at(t, 0x500, 0), Some((0x1000, 0x500, 17)));
+        assert_eq!(at(t + 5, 0x500, 0), Some((0x1005, 0x500, 17)));
+        assert_eq!(at(t + 8, 0x500, 0), Some((0x1008, 0x500, 17))); // at the lea
+        assert_eq!(at(t + 13, 0x480, 0), Some((0x1008, 0x500, 17))); // at the call
+        let r = t + 19;
+        assert_eq!(at(r, 0x480, 0x100a), Some((0x100a, 0x500, 17))); // returned
+        assert_eq!(at(r + 8, 0x500, 0x100a), Some((0x100a, 0x500, 17)));
+        let slow = (r + RET_TO_SLOW) as u64;
+        assert_eq!(at(r, 0x480, slow), Some((0x1008, 0x500, 17))); // to the trap path
+        assert_eq!(at(r + 8, 0x500, slow), Some((0x1008, 0x500, 17)));
+        assert_eq!(at(r + 10, 0x500, 0), Some((0x1008, 0x500, 17)));
+        assert_eq!(at(r + 12, 0x500, 0), Some((0x100a, 0x500, 17)));
+        assert_eq!(at(r, 0x480, 0x7777), None);
+        assert_eq!(at(t - 1, 0x500, 0), None);
+        assert_eq!(m.map(t, &ctx(r + 8, 0x500, slow, DEFERRED_NR)), None);
+        // Fixed number: mov $39,%eax (site 0x2000); 3 bytes of moves; syscall
+        // at 0x2008. t: lea, t+5: moves, t+8: mov $39, t+13: call, R = t+19.
+        let m = TrampMap {
+            site: 0x2000,
+            moves: 3,
+            nr: Some(39),
+            syscall: 0x2008,
+            ..TrampMap::default()
+        };
+        let at = |rip: usize, rsp: u64| m.map(t, &ctx(rip, rsp, 0, 5));
+        assert_eq!(at(t, 0x500), Some((0x2000, 0x500, 5))); // nothing ran yet
+        assert_eq!(at(t + 5, 0x480), Some((0x2005, 0x500, 39))); // a move: after mov $NR
+        assert_eq!(at(t + 8, 0x480), Some((0x2008, 0x500, 39))); // the mov $NR
+        assert_eq!(at(t + 13, 0x480), Some((0x2008, 0x500, 39))); // the call
+        // glibc's threaded read: mov 0x10(%rsp),%edi (pre); xor %eax,%eax;
+        // syscall at 0x3006. t: pre, t+4: lea, t+9: mov $0, t+14: call.
+        let m = TrampMap {
+            site: 0x3000,
+            pre: 4,
+            nr: Some(0),
+            syscall: 0x3006,
+            ..TrampMap::default()
+        };
+        let at = |rip: usize, rsp: u64| m.map(t, &ctx(rip, rsp, 0, 5));
+        assert_eq!(at(t + 4, 0x500), Some((0x3004, 0x500, 5))); // at the xor
+        assert_eq!(at(t + 9, 0x480), Some((0x3006, 0x500, 0)));
+        // Inline answer: load (8 bytes), jrcxz, mov %ecx,%eax, jmp resume,
+        // then lea at t+17.
+        let m = TrampMap {
+            site: 0x4000,
+            inline: 17,
+            nr: Some(39),
+            syscall: 0x4005,
+            ..TrampMap::default()
+        };
+        let at = |rip: usize| m.map(t, &ctx(rip, 0x500, 0, 1234));
+        assert_eq!(at(t), Some((0x4000, 0x500, 1234)));
+        assert_eq!(at(t + 10), Some((0x4000, 0x500, 1234))); // mov %ecx,%eax
+        assert_eq!(at(t + 12), Some((0x4007, 0x500, 1234))); // jmp resume
+        assert_eq!(at(t + 17), Some((0x4000, 0x500, 1234))); // lea
+        // glibc's read: xor %eax,%eax (site 0x5000); syscall; cmp covered.
+        // t: lea, t+5: mov $0, t+10: call, R = t+16, cont = R+12 (the cmp).
+        let m = TrampMap {
+            site: 0x5000,
+            nr: Some(0),
+            syscall: 0x5002,
+            covers: true,
+            post: 6,
+            ..TrampMap::default()
+        };
+        assert_eq!(m.resume(), 0x500a);
+        let r = t + 16;
+        let at = |rip: usize, rsp: u64, rcx: u64| m.map(t, &ctx(rip, rsp, rcx, 64));
+        assert_eq!(at(t + 5, 0x480, 0), Some((0x5000, 0x500, 64)));
+        assert_eq!(at(r, 0x480, (r + 12) as u64), Some((0x500a, 0x500, 64)));
+        assert_eq!(at(r + 8, 0x500, (r + 12) as u64), Some((0x500a, 0x500, 64)));
+        assert_eq!(at(r + 12, 0x500, 0), Some((0x500a, 0x500, 64)));
+        assert_eq!(at(r + 18, 0x500, 0), Some((0x500a, 0x500, 64)));
+        assert_eq!(at(r + 10, 0x500, 0), Some((0x5000, 0x500, 0)));
+    }
+
+    #[test]
+    fn cmp_flags_as_the_cpu() {
+        // cmp $-4096,%rax: a result (no flags but PF?), an error, -4096 itself.
+        let f = cmp_flags(0x202, 64, -4096i64 as u64);
+        assert_eq!(f & 0x1, 1); // 64 < 0xffff...f000: CF
+        assert_eq!(f & 0x40, 0);
+        let f = cmp_flags(0x202, -4096i64 as u64, -4096i64 as u64);
+        assert_eq!(f & 0x41, 0x40); // ZF, no CF
+        let f = cmp_flags(0x202, -1i64 as u64, -4096i64 as u64);
+        assert_eq!(f & 0x1, 0); // above: no CF (glibc takes the error path)
+        assert_eq!(f & 0x200, 0x200); // IF kept
     }
 
     #[test]

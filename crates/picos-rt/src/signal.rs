@@ -246,6 +246,9 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
     let Some(t) = thread::current_checked() else {
         runtime_crash(sig, info, uc);
     };
+    // In a trampoline's copies of the program's instructions: deliver on the
+    // program's own code.
+    crate::patch::untrampoline(&mut uc.mcontext);
     if kernel_fault && t.sighand().get(sig).handler <= SIG_IGN {
         crate::log!(
             Debug,
@@ -387,6 +390,9 @@ fn setup_frame(
     // call continues, and the deferral must not outlive this context (a
     // deferred call inside the handler would take it for its own).
     crate::patch::finish_deferred(t, uc);
+    // A context in a trampoline (the trap path's rewinds and continuations
+    // land there too): the handler sees, and returns to, the program's code.
+    crate::patch::untrampoline(&mut uc.mcontext);
     let ctx = &uc.mcontext;
     let alt = t.altstack.get();
     let mut sp = ctx.rsp;

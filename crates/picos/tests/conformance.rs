@@ -626,6 +626,11 @@ fn syscall_signals() {
     conformance("syscall_signals", &[ok(&[])]);
 }
 
+#[test]
+fn signal_pc() {
+    conformance("signal_pc", &[ok(&[])]);
+}
+
 /// `jit_syscall` under `picos run --trace`: the raw `syscall` instructions in
 /// run-time generated code must show up in the trace.
 #[test]

@@ -89,6 +89,60 @@ fn patching_under_threads_stress() {
     );
 }
 
+/// Runs `cmd`, killing it (and failing the test) if it takes longer than
+/// `limit`.
+fn output_within(cmd: &mut Command, limit: std::time::Duration) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    // Its own process group, so that a kill reaches the program too.
+    let child = cmd
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-9", "--", &format!("-{pid}")])
+                .status();
+            panic!("{cmd:?} still running after {limit:?}: killed (a hang)");
+        }
+    }
+}
+
+/// Forks while other threads patch and unpatch sites (a lock-order bug made
+/// this hang every time): the program's watchdog exits 3 if it hangs.
+#[test]
+fn fork_while_threads_patch() {
+    let prog = compile_with("fork_patch", &["-pthread"]);
+    let expected = "forks: 300, bad: 0\ncalls made: yes\nwrong: 0\n";
+    let native = Command::new(&prog).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&native.stdout), expected);
+    for round in 0..3 {
+        // The hang spins with signals blocked, so the program's own watchdog
+        // cannot fire: kill it from here (generously: a busy machine).
+        let out = output_within(
+            Command::new(PICOS).arg("run").arg(&prog),
+            std::time::Duration::from_secs(120),
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            expected,
+            "round {round}: status {:?}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "round {round}: {:?}", out.status);
+    }
+}
+
 /// Calls the host serves unchanged take the direct entries (no register
 /// frame, no dispatcher), and stay right under a storm of signals: the
 /// program (a conformance program, also compared with native there) checks

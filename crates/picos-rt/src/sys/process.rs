@@ -133,12 +133,16 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     let t = c.t;
     let r = {
         // Hold every runtime lock across the fork so the child never
-        // inherits one held by another thread.
+        // inherits one held by another thread, in the runtime's lock order
+        // (docs/ARCHITECTURE.md, "Locks"): the heap last, since code holding
+        // any other lock may allocate (the patcher allocates under its
+        // state lock: taking the heap first deadlocked a fork against a
+        // thread patching a site).
         let _acts = t.sighand().actions.lock();
         let _brk = super::memory::BRK.lock();
         let _stats = crate::stats::fork_guard();
-        let _heap = crate::mem::heap_guard();
         let _patch = crate::patch::before_fork(true);
+        let _heap = crate::mem::heap_guard();
         host_call(
             host::nr::CLONE,
             [
