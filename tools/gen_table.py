@@ -13,7 +13,7 @@ calls.update({451: 'cachestat', 452: 'fchmodat2', 453: 'map_shadow_stack', 454: 
               455: 'futex_wait', 456: 'futex_requeue', 457: 'statmount', 458: 'listmount',
               459: 'lsm_get_self_attr', 460: 'lsm_set_self_attr', 461: 'lsm_list_modules',
               462: 'mseal', 463: 'setxattrat', 464: 'getxattrat', 465: 'listxattrat',
-              466: 'removexattrat', 467: 'open_tree_attr', 468: 'file_getattr', 469: 'file_setattr'})
+              466: 'removexattrat', 467: 'open_tree_attr', 468: 'file_getattr', 469: 'file_setattr', 335: 'uretprobe'})
 
 # How each call is served. Default: passed to the host.
 EMULATED = {
@@ -32,6 +32,7 @@ EMULATED = {
   'clock_gettime': 'ids::clock_gettime', 'gettimeofday': 'ids::gettimeofday', 'time': 'ids::time',
   'getpgrp': 'ids::getpgrp', 'getpgid': 'ids::getpgid', 'getsid': 'ids::getsid', 'getcpu': 'ids::getcpu',
   'sched_getaffinity': 'ids::sched_getaffinity',
+  'uretprobe': 'signal::uretprobe',
 }
 MEDIATED = {
   'mmap': 'memory::mmap', 'munmap': 'memory::munmap', 'mprotect': 'memory::mprotect',
@@ -72,6 +73,7 @@ OBSOLETE = ['uselib', 'create_module', 'get_kernel_syms', 'query_module', 'nfsse
             'putpmsg', 'afs_syscall', 'tuxcall', 'security', 'vserver', 'epoll_ctl_old',
             'epoll_wait_old', 'lookup_dcookie', 'set_thread_area', 'get_thread_area', '_sysctl']
 NOTES = {
+  'uretprobe': 'outside a uretprobe trampoline: SIGILL, as Linux',
   'rt_sigaction': 'dispositions kept in the runtime; host handler is the runtime\'s',
   'rt_sigprocmask': 'mask kept per thread; host mask updated on return',
   'rt_sigreturn': 'restores the frame the runtime built',

@@ -7,6 +7,10 @@
  *   ignored N         raise(N) while SIG_IGN, then exit 0
  *   abort             abort()
  *   segv              write through a NULL pointer
+ *   int3              an int3 instruction (SIGTRAP; nothing after it runs)
+ *   int3-ignored      the same with SIGTRAP ignored (Linux forces the default)
+ *   uretprobe         syscall 335 outside a uretprobe trampoline: SIGILL
+ *   uretprobe-handler the same with a SIGILL handler: it runs (SI_KERNEL)
  *   thread-exit       main calls pthread_exit, another thread later exit(3)
  *   thread-last       main calls pthread_exit, the last thread returns -> 0
  *   group             a secondary thread calls SYS_exit_group(5)
@@ -17,6 +21,15 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
+
+static void on_sigill(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    printf("SIGILL handler: signal %d, si_code %d\n", sig, si->si_code);
+    fflush(stdout);
+    _exit(0);
+}
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
@@ -102,6 +115,25 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "abort")) {
         fflush(stdout);
         abort();
+    } else if (!strcmp(mode, "int3") || !strcmp(mode, "int3-ignored")) {
+        if (mode[4])
+            signal(SIGTRAP, SIG_IGN);
+        fflush(stdout);
+        __asm__ volatile("int3");
+        puts("continued after int3");
+        return 99;
+    } else if (!strcmp(mode, "uretprobe") || !strcmp(mode, "uretprobe-handler")) {
+        if (mode[9]) {
+            struct sigaction sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sa_sigaction = on_sigill;
+            sa.sa_flags = SA_SIGINFO;
+            sigaction(SIGILL, &sa, NULL);
+        }
+        fflush(stdout);
+        long r = syscall(335);
+        printf("uretprobe returned %ld\n", r);
+        return 98;
     } else if (!strcmp(mode, "segv")) {
         fflush(stdout);
         *(volatile int *)0 = 1;

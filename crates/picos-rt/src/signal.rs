@@ -258,6 +258,13 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
             u64::from_ne_bytes(info.0[16..24].try_into().unwrap()),
             uc.mcontext.rsp
         );
+        if sig == SIGTRAP {
+            // A trap (int3, a debug exception) reports the address after the
+            // instruction: running on would skip it. Die of it here (the
+            // kernel forces the default action even if SIGTRAP is ignored).
+            die_by_signal(sig);
+            host::exit_group(128 + sig);
+        }
         // Let the faulting instruction run again with the default action, so
         // the process dies of the real fault (core dump and all), as natively.
         let dfl = KSigaction {
@@ -314,6 +321,17 @@ pub fn pending_wants_restart(t: &Thread) -> bool {
     let sig = set.trailing_zeros() as i32 + 1;
     let act = t.sighand().get(sig);
     act.handler > SIG_IGN && act.flags & SA_RESTART != 0
+}
+
+/// A synchronous signal the kernel would force on the thread (Linux's
+/// `force_sig`): queued for delivery when the call returns, or, if the
+/// program blocks or ignores it, its default action at once.
+pub fn force_sig(t: &Thread, sig: i32, code: i32) {
+    if t.sig_mask.get() & bit(sig) != 0 || t.sighand().get(sig).handler == SIG_IGN {
+        die_by_signal(sig);
+        host::exit_group(128 + sig);
+    }
+    t.add_pending(&SigInfo::kernel(sig, code));
 }
 
 /// Runs signal `sig`'s default action on the host (terminate, core, stop),

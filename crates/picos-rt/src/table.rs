@@ -2373,6 +2373,13 @@ const DEFS: [SyscallDef; COUNT] = [
         note: "",
     },
     SyscallDef {
+        nr: 335,
+        name: "uretprobe",
+        serve: Serve::Emulated(sys::signal::uretprobe),
+        args: "xxxxxx",
+        note: "outside a uretprobe trampoline: SIGILL, as Linux",
+    },
+    SyscallDef {
         nr: 424,
         name: "pidfd_send_signal",
         serve: Serve::Host,
@@ -2696,4 +2703,4 @@ const DEFS: [SyscallDef; COUNT] = [
     },
 ];
 
-const COUNT: usize = 381;
+const COUNT: usize = 382;

@@ -168,3 +168,12 @@ pub fn rt_sigpending(c: &mut Ctx<'_>) -> SysResult {
     user::copy_out(c.arg(0), &(set & blocked).to_ne_bytes()[..size])?;
     Ok(0)
 }
+
+/// Implements uretprobe(2): called from anywhere but the kernel's uretprobe
+/// trampoline (which a picoprocess never has), Linux forces SIGILL
+/// (`si_code` SI_KERNEL) and returns -1.
+pub fn uretprobe(c: &mut Ctx<'_>) -> SysResult {
+    const SI_KERNEL: i32 = 0x80;
+    sig::force_sig(c.t, sig::SIGILL, SI_KERNEL);
+    Err(Errno::EPERM)
+}
