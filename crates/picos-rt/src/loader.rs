@@ -30,12 +30,21 @@ const PF_X: u32 = 1;
 const PF_W: u32 = 2;
 const PF_R: u32 = 4;
 const O_RDONLY: i32 = 0;
+const O_NONBLOCK: i32 = 0o4000;
 const O_CLOEXEC: i32 = 0o2000000;
 const X_OK: i32 = 1;
+const S_IFMT: u32 = 0o170000;
+const S_IFREG: u32 = 0o100000;
+/// newfstatat(2).
+const NR_NEWFSTATAT: usize = 262;
 /// Linux reads this much of a file to decide how to run it.
 const BINPRM_BUF_SIZE: usize = 256;
-/// Linux allows this many levels of `#!` interpreters.
-const MAX_SCRIPT_DEPTH: usize = 4;
+/// How many `#!` rewrites Linux allows in one execve: `exec_binprm` runs
+/// the format handlers for depths 0 to 5 and fails with ELOOP at depth 6,
+/// so five nested scripts run and six do not.
+pub const MAX_SCRIPT_DEPTH: usize = 5;
+/// Linux's limit on the length of an ELF interpreter path (PATH_MAX).
+const MAX_INTERP_PATH: usize = 4096;
 /// Where Linux puts PIE executables (ELF_ET_DYN_BASE for 47-bit address spaces).
 const ET_DYN_BASE: usize = 0x5555_5555_4000;
 
@@ -50,8 +59,14 @@ pub enum ExecError {
     UnknownFormat,
     /// An ELF file for another machine or class (ENOEXEC).
     WrongArch,
-    /// A malformed ELF file (ENOEXEC or EIO).
+    /// A malformed ELF file (ENOEXEC).
     BadElf(&'static str),
+    /// The ELF interpreter (PT_INTERP) is not an x86-64 ELF file with
+    /// program headers (ELIBBAD, as Linux's binfmt_elf).
+    BadInterp(&'static str),
+    /// The ELF interpreter is shorter than an ELF header (EIO, as Linux,
+    /// whose read of the interpreter's header comes up short).
+    ShortInterp,
     /// Too many levels of `#!` interpreters (ELOOP).
     TooManyInterpreters,
     /// Mapping the program failed.
@@ -65,6 +80,8 @@ impl ExecError {
             ExecError::UnknownFormat | ExecError::WrongArch | ExecError::BadElf(_) => {
                 Errno::ENOEXEC
             }
+            ExecError::BadInterp(_) => Errno::ELIBBAD,
+            ExecError::ShortInterp => Errno::EIO,
             ExecError::TooManyInterpreters => Errno::ELOOP,
         }
     }
@@ -82,7 +99,11 @@ impl ExecError {
             ExecError::UnknownFormat => "not an ELF executable or a #! script",
             ExecError::WrongArch => "an ELF file, but not an x86-64 (64-bit) executable",
             ExecError::BadElf(why) => why,
-            ExecError::TooManyInterpreters => "too many levels of #! interpreters",
+            ExecError::BadInterp(why) => why,
+            ExecError::ShortInterp => "too short to be an ELF file",
+            ExecError::TooManyInterpreters => {
+                "too many levels of #! interpreters (Linux allows 5 nested scripts)"
+            }
             ExecError::Map(_) => "cannot map the program into memory",
         }
     }
@@ -113,24 +134,73 @@ fn cstring(path: &[u8]) -> Result<Vec<u8>, ExecError> {
     Ok(v)
 }
 
+/// stat(2) of a NUL-terminated path (following symlinks).
+fn stat_path(cs: &core::ffi::CStr) -> Result<host::Stat, Errno> {
+    let mut st = host::Stat::default();
+    // SAFETY: `cs` is NUL-terminated and live; `st` is a live, correctly
+    // sized `struct stat` the kernel writes.
+    unsafe {
+        host::call(
+            NR_NEWFSTATAT,
+            [
+                host::AT_FDCWD as usize,
+                cs.as_ptr() as usize,
+                &mut st as *mut host::Stat as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    }?;
+    Ok(st)
+}
+
+/// Opens a file to execute it, as Linux's `open_exec` does: the file must
+/// be a regular file (a directory, FIFO, socket or device gives EACCES
+/// without being opened, so a FIFO cannot block us) with execute
+/// permission. Returns it with its first [`BINPRM_BUF_SIZE`] bytes (fewer
+/// if the file is shorter).
 fn open_exec(path: &[u8]) -> Result<(Fd, Vec<u8>), ExecError> {
-    if path.is_empty() {
-        return Err(ExecError::Open(Errno::ENOENT));
-    }
+    // An empty name (`#!` followed by a NUL, a PT_INTERP of "") is, for
+    // the kernel's open_exec, the working directory: EACCES, a directory.
+    let path: &[u8] = if path.is_empty() { b"." } else { path };
     let c = cstring(path)?;
     let cs =
         core::ffi::CStr::from_bytes_with_nul(&c).map_err(|_| ExecError::Open(Errno::EINVAL))?;
+    let st = stat_path(cs).map_err(ExecError::Open)?;
+    if st.st_mode & S_IFMT != S_IFREG {
+        return Err(ExecError::NotExecutable(Errno::EACCES));
+    }
+    // O_NONBLOCK: should the path be replaced by a FIFO after the stat,
+    // the open does not wait for a writer (and the fstat below refuses it).
     let fd = Fd(
-        host::openat(host::AT_FDCWD, cs, O_RDONLY | O_CLOEXEC, 0).map_err(ExecError::Open)? as i32
+        host::openat(host::AT_FDCWD, cs, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0)
+            .map_err(ExecError::Open)? as i32,
     );
     let st = host::fstat(fd.0).map_err(ExecError::Open)?;
-    if st.st_mode & 0o170000 != 0o100000 {
+    if st.st_mode & S_IFMT != S_IFREG {
         return Err(ExecError::NotExecutable(Errno::EACCES));
     }
     host::faccessat(host::AT_FDCWD, cs, X_OK).map_err(ExecError::NotExecutable)?;
-    let mut head = vec![0u8; BINPRM_BUF_SIZE.min(st.st_size.max(0) as usize)];
-    host::pread_exact(fd.0, &mut head, 0).map_err(ExecError::Open)?;
+    let head = read_head(fd.0).map_err(ExecError::Open)?;
     Ok((fd, head))
+}
+
+/// Reads up to [`BINPRM_BUF_SIZE`] bytes from the start of the file, as
+/// Linux's `prepare_binprm` does (whatever the file's stated size).
+fn read_head(fd: i32) -> Result<Vec<u8>, Errno> {
+    let mut head = vec![0u8; BINPRM_BUF_SIZE];
+    let mut done = 0;
+    while done < head.len() {
+        match host::pread(fd, &mut head[done..], done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(Errno::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    head.truncate(done);
+    Ok(head)
 }
 
 /// A parsed `#!` line: interpreter and optional single argument.
@@ -140,30 +210,76 @@ pub struct Shebang {
     pub arg: Option<Vec<u8>>,
 }
 
-/// Parses the first line of a script as Linux's binfmt_script does.
+/// Parses the first line of a script exactly as Linux's binfmt_script
+/// (`load_script`, Linux 5.1 and later) does, on the first
+/// [`BINPRM_BUF_SIZE`] bytes of the file (zero-padded when it is shorter):
+///
+/// - the line ends at the first newline, unless a NUL comes first; without
+///   one, the whole buffer is the line, and if no space, tab or NUL follows
+///   the interpreter's name in it, the name may be truncated: ENOEXEC;
+/// - spaces and tabs before the line's end are dropped;
+/// - the interpreter is the first word (ended by a space, tab or NUL);
+/// - the optional argument is the rest of the line after the spaces and
+///   tabs that follow the interpreter, up to a NUL (one argument, inner
+///   spaces kept), unless the interpreter's name ended with a NUL.
+///
+/// Returns `None` if the file is not a script.
 pub fn parse_shebang(head: &[u8]) -> Option<Result<Shebang, ExecError>> {
-    let rest = head.strip_prefix(b"#!")?;
-    let line_end = rest.iter().position(|&c| c == b'\n').unwrap_or(rest.len());
-    let line = &rest[..line_end];
-    let is_ws = |c: &u8| *c == b' ' || *c == b'\t';
-    let start = line.iter().position(|c| !is_ws(c)).unwrap_or(line.len());
-    let line = &line[start..];
-    let end = line
-        .iter()
-        .rposition(|c| !is_ws(c) && *c != 0)
-        .map_or(0, |i| i + 1);
-    let line = &line[..end];
-    if line.is_empty() {
-        return Some(Err(ExecError::UnknownFormat));
+    if !head.starts_with(b"#!") {
+        return None;
     }
-    let split = line.iter().position(is_ws).unwrap_or(line.len());
-    let interp = line[..split].to_vec();
-    let arg = &line[split..];
-    let astart = arg.iter().position(|c| !is_ws(c)).unwrap_or(arg.len());
-    let arg = &arg[astart..];
+    let mut buf = [0u8; BINPRM_BUF_SIZE];
+    let n = head.len().min(BINPRM_BUF_SIZE);
+    buf[..n].copy_from_slice(&head[..n]);
+    let buf_end = BINPRM_BUF_SIZE - 1;
+    let spacetab = |c: u8| c == b' ' || c == b'\t';
+    // First index in first..=last (as the kernel's helpers, inclusive).
+    let next_non_spacetab =
+        |buf: &[u8], first: usize, last: usize| (first..=last).find(|&i| !spacetab(buf[i]));
+    let next_terminator = |buf: &[u8], first: usize, last: usize| {
+        (first..=last).find(|&i| spacetab(buf[i]) || buf[i] == 0)
+    };
+    // strnchr(buf, size, '\n') stops at a NUL.
+    let newline = buf
+        .iter()
+        .take_while(|&&c| c != 0)
+        .position(|&c| c == b'\n');
+    let mut i_end = match newline {
+        Some(i) => i,
+        None => {
+            let Some(i) = next_non_spacetab(&buf, 2, buf_end) else {
+                return Some(Err(ExecError::UnknownFormat));
+            };
+            if next_terminator(&buf, i, buf_end).is_none() {
+                return Some(Err(ExecError::UnknownFormat));
+            }
+            buf_end
+        }
+    };
+    // buf[1] is '!', so this stops by index 2.
+    while spacetab(buf[i_end - 1]) {
+        i_end -= 1;
+    }
+    let i_name = match next_non_spacetab(&buf, 2, i_end) {
+        Some(i) if i != i_end => i,
+        _ => return Some(Err(ExecError::UnknownFormat)),
+    };
+    let i_sep = next_terminator(&buf, i_name, i_end);
+    let i_arg = match i_sep {
+        Some(sep) if buf[sep] != 0 => next_non_spacetab(&buf, sep, i_end),
+        _ => None,
+    };
+    buf[i_end] = 0;
+    if let (Some(_), Some(sep)) = (i_arg, i_sep) {
+        buf[sep] = 0;
+    }
+    let c_str = |from: usize| {
+        let len = buf[from..].iter().position(|&c| c == 0).unwrap_or(0);
+        buf[from..from + len].to_vec()
+    };
     Some(Ok(Shebang {
-        interp,
-        arg: (!arg.is_empty()).then(|| arg.to_vec()),
+        interp: c_str(i_name),
+        arg: i_arg.map(c_str),
     }))
 }
 
@@ -209,51 +325,145 @@ fn read_phdrs(fd: i32, h: &FileHeader64<LE>) -> Result<Vec<ProgramHeader64<LE>>,
     Ok(ph.to_vec())
 }
 
+/// The PT_INTERP path of an ELF file, checked as Linux's binfmt_elf does:
+/// 2 to PATH_MAX bytes, the last one NUL (else ENOEXEC).
 fn read_interp(fd: i32, phdrs: &[ProgramHeader64<LE>]) -> Result<Option<Vec<u8>>, ExecError> {
     let Some(p) = phdrs.iter().find(|p| p.p_type.get(LE) == PT_INTERP) else {
         return Ok(None);
     };
     let size = p.p_filesz.get(LE) as usize;
-    if !(2..=4096).contains(&size) {
-        return Err(ExecError::BadElf("bad ELF interpreter path"));
+    if !(2..=MAX_INTERP_PATH).contains(&size) {
+        return Err(ExecError::BadElf("bad ELF interpreter path (PT_INTERP)"));
     }
     let mut buf = vec![0u8; size];
     host::pread_exact(fd, &mut buf, p.p_offset.get(LE))
-        .map_err(|_| ExecError::BadElf("truncated ELF interpreter path"))?;
+        .map_err(|_| ExecError::BadElf("truncated ELF interpreter path (PT_INTERP)"))?;
+    if buf[size - 1] != 0 {
+        return Err(ExecError::BadElf(
+            "ELF interpreter path (PT_INTERP) not NUL-terminated",
+        ));
+    }
     let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
     buf.truncate(end);
     Ok(Some(buf))
+}
+
+/// An opened and checked ELF interpreter.
+struct Interp {
+    fd: Fd,
+    header: FileHeader64<LE>,
+    phdrs: Vec<ProgramHeader64<LE>>,
+}
+
+/// Opens and checks the ELF interpreter at `path` in the order and with
+/// the errors of Linux's binfmt_elf: open_exec's (ENOENT, EACCES...), a
+/// header read that comes up short (EIO), then not ELF, not x86-64, or
+/// unreadable program headers (ELIBBAD). Linux checks the interpreter's
+/// type (ET_EXEC or ET_DYN) only after the point of no return; so does
+/// [`load`], but [`check_executable`] reports it here as ELIBBAD.
+fn open_interp(path: &[u8]) -> Result<Interp, ExecError> {
+    let (fd, head) = open_exec(path)?;
+    if head.len() < core::mem::size_of::<FileHeader64<LE>>() {
+        return Err(ExecError::ShortInterp);
+    }
+    let (h, _) =
+        object::pod::from_bytes::<FileHeader64<LE>>(&head).map_err(|_| ExecError::ShortInterp)?;
+    if h.e_ident.magic != [0x7f, b'E', b'L', b'F'] {
+        return Err(ExecError::BadInterp("not an ELF file"));
+    }
+    if h.e_machine.get(LE) != EM_X86_64 {
+        return Err(ExecError::BadInterp("an ELF file, but not for x86-64"));
+    }
+    let n = h.e_phnum.get(LE) as usize;
+    if h.e_phentsize.get(LE) as usize != core::mem::size_of::<ProgramHeader64<LE>>()
+        || n == 0
+        || n * 56 > 65536
+    {
+        return Err(ExecError::BadInterp("an ELF file with bad program headers"));
+    }
+    let phdrs = read_phdrs(fd.0, h)
+        .map_err(|_| ExecError::BadInterp("an ELF file with truncated program headers"))?;
+    Ok(Interp {
+        header: *h,
+        fd,
+        phdrs,
+    })
+}
+
+/// How a file in the chain of an exec was reached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// Named by the `#!` line of this script.
+    Shebang(Vec<u8>),
+    /// Named by the PT_INTERP of this ELF file.
+    ElfInterp(Vec<u8>),
+}
+
+/// Why an exec check failed, and on which file of the chain (the program,
+/// a `#!` interpreter, an ELF interpreter).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecFailure {
+    pub error: ExecError,
+    /// The file the error is about.
+    pub file: Vec<u8>,
+    /// How `file` was reached; `None` for the program itself.
+    pub via: Option<Via>,
 }
 
 /// Checks that `path` can be executed, as execve(2) would, without loading
 /// it: used before the runtime replaces itself, so errors still return to
 /// the program (and by the CLI, to explain why a program cannot run).
 pub fn check_executable(path: &[u8]) -> Result<(), ExecError> {
+    check_executable_chain(path).map_err(|f| f.error)
+}
+
+/// [`check_executable`], saying which file of the chain failed.
+pub fn check_executable_chain(path: &[u8]) -> Result<(), ExecFailure> {
     let mut path = path.to_vec();
-    for _ in 0..=MAX_SCRIPT_DEPTH {
-        let (fd, head) = open_exec(&path)?;
+    let mut via = None;
+    let fail = |error, file: &[u8], via: &Option<Via>| ExecFailure {
+        error,
+        file: file.to_vec(),
+        via: via.clone(),
+    };
+    for depth in 0.. {
+        // Linux opens each interpreter (in the handler of the previous
+        // depth) before it checks the depth.
+        let (fd, head) = open_exec(&path).map_err(|e| fail(e, &path, &via))?;
+        if depth > MAX_SCRIPT_DEPTH {
+            return Err(fail(ExecError::TooManyInterpreters, &path, &via));
+        }
         if let Some(sb) = parse_shebang(&head) {
-            path = sb?.interp;
+            let sb = sb.map_err(|e| fail(e, &path, &via))?;
+            via = Some(Via::Shebang(core::mem::replace(&mut path, sb.interp)));
             continue;
         }
-        let h = parse_ehdr(&head)?;
-        let phdrs = read_phdrs(fd.0, h)?;
-        if !phdrs.iter().any(|p| p.p_type.get(LE) == PT_LOAD) {
-            return Err(ExecError::BadElf("ELF file with nothing to load"));
-        }
-        if let Some(interp) = read_interp(fd.0, &phdrs)? {
-            let (ifd, ihead) = open_exec(&interp).or_else(|e| match e {
-                // The interpreter need not be executable, only readable.
-                ExecError::NotExecutable(Errno::EACCES) => Err(e),
-                ExecError::NotExecutable(_) => open_exec(&interp),
-                _ => Err(e),
-            })?;
-            let ih = parse_ehdr(&ihead)?;
-            read_phdrs(ifd.0, ih)?;
+        let check = || {
+            let h = parse_ehdr(&head)?;
+            let phdrs = read_phdrs(fd.0, h)?;
+            if !phdrs.iter().any(|p| p.p_type.get(LE) == PT_LOAD) {
+                return Err(ExecError::BadElf("ELF file with nothing to load"));
+            }
+            read_interp(fd.0, &phdrs)
+        };
+        let interp = check().map_err(|e| fail(e, &path, &via))?;
+        if let Some(interp) = interp {
+            let via = Some(Via::ElfInterp(path));
+            let i = open_interp(&interp).map_err(|e| fail(e, &interp, &via))?;
+            let ty = i.header.e_type.get(LE);
+            if ty != ET_EXEC && ty != ET_DYN {
+                return Err(fail(
+                    ExecError::BadInterp(
+                        "an ELF file that is not an executable or a shared library",
+                    ),
+                    &interp,
+                    &via,
+                ));
+            }
         }
         return Ok(());
     }
-    Err(ExecError::TooManyInterpreters)
+    unreachable!("the loop returns")
 }
 
 /// A loaded ELF image.
@@ -338,7 +548,11 @@ fn map_elf(
         let prot = prot_of(p.p_flags.get(LE));
         let start = bias + vaddr;
         let page = page_down(start);
-        let fixed = if bias == 0 {
+        // As Linux: a non-PIE executable must not overlap anything (it
+        // fails with EEXIST), but a non-PIE interpreter replaces whatever
+        // is at its addresses (load_elf_interp maps it MAP_FIXED; never the
+        // runtime's memory, refused above).
+        let fixed = if bias == 0 && is_main {
             MAP_FIXED_NOREPLACE
         } else {
             MAP_FIXED
@@ -452,8 +666,11 @@ fn fd_path(fd: i32) -> Option<Vec<u8>> {
 pub fn load(path: &[u8], argv: Vec<Vec<u8>>) -> Result<Loaded, ExecError> {
     let mut path = path.to_vec();
     let mut argv = argv;
-    for _ in 0..=MAX_SCRIPT_DEPTH {
+    for depth in 0.. {
         let (fd, head) = open_exec(&path)?;
+        if depth > MAX_SCRIPT_DEPTH {
+            return Err(ExecError::TooManyInterpreters);
+        }
         if let Some(sb) = parse_shebang(&head) {
             let sb = sb?;
             let mut nargv = vec![sb.interp.clone()];
@@ -468,21 +685,34 @@ pub fn load(path: &[u8], argv: Vec<Vec<u8>>) -> Result<Loaded, ExecError> {
         }
         let h = parse_ehdr(&head)?;
         let phdrs = read_phdrs(fd.0, h)?;
-        let interp_path = read_interp(fd.0, &phdrs)?;
+        // As Linux: the interpreter is opened and checked before anything
+        // is mapped.
+        let interp = match read_interp(fd.0, &phdrs)? {
+            Some(ip) => Some((open_interp(&ip)?, ip)),
+            None => None,
+        };
         let main = map_elf(fd.0, h, &phdrs, true)?;
-        let interp = match interp_path {
-            Some(ip) => {
-                let c = cstring(&ip)?;
-                let cs = core::ffi::CStr::from_bytes_with_nul(&c)
-                    .map_err(|_| ExecError::Open(Errno::EINVAL))?;
-                let ifd = Fd(host::openat(host::AT_FDCWD, cs, O_RDONLY | O_CLOEXEC, 0)
-                    .map_err(ExecError::Open)? as i32);
-                let mut ihead = vec![0u8; 64];
-                host::pread_exact(ifd.0, &mut ihead, 0)
-                    .map_err(|_| ExecError::BadElf("truncated ELF interpreter"))?;
-                let ih = parse_ehdr(&ihead)?;
-                let iph = read_phdrs(ifd.0, ih)?;
-                Some(map_elf(ifd.0, ih, &iph, false)?)
+        let interp = match interp {
+            Some((i, ip)) => {
+                let ty = i.header.e_type.get(LE);
+                if ty != ET_EXEC && ty != ET_DYN {
+                    return Err(ExecError::BadInterp(
+                        "an ELF file that is not an executable or a shared library",
+                    ));
+                }
+                if i.phdrs.iter().any(|p| p.p_type.get(LE) == PT_INTERP) {
+                    // Linux does not follow an interpreter's own PT_INTERP:
+                    // the interpreter runs without one (and a dynamically
+                    // linked program run that way usually crashes).
+                    crate::log!(
+                        Warning,
+                        "the ELF interpreter {} of {} has an interpreter (PT_INTERP) of its own, \
+                         which Linux ignores: it runs without it",
+                        crate::log::Bytes(&ip),
+                        crate::log::Bytes(&path)
+                    );
+                }
+                Some(map_elf(i.fd.0, &i.header, &i.phdrs, false)?)
             }
             None => None,
         };
@@ -496,7 +726,7 @@ pub fn load(path: &[u8], argv: Vec<Vec<u8>>) -> Result<Loaded, ExecError> {
             real_path,
         });
     }
-    Err(ExecError::TooManyInterpreters)
+    unreachable!("the loop returns")
 }
 
 pub const AT_NULL: u64 = 0;
@@ -634,6 +864,41 @@ mod tests {
         assert!(parse_shebang(b"\x7fELF").is_none());
         let s = parse_shebang(b"#!/bin/busybox\tsh").unwrap().unwrap();
         assert_eq!(s.arg.as_deref(), Some(&b"sh"[..]));
+    }
+
+    /// binfmt_script's rules for NULs and for lines longer than the
+    /// 256-byte buffer (compared with native execve in the CLI's tests).
+    #[test]
+    fn shebang_nul_and_long_lines() {
+        let parse = |b: &[u8]| parse_shebang(b).unwrap();
+        let s = parse(b"#!/bin/sh\0-x junk\necho").unwrap();
+        assert_eq!((s.interp.as_slice(), s.arg), (&b"/bin/sh"[..], None));
+        let s = parse(b"#!/bin/sh -e\0junk\n").unwrap();
+        assert_eq!(s.arg.as_deref(), Some(&b"-e"[..]));
+        // A NUL before the newline: the line is the whole buffer.
+        let s = parse(b"#!/bin/sh -e\0\n x").unwrap();
+        assert_eq!(s.arg.as_deref(), Some(&b"-e"[..]));
+        let s = parse(b"#!\0/bin/sh\n").unwrap();
+        assert_eq!((s.interp.as_slice(), s.arg), (&b""[..], None));
+        // No newline in the first 256 bytes: the argument is cut at byte
+        // 255, but a name with nothing after it might be cut: refused.
+        let mut long = b"#!/bin/sh ".to_vec();
+        long.extend_from_slice(&[b'x'; 300]);
+        let s = parse(&long).unwrap();
+        assert_eq!(s.arg.unwrap().len(), BINPRM_BUF_SIZE - 1 - 10);
+        let mut long = b"#!".to_vec();
+        long.extend_from_slice(&[b'/'; 300]);
+        assert_eq!(parse(&long).unwrap_err(), ExecError::UnknownFormat);
+        let mut blank = b"#!".to_vec();
+        blank.extend_from_slice(&[b' '; 300]);
+        assert_eq!(parse(&blank).unwrap_err(), ExecError::UnknownFormat);
+        // Short files are padded with NULs: no newline is needed, and
+        // blanks before the padding are kept (only those right before the
+        // line's end are dropped).
+        let s = parse(b"#!/bin/sh  a b ").unwrap();
+        assert_eq!(s.arg.as_deref(), Some(&b"a b "[..]));
+        let s = parse(b"#!/bin/sh\r\n").unwrap();
+        assert_eq!(s.interp, b"/bin/sh\r");
     }
 
     #[test]

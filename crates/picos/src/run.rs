@@ -5,7 +5,8 @@
 use crate::manifest::{LogLevel, Manifest, ManifestError};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use picos_abi::{LaunchConfig, CONFIG_ENV};
-use picos_rt::loader::{check_executable, ExecError};
+use picos_rt::errno::Errno;
+use picos_rt::loader::{check_executable, check_executable_chain, ExecError, ExecFailure, Via};
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io::Write;
@@ -122,7 +123,10 @@ pub enum RunError {
     /// The program (as the user wrote it) does not exist.
     NotFound(String),
     /// The program (as the user wrote it) exists but cannot be run, and why.
-    CannotRun(String, &'static str),
+    CannotRun(String, String),
+    /// The program (as the user wrote it) exists but an interpreter it
+    /// needs does not; the message names it (a shell's status is 127).
+    InterpreterNotFound(String, String),
     /// `--log-level` names no log level.
     BadLogLevel(String),
     /// The manifest's `fs.start_dir` cannot be used.
@@ -140,7 +144,9 @@ impl fmt::Display for RunError {
                  or set libos.entrypoint in the manifest",
             ),
             RunError::NotFound(shown) => write!(f, "{shown}: {}", not_found_reason(shown)),
-            RunError::CannotRun(shown, reason) => write!(f, "{shown}: {reason}"),
+            RunError::CannotRun(shown, reason) | RunError::InterpreterNotFound(shown, reason) => {
+                write!(f, "{shown}: {reason}")
+            }
             RunError::BadLogLevel(l) => write!(
                 f,
                 "unknown log level `{l}` (expected none, error, warning, debug or trace)"
@@ -179,7 +185,7 @@ impl RunError {
     /// The exit status `picos run` reports for this error (as a shell would).
     pub fn exit_code(&self) -> u8 {
         match self {
-            RunError::NotFound(_) => 127,
+            RunError::NotFound(_) | RunError::InterpreterNotFound(..) => 127,
             RunError::CannotRun(..) => 126,
             RunError::Spawn(_) => 126,
             _ => 2,
@@ -221,21 +227,50 @@ pub fn resolve_program(prog: &OsStr, path_var: Option<&OsStr>) -> Result<PathBuf
     first_non_exec.ok_or(RunError::NotFound(shown))
 }
 
-/// Checks the program as execve would, with the exit code a shell uses.
+/// Checks the program as execve would, with the exit code a shell uses
+/// (bash's: 127 when a file is missing, the program or an interpreter it
+/// needs; 126 for any other reason it cannot run), and a message naming the
+/// file of the chain (program, `#!` interpreter, ELF interpreter) at fault.
 pub fn check_program(path: &Path, shown: &str) -> Result<(), RunError> {
-    check_executable(path.as_os_str().as_bytes()).map_err(|e| match e {
-        ExecError::Open(picos_rt::errno::Errno::ENOENT) => {
-            if path.exists() {
-                // The file exists: its #! or ELF interpreter does not.
-                RunError::CannotRun(
-                    shown.into(),
-                    "its interpreter (#! line or ELF PT_INTERP) does not exist",
-                )
-            } else {
-                RunError::NotFound(shown.into())
-            }
+    let Err(ExecFailure { error, file, via }) = check_executable_chain(path.as_os_str().as_bytes())
+    else {
+        return Ok(());
+    };
+    let file = if file.is_empty() {
+        "\"\"".into()
+    } else {
+        String::from_utf8_lossy(&file)
+    };
+    let reason = error.reason();
+    let program = path.as_os_str().as_bytes();
+    // "(named by X)" when X is not the program itself.
+    let named_by = |by: &[u8]| {
+        if by == program {
+            String::new()
+        } else {
+            format!(" (named by {})", String::from_utf8_lossy(by))
         }
-        e => RunError::CannotRun(shown.into(), e.reason()),
+    };
+    let message = match &via {
+        None => {
+            return Err(if error == ExecError::Open(Errno::ENOENT) {
+                RunError::NotFound(shown.into())
+            } else {
+                RunError::CannotRun(shown.into(), reason.into())
+            })
+        }
+        Some(_) if error == ExecError::TooManyInterpreters => reason.to_string(),
+        Some(Via::Shebang(script)) => {
+            format!("#! interpreter {file}{}: {reason}", named_by(script))
+        }
+        Some(Via::ElfInterp(elf)) => {
+            format!("ELF interpreter {file}{}: {reason}", named_by(elf))
+        }
+    };
+    Err(if error == ExecError::Open(Errno::ENOENT) {
+        RunError::InterpreterNotFound(shown.into(), message)
+    } else {
+        RunError::CannotRun(shown.into(), message)
     })
 }
 

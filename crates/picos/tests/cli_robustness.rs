@@ -1,0 +1,528 @@
+//! Bad input to the CLI and to exec: every case fails fast with one line
+//! `picos: ...` and the status a shell would give, or behaves exactly as
+//! natively (compared with the kernel's own execve).
+//!
+//! Native behaviour is observed with `execprobe PATH ARGS...`, a small C
+//! program that execs PATH and, if execve fails, prints `execve: errno N`.
+//! Run under `picos run`, the same probe checks the runtime's execve (the
+//! loader's `check_executable` and `load`); `picos run PATH` checks the CLI.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+const PICOS: &str = env!("CARGO_BIN_EXE_picos");
+
+/// Longest any one command may take: the bugs tested here include hangs.
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Execs argv[1] with argv[1..]; on failure prints the errno.
+const EXECPROBE_C: &str = r#"
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    if (argc < 2) return 2;
+    execv(argv[1], argv + 1);
+    printf("execve: errno %d\n", errno);
+    return 255;
+}
+"#;
+
+/// Prints its argv, each element in brackets (so arguments' bounds show).
+const PRINTARGS_C: &str = r#"
+#include <stdio.h>
+int main(int argc, char **argv) {
+    for (int i = 0; i < argc; i++) printf("[%s]", argv[i]);
+    printf("\n");
+    return 0;
+}
+"#;
+
+const HELLO_C: &str = r#"
+#include <stdio.h>
+int main(void) { puts("hello"); return 0; }
+"#;
+
+/// A fresh temporary directory under cargo's per-target temporary directory.
+fn tempdir() -> tempfile::TempDir {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(base).expect("create CARGO_TARGET_TMPDIR");
+    tempfile::Builder::new()
+        .prefix("picos-cli-")
+        .tempdir_in(base)
+        .expect("create temp dir")
+}
+
+/// Compiles C `source` into `dir/name` with extra gcc `flags`.
+fn compile(dir: &Path, name: &str, source: &str, flags: &[&str]) -> PathBuf {
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, source).unwrap();
+    let out = dir.join(name);
+    let st = Command::new("gcc")
+        .args(["-O1", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .args(flags)
+        .status()
+        .expect("gcc");
+    assert!(st.success(), "compiling {name}");
+    out
+}
+
+/// Runs `cmd` (stdin from /dev/null), killing it and failing the test if it
+/// takes longer than [`LIMIT`]. `rlimit_as`: an address-space limit for it.
+fn run_limited(cmd: &mut Command, rlimit_as: Option<u64>) -> Output {
+    cmd.process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(bytes) = rlimit_as {
+        // SAFETY: setrlimit is async-signal-safe; nothing else runs here.
+        unsafe {
+            cmd.pre_exec(move || {
+                let lim = libc::rlimit {
+                    rlim_cur: bytes,
+                    rlim_max: bytes,
+                };
+                if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let shown = format!("{cmd:?}");
+    let child = cmd.spawn().unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(LIMIT) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // SAFETY: kill(2) of the process group we made.
+            unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+            panic!("{shown} still running after {LIMIT:?}: killed (a hang)");
+        }
+    }
+}
+
+fn run(cmd: &mut Command) -> Output {
+    run_limited(cmd, None)
+}
+
+fn picos<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    run(Command::new(PICOS).args(args))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// `out` failed with exactly one line on stderr, `picos: ...`, and
+/// returns that line.
+fn one_error_line(out: &Output, what: &str) -> String {
+    let stderr = text(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "{what}: succeeded: stdout {:?} stderr {stderr:?}",
+        text(&out.stdout)
+    );
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(
+        lines.len() == 1 && lines[0].starts_with("picos: "),
+        "{what}: expected one line `picos: ...`, got {stderr:?} (status {:?})",
+        out.status
+    );
+    lines[0].to_string()
+}
+
+/// A shell's status for an execve that failed with `errno` (bash's: 127 for
+/// a missing file, 126 for any other reason).
+fn shell_status(errno: i32) -> i32 {
+    if errno == libc::ENOENT {
+        127
+    } else {
+        126
+    }
+}
+
+/// What running something natively did.
+#[derive(Debug, PartialEq, Eq)]
+enum Native {
+    /// execve failed with this errno.
+    Errno(i32),
+    /// It ran: stdout and status (exit code, or 128+signal as a shell).
+    Ran(String, i32),
+}
+
+/// Execs `path args` natively through the probe.
+fn native(probe: &Path, path: &Path, args: &[&str]) -> Native {
+    let out = run(Command::new(probe).arg(path).args(args));
+    let stdout = text(&out.stdout);
+    if let Some(e) = stdout.strip_prefix("execve: errno ") {
+        return Native::Errno(e.trim().parse().unwrap());
+    }
+    Native::Ran(stdout, status_code(&out))
+}
+
+/// The status as a shell (and `picos run`) reports it.
+fn status_code(out: &Output) -> i32 {
+    match (out.status.code(), out.status.signal()) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        _ => unreachable!(),
+    }
+}
+
+/// Checks `picos run path args` (the CLI's checks) and `picos run probe
+/// path args` (the runtime's execve) against native behaviour; returns the
+/// CLI's error line when native execve fails.
+fn compare_with_native(probe: &Path, path: &Path, args: &[&str]) -> Option<String> {
+    let what = format!("{} {args:?}", path.display());
+    let expected = native(probe, path, args);
+    // The runtime's execve, through the probe under picos.
+    let under = run(Command::new(PICOS)
+        .arg("run")
+        .arg(probe)
+        .arg(path)
+        .args(args));
+    let under_stdout = text(&under.stdout);
+    match &expected {
+        Native::Errno(e) => assert_eq!(
+            under_stdout,
+            format!("execve: errno {e}\n"),
+            "{what}: execve under picos (stderr {:?})",
+            text(&under.stderr)
+        ),
+        Native::Ran(stdout, status) => {
+            assert_eq!(
+                (&under_stdout, status_code(&under)),
+                (stdout, *status),
+                "{what}: execve under picos (stderr {:?})",
+                text(&under.stderr)
+            );
+        }
+    }
+    // The CLI.
+    let cli = run(Command::new(PICOS).arg("run").arg(path).args(args));
+    match expected {
+        Native::Errno(e) => {
+            let line = one_error_line(&cli, &what);
+            assert_eq!(
+                status_code(&cli),
+                shell_status(e),
+                "{what}: native errno {e}, picos said {line:?}"
+            );
+            assert!(text(&cli.stdout).is_empty(), "{what}: the program ran");
+            Some(line)
+        }
+        Native::Ran(stdout, status) => {
+            assert_eq!(
+                (text(&cli.stdout), status_code(&cli)),
+                (stdout, status),
+                "{what}: picos run (stderr {:?})",
+                text(&cli.stderr)
+            );
+            None
+        }
+    }
+}
+
+fn write_exec(path: &Path, contents: &[u8]) {
+    std::fs::write(path, contents).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn mkfifo(path: &Path, mode: u32) {
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), mode as libc::mode_t) }, 0);
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+// --- 2. programs that are not regular files -------------------------------------------
+
+/// A FIFO, socket, directory or device with execute permission: execve
+/// gives EACCES without opening it; so must picos (a FIFO used to hang it).
+#[test]
+fn non_regular_programs_fail_like_execve() {
+    let dir = tempdir();
+    let probe = compile(dir.path(), "execprobe", EXECPROBE_C, &[]);
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo, 0o755);
+    let sock = dir.path().join("sock");
+    let _sock = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let subdir = dir.path().join("subdir");
+    std::fs::create_dir(&subdir).unwrap();
+    let plain = dir.path().join("plain");
+    std::fs::write(&plain, "data\n").unwrap();
+    // The message of a regular file without execute permission.
+    let plain_line = compare_with_native(&probe, &plain, &[]).unwrap();
+    let reason = plain_line.rsplit(": ").next().unwrap().to_string();
+    for path in [&fifo, &sock, &subdir, Path::new("/dev/null")] {
+        assert_eq!(
+            native(&probe, path, &[]),
+            Native::Errno(libc::EACCES),
+            "{}",
+            path.display()
+        );
+        let line = compare_with_native(&probe, path, &[]).unwrap();
+        assert_eq!(line, format!("picos: {}: {reason}", path.display()));
+    }
+}
+
+// --- 3. ELF interpreters --------------------------------------------------------------
+
+/// An ELF whose interpreter (PT_INTERP) names itself: Linux does not look
+/// at an interpreter's own PT_INTERP, loads the file a second time as the
+/// interpreter and starts it, and the program (its libc never set up)
+/// crashes with SIGSEGV. picos does the same (a non-PIE one used to fail
+/// with 126 "cannot map", since Linux maps a non-PIE interpreter over
+/// whatever is there), and says why in one warning line.
+#[test]
+fn interpreter_with_an_interpreter_of_its_own() {
+    let dir = tempdir();
+    let probe = compile(dir.path(), "execprobe", EXECPROBE_C, &[]);
+    for (name, flags) in [
+        ("self_pie", &["-pie"][..]),
+        ("self_nopie", &["-no-pie"][..]),
+    ] {
+        let path = dir.path().join(name);
+        let flag = format!("-Wl,--dynamic-linker={}", path.display());
+        let mut flags = flags.to_vec();
+        flags.push(&flag);
+        compile(dir.path(), name, HELLO_C, &flags);
+        let expected = native(&probe, &path, &[]);
+        assert!(
+            matches!(expected, Native::Ran(_, s) if s > 128),
+            "{name}: natively {expected:?}"
+        );
+        assert_eq!(compare_with_native(&probe, &path, &[]), None);
+        let out = picos([OsStr::new("run"), path.as_os_str()]);
+        let stderr = text(&out.stderr);
+        assert_eq!(
+            stderr,
+            format!(
+                "picos: warning: the ELF interpreter {p} of {p} has an interpreter (PT_INTERP) \
+                 of its own, which Linux ignores: it runs without it\n",
+                p = path.display()
+            ),
+            "{name}"
+        );
+    }
+}
+
+/// ELF interpreters that cannot be used fail with the kernel's errno
+/// (ENOENT, EACCES, EIO for a file shorter than an ELF header, ELIBBAD for
+/// a non-ELF file), and the CLI names the interpreter.
+#[test]
+fn bad_elf_interpreters_fail_like_execve() {
+    let dir = tempdir();
+    let d = dir.path();
+    let probe = compile(d, "execprobe", EXECPROBE_C, &[]);
+    let short_script = d.join("short_script");
+    write_exec(&short_script, b"#!/bin/sh\necho x\n");
+    let long_text = d.join("long_text");
+    write_exec(&long_text, "not an ELF file\n".repeat(16).as_bytes());
+    let fifo = d.join("fifo");
+    mkfifo(&fifo, 0o755);
+    let not_exec = d.join("ld-copy");
+    std::fs::copy("/lib64/ld-linux-x86-64.so.2", &not_exec).unwrap();
+    std::fs::set_permissions(&not_exec, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let missing = d.join("missing");
+    let cases = [
+        (&missing, libc::ENOENT, "no such file or directory"),
+        (&fifo, libc::EACCES, "not an executable file"),
+        (&not_exec, libc::EACCES, "not an executable file"),
+        (&short_script, libc::EIO, "too short to be an ELF file"),
+        (&long_text, libc::ELIBBAD, "not an ELF file"),
+    ];
+    for (i, (interp, errno, why)) in cases.into_iter().enumerate() {
+        let prog = d.join(format!("prog{i}"));
+        let flag = format!("-Wl,--dynamic-linker={}", interp.display());
+        compile(d, &format!("prog{i}"), HELLO_C, &[&flag]);
+        assert_eq!(
+            native(&probe, &prog, &[]),
+            Native::Errno(errno),
+            "{}",
+            interp.display()
+        );
+        let line = compare_with_native(&probe, &prog, &[]).unwrap();
+        let expected = format!(
+            "picos: {}: ELF interpreter {}: {why}",
+            prog.display(),
+            interp.display()
+        );
+        assert!(
+            line.starts_with(&expected),
+            "{line:?}, expected {expected:?}"
+        );
+    }
+}
+
+// --- 4. #! lines ----------------------------------------------------------------------
+
+/// `#!` lines parsed as Linux's binfmt_script does: a NUL ends the
+/// interpreter's name (and the argument), the line is at most 256 bytes, one
+/// optional argument with its inner spaces; compared with native execve.
+#[test]
+fn shebang_lines_like_linux() {
+    let dir = tempdir();
+    let d = dir.path();
+    let probe = compile(d, "execprobe", EXECPROBE_C, &[]);
+    let pa = compile(d, "printargs", PRINTARGS_C, &[]);
+    let p = pa.as_os_str().as_bytes();
+    let line = |parts: &[&[u8]]| parts.concat();
+    let long_arg = vec![b'x'; 300];
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("plain", line(&[b"#!", p, b"\necho\n"])),
+        ("nul after name", line(&[b"#!", p, b"\0junk\n"])),
+        ("nul in argument", line(&[b"#!", p, b" arg\0junk\n"])),
+        ("inner spaces", line(&[b"#!", p, b"  a  b \t\n"])),
+        (
+            "leading blanks, tab",
+            line(&[b"#! \t", p, b"\targ1 arg2\n"]),
+        ),
+        ("no newline", line(&[b"#!", p])),
+        ("no newline, argument", line(&[b"#!", p, b" a b"])),
+        ("no newline, trailing blank", line(&[b"#!", p, b"  a b "])),
+        (
+            "argument past 256 bytes",
+            line(&[b"#!", p, b" ", &long_arg, b"\n"]),
+        ),
+        ("name past 256 bytes", line(&[b"#!", &[b'/'; 300], b"\n"])),
+        (
+            "only blanks past 256 bytes",
+            line(&[b"#!", &[b' '; 300], b"\n"]),
+        ),
+        ("empty", b"#!\n".to_vec()),
+        ("blank", b"#! \t \n".to_vec()),
+        ("nul first", line(&[b"#!\0", p, b"\n"])),
+        ("carriage return", line(&[b"#!", p, b"\r\n"])),
+        (
+            "missing interpreter",
+            b"#!/nonexistent/interpreter\n".to_vec(),
+        ),
+    ];
+    for (name, contents) in cases {
+        let script = d.join(name.replace(' ', "_"));
+        write_exec(&script, &contents);
+        let expected = native(&probe, &script, &["x", "y z"]);
+        if name.starts_with("nul after") || name == "plain" {
+            assert!(matches!(expected, Native::Ran(..)), "{name}: {expected:?}");
+        }
+        let cli = compare_with_native(&probe, &script, &["x", "y z"]);
+        if name == "missing interpreter" {
+            assert_eq!(
+                cli.as_deref(),
+                Some(
+                    format!(
+                        "picos: {}: #! interpreter /nonexistent/interpreter: no such file or directory",
+                        script.display()
+                    )
+                    .as_str()
+                )
+            );
+        }
+    }
+}
+
+// --- 5. nested #! interpreters --------------------------------------------------------
+
+/// Chains of 1 to 7 scripts, each the interpreter of the one before:
+/// Linux runs 5 and fails 6 or more with ELOOP (picos used to stop at 4).
+#[test]
+fn script_chains_like_linux() {
+    let dir = tempdir();
+    let d = dir.path();
+    let probe = compile(d, "execprobe", EXECPROBE_C, &[]);
+    let pa = compile(d, "printargs", PRINTARGS_C, &[]);
+    for n in 1..=7 {
+        let chain = d.join(format!("chain{n}"));
+        std::fs::create_dir(&chain).unwrap();
+        let script = |i: usize| chain.join(format!("s{i}"));
+        for i in 1..=n {
+            let interp = if i == n { pa.clone() } else { script(i + 1) };
+            write_exec(
+                &script(i),
+                format!("#!{} -a{i}\n", interp.display()).as_bytes(),
+            );
+        }
+        let expected = native(&probe, &script(1), &["arg"]);
+        assert_eq!(
+            matches!(expected, Native::Errno(libc::ELOOP)),
+            n > 5,
+            "{n} scripts: natively {expected:?}"
+        );
+        let line = compare_with_native(&probe, &script(1), &["arg"]);
+        if n > 5 {
+            assert_eq!(
+                line.unwrap(),
+                format!(
+                    "picos: {}: too many levels of #! interpreters (Linux allows 5 nested scripts)",
+                    script(1).display()
+                )
+            );
+        }
+    }
+    // Linux opens the interpreter a script names before it checks the
+    // depth: six scripts whose last interpreter is missing give ENOENT.
+    let chain = d.join("chain6missing");
+    std::fs::create_dir(&chain).unwrap();
+    for i in 1..=6 {
+        let interp = if i == 6 {
+            PathBuf::from("/nonexistent/interpreter")
+        } else {
+            chain.join(format!("s{}", i + 1))
+        };
+        write_exec(
+            &chain.join(format!("s{i}")),
+            format!("#!{}\n", interp.display()).as_bytes(),
+        );
+    }
+    let s1 = chain.join("s1");
+    assert_eq!(native(&probe, &s1, &[]), Native::Errno(libc::ENOENT));
+    let line = compare_with_native(&probe, &s1, &[]).unwrap();
+    assert!(
+        line.ends_with(&format!(
+            "#! interpreter /nonexistent/interpreter (named by {}): no such file or directory",
+            chain.join("s6").display()
+        )),
+        "{line:?}"
+    );
+}
+
+/// A script whose interpreter is a script whose interpreter is missing: the
+/// message names the missing file and the script that names it (it used to
+/// say the program's interpreter "does not exist", though it does).
+#[test]
+fn missing_interpreter_of_an_interpreter_is_named() {
+    let dir = tempdir();
+    let d = dir.path();
+    let probe = compile(d, "execprobe", EXECPROBE_C, &[]);
+    let inner = d.join("inner");
+    write_exec(&inner, b"#!/nonexistent/sh\n");
+    let outer = d.join("outer");
+    write_exec(&outer, format!("#!{}\n", inner.display()).as_bytes());
+    let line = compare_with_native(&probe, &outer, &[]).unwrap();
+    assert_eq!(
+        line,
+        format!(
+            "picos: {}: #! interpreter /nonexistent/sh (named by {}): no such file or directory",
+            outer.display(),
+            inner.display()
+        )
+    );
+}
