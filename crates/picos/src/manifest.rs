@@ -177,6 +177,77 @@ impl fmt::Display for Location {
     }
 }
 
+/// The largest manifest `picos` reads (a manifest is a few hundred bytes;
+/// this only keeps a wrong file from filling memory).
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+
+/// What kind of file `ft` is, for an error message.
+fn file_kind(ft: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_dir() {
+        "a directory"
+    } else if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Reads a manifest file: a regular file (checked before it is opened, so
+/// a FIFO cannot block and a device is not read) of at most
+/// [`MAX_MANIFEST_BYTES`], in UTF-8.
+fn read_manifest_text(path: &Path) -> std::io::Result<String> {
+    use std::io::{Error, ErrorKind, Read};
+    use std::os::unix::fs::OpenOptionsExt;
+    let not_regular = |ft| {
+        Error::new(
+            ErrorKind::InvalidInput,
+            format!("not a regular file ({})", file_kind(ft)),
+        )
+    };
+    let md = std::fs::metadata(path)?;
+    if !md.is_file() {
+        return Err(not_regular(md.file_type()));
+    }
+    // O_NONBLOCK: should the path be replaced by a FIFO after the check,
+    // the open does not wait for a writer (and the check below refuses it).
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let md = file.metadata()?;
+    if !md.is_file() {
+        return Err(not_regular(md.file_type()));
+    }
+    let too_big = || {
+        Error::new(
+            ErrorKind::InvalidData,
+            format!(
+                "larger than {} MiB: not a manifest",
+                MAX_MANIFEST_BYTES >> 20
+            ),
+        )
+    };
+    if md.len() > MAX_MANIFEST_BYTES {
+        return Err(too_big());
+    }
+    // The size may be wrong (files in /proc) or change: read one byte more
+    // than the limit to tell.
+    let mut bytes = Vec::with_capacity(md.len() as usize);
+    file.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+        return Err(too_big());
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| Error::new(ErrorKind::InvalidData, "not UTF-8 text: not a manifest"))
+}
+
 /// Why a manifest could not be read or is invalid. Each displays as one line.
 #[derive(Debug)]
 pub enum ManifestError {
@@ -260,9 +331,10 @@ impl Manifest {
             .expect("the embedded default manifest is valid (checked by a unit test)")
     }
 
-    /// Reads and validates the manifest at `path`.
+    /// Reads and validates the manifest at `path`, which must be a regular
+    /// file of at most [`MAX_MANIFEST_BYTES`].
     pub fn from_file(path: &Path) -> Result<Manifest, ManifestError> {
-        let text = std::fs::read_to_string(path).map_err(|error| ManifestError::Read {
+        let text = read_manifest_text(path).map_err(|error| ManifestError::Read {
             path: path.to_path_buf(),
             error,
         })?;

@@ -251,6 +251,60 @@ fn mkfifo(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
+// --- 1. manifests ---------------------------------------------------------------------
+
+/// A manifest must be a regular file of at most 1 MiB: /dev/zero used to be
+/// read until memory ran out, a FIFO blocked forever.
+#[test]
+fn manifest_must_be_a_small_regular_file() {
+    let dir = tempdir();
+    let fifo = dir.path().join("fifo.toml");
+    mkfifo(&fifo, 0o644);
+    let sock_path = dir.path().join("sock.toml");
+    let _sock = std::os::unix::net::UnixListener::bind(&sock_path).unwrap();
+    let big = dir.path().join("big.toml");
+    // Valid TOML (a comment), just too long.
+    std::fs::write(&big, format!("#{}\n", "x".repeat(1 << 20))).unwrap();
+    let cases: [(&Path, &str); 5] = [
+        (
+            Path::new("/dev/zero"),
+            "not a regular file (a character device)",
+        ),
+        (&fifo, "not a regular file (a FIFO)"),
+        (&sock_path, "not a regular file (a socket)"),
+        (dir.path(), "not a regular file (a directory)"),
+        (&big, "larger than 1 MiB"),
+    ];
+    for (path, why) in cases {
+        for args in [
+            vec![
+                OsStr::new("manifest"),
+                OsStr::new("check"),
+                path.as_os_str(),
+            ],
+            vec![
+                OsStr::new("run"),
+                OsStr::new("-m"),
+                path.as_os_str(),
+                OsStr::new("/bin/echo"),
+                OsStr::new("ran"),
+            ],
+        ] {
+            // An address-space limit, so that reading /dev/zero into memory
+            // (the bug) fails soon instead of exhausting the machine.
+            let out = run_limited(Command::new(PICOS).args(&args), Some(1 << 30));
+            let line = one_error_line(&out, &format!("{args:?}"));
+            let expected = format!("picos: cannot read manifest {}: {why}", path.display());
+            assert!(line.starts_with(&expected), "{args:?}: {line:?}");
+            assert!(text(&out.stdout).is_empty(), "{args:?}: ran");
+        }
+    }
+    // Just under the limit is fine.
+    std::fs::write(&big, format!("#{}\n", "x".repeat((1 << 20) - 3))).unwrap();
+    let out = picos([OsStr::new("manifest"), OsStr::new("check"), big.as_os_str()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
 // --- 2. programs that are not regular files -------------------------------------------
 
 /// A FIFO, socket, directory or device with execute permission: execve
