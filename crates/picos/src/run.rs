@@ -131,6 +131,8 @@ pub enum RunError {
     BadLogLevel(String),
     /// The manifest's `fs.start_dir` cannot be used.
     StartDir(String, std::io::Error),
+    /// The `--stats-json` file cannot be opened for appending.
+    StatsJson(PathBuf, std::io::Error),
     /// The runtime process could not be started.
     Spawn(std::io::Error),
 }
@@ -152,6 +154,15 @@ impl fmt::Display for RunError {
                 "unknown log level `{l}` (expected none, error, warning, debug or trace)"
             ),
             RunError::StartDir(d, e) => write!(f, "working directory {d}: {e}"),
+            RunError::StatsJson(p, e) => {
+                write!(f, "--stats-json {}: cannot append to it: ", p.display())?;
+                if e.raw_os_error() == Some(libc::ENXIO) {
+                    // O_NONBLOCK open of a FIFO that nobody reads.
+                    f.write_str("a FIFO with no reader")
+                } else {
+                    write!(f, "{e}")
+                }
+            }
             RunError::Spawn(e) => write!(f, "cannot start the picoprocess: {e}"),
         }
     }
@@ -294,6 +305,9 @@ fn plan(args: &RunArgs) -> Result<Plan, RunError> {
     if args.trace {
         log_level = LogLevel::Trace;
     }
+    if let Some(p) = &args.stats_json {
+        check_stats_json(p)?;
+    }
     let (prog, argv): (OsString, Vec<OsString>) = match args.command.split_first() {
         Some((p, rest)) => {
             let mut argv = vec![p.clone()];
@@ -344,6 +358,21 @@ fn plan(args: &RunArgs) -> Result<Plan, RunError> {
         cwd,
         config,
     })
+}
+
+/// Opens (creating it if need be) the `--stats-json` file as the runtime
+/// will, to append, so that a path it could not write fails now rather than
+/// after the program has run. Never waits: a FIFO must have a reader.
+fn check_stats_json(path: &Path) -> Result<(), RunError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map(drop)
+        .map_err(|e| RunError::StatsJson(path.to_path_buf(), e))
 }
 
 /// Writes the runtime into a sealed memfd; returns the fd.

@@ -580,3 +580,51 @@ fn missing_interpreter_of_an_interpreter_is_named() {
         )
     );
 }
+
+// --- 6. --stats-json ------------------------------------------------------------------
+
+/// A `--stats-json` file that cannot be written fails before the program
+/// runs (it used to be dropped silently after the run, with status 0).
+#[test]
+fn stats_json_must_be_writable_up_front() {
+    let dir = tempdir();
+    let fifo = dir.path().join("fifo.json");
+    mkfifo(&fifo, 0o644);
+    let missing_dir = dir.path().join("no/such/dir/stats.json");
+    let cases: [(&Path, &str); 3] = [
+        (&missing_dir, "No such file or directory"),
+        (dir.path(), "Is a directory"),
+        (&fifo, "a FIFO with no reader"),
+    ];
+    for (path, why) in cases {
+        let out = picos([
+            OsStr::new("run"),
+            OsStr::new("--stats-json"),
+            path.as_os_str(),
+            OsStr::new("/bin/echo"),
+            OsStr::new("ran"),
+        ]);
+        let line = one_error_line(&out, &path.display().to_string());
+        assert!(
+            line.starts_with(&format!(
+                "picos: --stats-json {}: cannot append to it: {why}",
+                path.display()
+            )),
+            "{line:?}"
+        );
+        assert_eq!(out.status.code(), Some(2));
+        assert!(text(&out.stdout).is_empty(), "the program ran");
+    }
+    // A writable one still gets the statistics.
+    let ok = dir.path().join("stats.json");
+    let out = picos([
+        OsStr::new("run"),
+        OsStr::new("--stats-json"),
+        ok.as_os_str(),
+        OsStr::new("/bin/true"),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::read_to_string(&ok)
+        .unwrap()
+        .contains("\"syscalls\""));
+}
