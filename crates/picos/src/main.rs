@@ -78,8 +78,56 @@ fn cli() -> Command {
         )
 }
 
+/// A command-line error from clap as one line, `picos: ...`, with clap's
+/// tip (if any) and where to find the usage.
+fn one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let mut line = format!("picos: {first}");
+    // The lines before the usage: the message's details (the missing
+    // arguments, say) and clap's tips.
+    for l in lines
+        .take_while(|l| !l.starts_with("Usage: ") && !l.starts_with("For more information"))
+        .filter(|l| !l.trim().is_empty())
+    {
+        match l.trim().strip_prefix("tip: ") {
+            Some(tip) => line.push_str(&format!(" ({tip})")),
+            None => {
+                line.push(' ');
+                line.push_str(l.trim());
+            }
+        }
+    }
+    // "Usage: picos run [OPTIONS] ..." names the (sub)command.
+    if let Some(usage) = text.lines().find_map(|l| l.strip_prefix("Usage: ")) {
+        let cmd: Vec<&str> = usage
+            .split_whitespace()
+            .take_while(|w| !w.starts_with(['[', '<', '-']))
+            .collect();
+        if !cmd.is_empty() {
+            line.push_str(&format!("; see '{} --help'", cmd.join(" ")));
+        }
+    }
+    line
+}
+
 fn main() -> ExitCode {
-    let matches = cli().get_matches();
+    let matches = match cli().try_get_matches() {
+        Ok(m) => m,
+        Err(e)
+            if !e.use_stderr()
+                || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
+            // --help, --version, or help for a bare `picos`: clap's text.
+            e.exit()
+        }
+        Err(e) => {
+            eprintln!("{}", one_line(&e));
+            return ExitCode::from(2);
+        }
+    };
     if !matches!(matches.subcommand_name(), Some("run")) {
         // Printing commands end quietly when their reader goes away
         // (`picos syscalls | head`), as command-line tools do.

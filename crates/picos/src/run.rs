@@ -88,8 +88,10 @@ impl RunArgs {
             Arg::new("command")
                 .value_name("PROGRAM [ARGS]...")
                 .num_args(1..)
+                // Everything after PROGRAM is its own (`--trace`, `--bogus`
+                // included); before it, an unknown option is an error (a
+                // program whose name starts with `-` needs `--`).
                 .trailing_var_arg(true)
-                .allow_hyphen_values(true)
                 .value_parser(clap::value_parser!(OsString))
                 .action(ArgAction::Append)
                 .help("The program (a path, or a name looked up in PATH), then its arguments"),

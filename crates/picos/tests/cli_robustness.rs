@@ -628,3 +628,38 @@ fn stats_json_must_be_writable_up_front() {
         .unwrap()
         .contains("\"syscalls\""));
 }
+
+// --- 7. options -----------------------------------------------------------------------
+
+/// An unknown option before the program is a usage error (it used to be
+/// taken as the program's name); everything after the program is the
+/// program's, options of picos included.
+#[test]
+fn unknown_options_before_the_program_are_errors() {
+    let out = picos(["run", "--bogus", "/bin/echo", "ran"]);
+    let line = one_error_line(&out, "run --bogus");
+    assert!(
+        line.starts_with("picos: unexpected argument '--bogus' found"),
+        "{line:?}"
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stdout).is_empty());
+    let args = ["--bogus", "-x", "--trace", "-m", "--", "--stats"];
+    let native = run(Command::new("/bin/echo").args(args));
+    let out = picos(["run", "/bin/echo"].iter().chain(args.iter()));
+    assert_eq!(text(&out.stdout), text(&native.stdout));
+    assert!(out.status.success() && out.stderr.is_empty(), "{out:?}");
+    // `--` still allows a program whose name starts with '-'.
+    let out = picos(["run", "--", "--bogus"]);
+    assert_eq!(
+        one_error_line(&out, "run -- --bogus"),
+        "picos: --bogus: command not found"
+    );
+    assert_eq!(out.status.code(), Some(127));
+    // Other usage errors are one line too.
+    for args in [&["run", "-m"][..], &["manifest", "check"], &["frob"]] {
+        let out = picos(args);
+        one_error_line(&out, &format!("{args:?}"));
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
