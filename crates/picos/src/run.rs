@@ -137,6 +137,9 @@ pub enum RunError {
     StatsJson(PathBuf, std::io::Error),
     /// The runtime process could not be started.
     Spawn(std::io::Error),
+    /// This process cannot use Syscall User Dispatch (an old kernel, or
+    /// picos itself running under picos).
+    NoDispatch(std::io::Error),
 }
 
 impl fmt::Display for RunError {
@@ -166,6 +169,11 @@ impl fmt::Display for RunError {
                 }
             }
             RunError::Spawn(e) => write!(f, "cannot start the picoprocess: {e}"),
+            RunError::NoDispatch(e) => write!(
+                f,
+                "Syscall User Dispatch is not available here ({e}): picos needs Linux 5.11+ \
+                 with it, and cannot run under picos, which does not offer it to programs"
+            ),
         }
     }
 }
@@ -200,7 +208,7 @@ impl RunError {
         match self {
             RunError::NotFound(_) | RunError::InterpreterNotFound(..) => 127,
             RunError::CannotRun(..) => 126,
-            RunError::Spawn(_) => 126,
+            RunError::Spawn(_) | RunError::NoDispatch(_) => 126,
             _ => 2,
         }
     }
@@ -396,8 +404,36 @@ fn cstring(b: &[u8]) -> Result<std::ffi::CString, RunError> {
         .map_err(|_| RunError::Spawn(std::io::Error::other("argument contains a NUL byte")))
 }
 
+/// Checks that this process could arm Syscall User Dispatch, as the
+/// runtime must, by turning it off (which it is): Linux 5.11+ accepts that,
+/// an older kernel does not know the option, and picos (when this CLI runs
+/// under picos) refuses it. The runtime would fail later with a less clear
+/// message (under picos it is not even started: the outer runtime's execve
+/// of `/proc/self/fd/N`, our close-on-exec memfd, fails once N is closed).
+fn check_syscall_user_dispatch() -> Result<(), RunError> {
+    const PR_SET_SYSCALL_USER_DISPATCH: libc::c_int = 59;
+    const PR_SYS_DISPATCH_OFF: libc::c_ulong = 0;
+    // SAFETY: prctl with integer arguments only; turning dispatch off in a
+    // process where it is off changes nothing.
+    let r = unsafe {
+        libc::prctl(
+            PR_SET_SYSCALL_USER_DISPATCH,
+            PR_SYS_DISPATCH_OFF,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(RunError::NoDispatch(std::io::Error::last_os_error()))
+    }
+}
+
 fn launch(p: Plan) -> Result<ExitCode, RunError> {
     use std::os::fd::AsRawFd;
+    check_syscall_user_dispatch()?;
     let fd = runtime_fd().map_err(RunError::Spawn)?;
     let path = cstring(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_bytes())?;
     let argv: Vec<std::ffi::CString> = p

@@ -663,3 +663,21 @@ fn unknown_options_before_the_program_are_errors() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
 }
+
+// --- 8. picos under picos -------------------------------------------------------------
+
+/// picos under picos cannot work (the runtime does not offer Syscall User
+/// Dispatch to its programs): the inner picos says so in one line, with
+/// 126, instead of "cannot run /proc/self/fd/3".
+#[test]
+fn picos_under_picos_fails_clearly() {
+    let out = picos(["run", PICOS, "run", "/bin/echo", "ran"]);
+    let line = one_error_line(&out, "picos run picos run");
+    assert!(
+        line.starts_with("picos: Syscall User Dispatch is not available here"),
+        "{line:?}"
+    );
+    assert!(line.contains("cannot run under picos"), "{line:?}");
+    assert_eq!(out.status.code(), Some(126));
+    assert!(text(&out.stdout).is_empty());
+}
