@@ -102,8 +102,8 @@ struct State {
     seen: BTreeSet<usize>,
     /// Ranges never to patch (shared mappings: writing would change a file).
     no_patch: Vec<(usize, usize)>,
-    /// Trampolines whose instructions before the call map one to one onto
-    /// the site's (see [`untrampoline`]), by trampoline address.
+    /// How each trampoline's addresses map onto its site's code (see
+    /// [`untrampoline`]), by trampoline address.
     mapped: BTreeMap<usize, TrampMap>,
     /// Addresses of the runtime's entries, stored at the start of each
     /// region (ENTRY_FAST, ENTRY_DIRECT, ENTRY_DIRECT_BLOCKING).
@@ -179,14 +179,15 @@ impl TrampMap {
         let call = moves + self.moves + if self.nr.is_some() { 5 } else { 0 };
         let ret = call + 6;
         let resume = self.resume();
+        // RAX where the original code has loaded the number.
+        let nr = self.nr.map_or(rax, u64::from);
+        let slow = (t + ret + RET_TO_SLOW) as u64;
         if self.covers {
             // The site's own code is gone from its start to `resume`: before
             // the call, the program is at the site's start (the copies are
             // idempotent: register loads of what the site loads); after it,
             // at `resume` (RFLAGS as the `cmp` would leave them).
             let cont = (t + ret + 12) as u64;
-            let slow = (t + ret + RET_TO_SLOW) as u64;
-            let nr = self.nr.map_or(rax, u64::from);
             let next = match m.rcx {
                 c if c == cont => Some((resume, rax)),
                 c if c == slow => Some((self.site, nr)),
@@ -204,11 +205,8 @@ impl TrampMap {
                 _ => return None,
             });
         }
-        // RAX where the original code has loaded the number.
-        let nr = self.nr.map_or(rax, u64::from);
         // The original instruction the copied moves start at.
         let moves_at = self.syscall - self.moves;
-        let slow = (t + ret + RET_TO_SLOW) as u64;
         // Where the `jmp *%rcx` at R+8 goes: on, or to the slow `syscall`.
         let next = match m.rcx {
             c if c == resume as u64 => Some((resume, rax)),
@@ -236,14 +234,14 @@ impl TrampMap {
     }
 }
 
-/// A signal interrupted the program at `m.rip`, inside a trampoline, before
-/// its call into the runtime: present the context as the original code's
-/// (as if the jump had not been taken yet, or the copied instructions had
-/// run in place), so a handler that looks at the interrupted address (musl's
-/// cancellation handler checks it against its `__cp_begin`..`__cp_end`
-/// range, Go's preemption against its code) sees the program's own, and
-/// returns there. Contexts after the call, or in trampolines that do not
-/// map one to one, stay as they are.
+/// A signal is delivered on a program context `m` inside a trampoline:
+/// present it as the original code's ([`TrampMap::map`]: as if the jump had
+/// not been taken yet, the copied instructions had run in place, or the
+/// call had returned to the site), so a handler that looks at the
+/// interrupted address (musl's cancellation handler checks it against its
+/// `__cp_begin`..`__cp_end` range, Go's preemption against its code) sees
+/// the program's own, and returns there. A deferred call's finish stays as
+/// it is (`finish_deferred` replaces that context).
 pub fn untrampoline(m: &mut SigContext) {
     let rip = m.rip as usize;
     if !enabled() || region_of(rip) == 0 {
@@ -543,13 +541,18 @@ fn simple_move_len(b: &[u8]) -> Option<usize> {
     simple_move(b).map(|(len, _)| len)
 }
 
+/// The REX prefix at the start of `b` (0 if none) and the bytes after it.
+fn split_rex(b: &[u8]) -> (u8, &[u8]) {
+    match b.first() {
+        Some(&r) if (0x40..=0x4f).contains(&r) => (r, &b[1..]),
+        _ => (0, b),
+    }
+}
+
 /// As [`simple_move_len`], with the register the instruction writes (x86
 /// numbering; `None` for `cmp` and `test`, which write only flags).
 fn simple_move(b: &[u8]) -> Option<(usize, Option<u8>)> {
-    let (rex, rest) = match b.first() {
-        Some(&r) if (0x40..=0x4f).contains(&r) => (r, &b[1..]),
-        _ => (0, b),
-    };
+    let (rex, rest) = split_rex(b);
     let p = usize::from(rex != 0);
     let op = *rest.first()?;
     let (rex_r, rex_b) = (rex & 4 != 0, rex & 1 != 0);
@@ -618,10 +621,7 @@ enum StackValue {
 /// or `movq $imm, ...(%rsp)`. Returns `(length, displacement, value)`. The
 /// register is never RAX or RSP; 64-bit register moves only.
 fn stack_move(b: &[u8]) -> Option<(usize, i8, StackValue)> {
-    let (rex, rest) = match b.first() {
-        Some(&r) if (0x40..=0x4f).contains(&r) => (r, &b[1..]),
-        _ => (0, b),
-    };
+    let (rex, rest) = split_rex(b);
     // No REX.X or REX.B: the SIB must name RSP as base and no index.
     if rex & 3 != 0 {
         return None;
@@ -665,8 +665,8 @@ fn reg_load(b: &[u8]) -> Option<(usize, u8)> {
     }
     let reg = ((modrm >> 3) & 7) | ((rex & 4) << 1);
     let len = match (modrm >> 6, modrm & 7) {
-        (_, 4) => return None,      // SIB
-        (0, 5) => return None,      // RIP-relative
+        (_, 4) => return None, // SIB
+        (0, 5) => return None, // RIP-relative
         (0, _) => 3,
         (1, _) => 4,
         _ => return None,
@@ -786,11 +786,12 @@ fn reg_value(regs: &SigContext, r: u8) -> u64 {
 /// `syscall(3)` as compilers emit it (`mov %reg, %rax; syscall`). The
 /// trampoline enters the runtime with RAX as the program set it.
 ///
-/// In the first three the jump covers exactly one five-byte instruction
-/// that moves a register to or from the stack, followed only by register
-/// moves up to the `syscall`: the trampoline runs that instruction at the
-/// program's RSP, then copies of the moves. No instruction boundary is
-/// lost (a thread stopped after the covered instruction runs the original
+/// In the first three (and gcc's musl `syscall(3)`: `movl $8,(%rsp); mov
+/// 0x10(%rdx),%rsi; mov 0x18(%rdx),%rdx; syscall`) the jump covers exactly
+/// one instruction of 5 to 9 bytes that moves a register or an immediate to
+/// or from the stack, followed only by register moves or register loads up
+/// to the `syscall`: the trampoline runs all of them at the program's RSP.
+/// No instruction boundary is lost (a thread stopped after the covered instruction runs the original
 /// moves and `syscall`, which still trap), so such a site can be patched
 /// while threads run. Each shape is checked against the registers at the
 /// trapped call (`regs`, before it was served) and the program's stack
@@ -925,8 +926,8 @@ fn entry_for(nr: u32) -> usize {
     }
 }
 
-/// Builds the trampoline at `t` for `site`; returns its bytes and the
-/// fast path's continuation address.
+/// Builds the trampoline at `t` for `site`; returns its bytes, the fast
+/// path's continuation address and how its addresses map onto the site's.
 fn trampoline_bytes(t: usize, nr: u32, site: &Site) -> Option<(Vec<u8>, usize, TrampMap)> {
     let mut c: Vec<u8> = Vec::with_capacity(TRAMP_SIZE);
     let syscall = site.resume - site.post.len() - 2;
@@ -1740,8 +1741,8 @@ mod tests {
         // mov 0x18(%rdx),%rdx; syscall. The jump covers the store; the
         // loads run in the trampoline.
         let code = [
-            0xc7, 0x04, 0x24, 0x08, 0, 0, 0, 0x48, 0x8b, 0x72, 0x10, 0x48, 0x8b, 0x52, 0x18,
-            0x0f, 0x05,
+            0xc7, 0x04, 0x24, 0x08, 0, 0, 0, 0x48, 0x8b, 0x72, 0x10, 0x48, 0x8b, 0x52, 0x18, 0x0f,
+            0x05,
         ];
         let at0 = |w: u64| move |off: i64| (off == 0).then_some(w);
         let s = match_dynamic(&code, 0x8000, 0x8011, &regs, &at0(0x1234_0000_0008)).unwrap();
@@ -1782,9 +1783,12 @@ mod tests {
         assert_eq!(sm(&[0x8b, 0x7c, 0x24, 0x08, 0x90]), None); // 32-bit load
         assert_eq!(sm(&[0x49, 0x8b, 0x4c, 0x24, 0x08]), None); // REX.B: R12 base
         assert_eq!(sm(&[0x48, 0x8b, 0x3c, 0x24]), None); // 4 bytes: too short
-        // movl $8,(%rsp) / movl $8,0x10(%rsp) / movq $-1,0x8(%rsp)
+                                                         // movl $8,(%rsp) / movl $8,0x10(%rsp) / movq $-1,0x8(%rsp)
         assert_eq!(sm(&[0xc7, 0x04, 0x24, 8, 0, 0, 0]), Some((7, 0, Imm32(8))));
-        assert_eq!(sm(&[0xc7, 0x44, 0x24, 0x10, 8, 0, 0, 0]), Some((8, 16, Imm32(8))));
+        assert_eq!(
+            sm(&[0xc7, 0x44, 0x24, 0x10, 8, 0, 0, 0]),
+            Some((8, 16, Imm32(8)))
+        );
         assert_eq!(
             sm(&[0x48, 0xc7, 0x44, 0x24, 0x08, 0xff, 0xff, 0xff, 0xff]),
             Some((9, 8, Imm64(u64::MAX)))
@@ -1841,8 +1845,8 @@ mod tests {
         assert_eq!(at(t + 5, 0x480), Some((0x2005, 0x500, 39))); // a move: after mov $NR
         assert_eq!(at(t + 8, 0x480), Some((0x2008, 0x500, 39))); // the mov $NR
         assert_eq!(at(t + 13, 0x480), Some((0x2008, 0x500, 39))); // the call
-        // glibc's threaded read: mov 0x10(%rsp),%edi (pre); xor %eax,%eax;
-        // syscall at 0x3006. t: pre, t+4: lea, t+9: mov $0, t+14: call.
+                                                                  // glibc's threaded read: mov 0x10(%rsp),%edi (pre); xor %eax,%eax;
+                                                                  // syscall at 0x3006. t: pre, t+4: lea, t+9: mov $0, t+14: call.
         let m = TrampMap {
             site: 0x3000,
             pre: 4,
@@ -1867,8 +1871,8 @@ mod tests {
         assert_eq!(at(t + 10), Some((0x4000, 0x500, 1234))); // mov %ecx,%eax
         assert_eq!(at(t + 12), Some((0x4007, 0x500, 1234))); // jmp resume
         assert_eq!(at(t + 17), Some((0x4000, 0x500, 1234))); // lea
-        // glibc's read: xor %eax,%eax (site 0x5000); syscall; cmp covered.
-        // t: lea, t+5: mov $0, t+10: call, R = t+16, cont = R+12 (the cmp).
+                                                             // glibc's read: xor %eax,%eax (site 0x5000); syscall; cmp covered.
+                                                             // t: lea, t+5: mov $0, t+10: call, R = t+16, cont = R+12 (the cmp).
         let m = TrampMap {
             site: 0x5000,
             nr: Some(0),

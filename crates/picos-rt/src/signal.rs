@@ -199,8 +199,7 @@ fn runtime_crash(sig: i32, info: &SigInfo, uc: &UContext) -> ! {
         uc.mcontext.rip.wrapping_sub(base as u64),
         addr
     );
-    die_by_signal(sig);
-    host::exit_group(128 + sig)
+    die_of(sig)
 }
 
 /// Host handler for every signal the program handles.
@@ -246,9 +245,6 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
     let Some(t) = thread::current_checked() else {
         runtime_crash(sig, info, uc);
     };
-    // In a trampoline's copies of the program's instructions: deliver on the
-    // program's own code.
-    crate::patch::untrampoline(&mut uc.mcontext);
     if kernel_fault && t.sighand().get(sig).handler <= SIG_IGN {
         crate::log!(
             Debug,
@@ -262,8 +258,7 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
             // A trap (int3, a debug exception) reports the address after the
             // instruction: running on would skip it. Die of it here (the
             // kernel forces the default action even if SIGTRAP is ignored).
-            die_by_signal(sig);
-            host::exit_group(128 + sig);
+            die_of(sig);
         }
         // Let the faulting instruction run again with the default action, so
         // the process dies of the real fault (core dump and all), as natively.
@@ -328,10 +323,16 @@ pub fn pending_wants_restart(t: &Thread) -> bool {
 /// program blocks or ignores it, its default action at once.
 pub fn force_sig(t: &Thread, sig: i32, code: i32) {
     if t.sig_mask.get() & bit(sig) != 0 || t.sighand().get(sig).handler == SIG_IGN {
-        die_by_signal(sig);
-        host::exit_group(128 + sig);
+        die_of(sig);
     }
     t.add_pending(&SigInfo::kernel(sig, code));
+}
+
+/// Ends the process of signal `sig` (its default action on the host; the
+/// exit status a shell would give if that action does not end it).
+pub fn die_of(sig: i32) -> ! {
+    die_by_signal(sig);
+    host::exit_group(128 + sig)
 }
 
 /// Runs signal `sig`'s default action on the host (terminate, core, stop),
@@ -368,8 +369,7 @@ pub fn deliver(t: &Thread, info: &SigInfo, uc: &mut UContext) {
             if setup_frame(t, sig, &act, info, uc).is_err() {
                 // As Linux's force_sigsegv: the frame could not be written.
                 crate::log!(Debug, "cannot build signal frame for signal {}", sig);
-                die_by_signal(SIGSEGV);
-                host::exit_group(128 + SIGSEGV);
+                die_of(SIGSEGV);
             }
         }
     }

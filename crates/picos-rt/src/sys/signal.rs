@@ -100,8 +100,7 @@ pub fn rt_sigreturn(c: &mut Ctx<'_>) -> SysResult {
         Err(_) => {
             // Linux sends SIGSEGV for a bad frame.
             crate::log!(Debug, "rt_sigreturn with a bad frame");
-            sig::die_by_signal(sig::SIGSEGV);
-            crate::host::exit_group(128 + sig::SIGSEGV)
+            sig::die_of(sig::SIGSEGV)
         }
     }
 }
