@@ -638,6 +638,11 @@ pub fn fault_fixup(rip: u64) -> Option<u64> {
     ((rip >= cs && rip < ce) || (rip >= ss && rip < se) || (rip >= xs && rip < xe)).then_some(fix)
 }
 
+/// Is `addr` canonical (48-bit virtual addresses: bits 63..47 all equal)?
+pub fn is_canonical(addr: u64) -> bool {
+    ((addr as i64) << 16 >> 16) as u64 == addr
+}
+
 /// The time-stamp counter.
 #[inline(always)]
 pub fn rdtsc() -> u64 {

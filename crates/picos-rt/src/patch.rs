@@ -1236,7 +1236,8 @@ extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     let ret = trampoline_ret(f);
     let site_ret = site_ret_of(ret);
     let slow = (ret + RET_TO_SLOW) as u64;
-    let nr = f.rax;
+    // Linux takes the call number from EAX (see `sys::dispatch`).
+    let nr = f.rax as u32 as u64;
     if nr == 15 && fast_sigreturn(t, f) {
         return; // the entry continues at picos_resume_full
     }

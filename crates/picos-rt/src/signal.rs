@@ -54,6 +54,8 @@ pub const SS_DISABLE: i32 = 2;
 pub const SIG_BLOCK: i32 = 0;
 pub const SIG_UNBLOCK: i32 = 1;
 pub const SIG_SETMASK: i32 = 2;
+/// si_code of a signal the kernel raises itself.
+pub const SI_KERNEL: i32 = 0x80;
 /// si_code of a Syscall User Dispatch SIGSYS.
 pub const SYS_USER_DISPATCH: i32 = 2;
 
@@ -65,10 +67,12 @@ pub const fn bit(sig: i32) -> u64 {
 const SYNC_FAULTS: u64 = bit(SIGSEGV) | bit(SIGBUS) | bit(SIGFPE) | bit(SIGILL) | bit(SIGTRAP);
 /// Signals no mask can block.
 const UNBLOCKABLE: u64 = bit(SIGKILL) | bit(SIGSTOP);
-/// Signals the host never blocks: SIGSYS (the trap path) and SIGTRAP (a
-/// thread may meet the patcher's transient `int3` at any time). When the
+/// Signals the host never blocks: SIGSYS (the trap path), SIGTRAP (a
+/// thread may meet the patcher's transient `int3` at any time) and the
+/// other fault types (a blocked fault would kill the process where the
+/// runtime must recover its own accesses to bad program memory). When the
 /// program blocks them, the runtime keeps them pending itself.
-const NEVER_BLOCKED: u64 = UNBLOCKABLE | bit(SIGSYS) | bit(SIGTRAP);
+const NEVER_BLOCKED: u64 = UNBLOCKABLE | bit(SIGSYS) | SYNC_FAULTS;
 /// Host mask while runtime code runs: every signal that can be blocked
 /// without turning a synchronous fault into a kill.
 pub const RUNTIME_MASK: u64 = !(SYNC_FAULTS | NEVER_BLOCKED);
@@ -164,8 +168,15 @@ extern "C" fn sigsys_handler(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
         }
         return host_signal(sig, info as *const SigInfo as *mut SigInfo, uc);
     }
-    let t = thread::current();
+    let Some(t) = thread::current_checked() else {
+        runtime_crash(sig, info, uc);
+    };
     crate::patch::note_fpstate(uc.mcontext.fpstate);
+    if crate::sys::int80::arch_of(info) == crate::sys::int80::AUDIT_ARCH_I386 {
+        crate::sys::int80::dispatch(t, uc);
+        deliver_pending(t, uc);
+        return;
+    }
     let (nr, after) = (uc.mcontext.rax, uc.mcontext.rip as usize);
     if nr == crate::patch::DEFERRED_NR && crate::patch::finish_deferred(t, uc) {
         deliver_pending(t, uc);
@@ -188,18 +199,53 @@ extern "C" fn sigsys_handler(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
     deliver_pending(t, uc);
 }
 
+/// A synchronous fault in runtime code that no fix-up covers. The runtime's
+/// state lives in memory the program can write, and its per-thread pointer
+/// in a register the program can change (`wrgsbase`): such a fault means
+/// the program corrupted it (or picos has a bug). Reported, then the program
+/// ends as Linux ends a program that faults: SIGSEGV.
 fn runtime_crash(sig: i32, info: &SigInfo, uc: &UContext) -> ! {
     let addr = u64::from_ne_bytes(info.0[16..24].try_into().unwrap());
     let (base, _) = crate::mem::image_range();
+    let why = if thread::current_checked().is_none() {
+        "the program changed the GS base register the runtime keeps its thread pointer in (wrgsbase)"
+    } else {
+        "the program corrupted the runtime's memory, or picos has a bug"
+    };
     crate::log!(
         Error,
-        "internal error: signal {} in the runtime at rip={:#x} (image+{:#x}), fault address {:#x}",
+        "signal {} in the runtime at rip={:#x} (image+{:#x}), fault address {:#x}: {}; ending the program with SIGSEGV",
         sig,
         uc.mcontext.rip,
         uc.mcontext.rip.wrapping_sub(base as u64),
-        addr
+        addr,
+        why
     );
-    die_of(sig)
+    die_of(SIGSEGV)
+}
+
+/// A signal of a fault type with a positive si_code is either a real fault
+/// of the instruction at `rip` or one someone sent (`rt_sigqueueinfo` to
+/// itself, a child's exit signal, rseq): the siginfo cannot tell them
+/// apart. The first sighting is taken as sent; a real fault comes back at
+/// once from the same instruction (nothing else runs in between: async
+/// signals are blocked or only queue). Returns true for the second sighting,
+/// after taking back the pending signal the first one queued.
+fn fault_recurs(t: &Thread, sig: i32, rip: u64) -> bool {
+    let p = t.fault_probe.get();
+    if p.rip == rip && p.sig == sig {
+        t.fault_probe.set(thread::FaultProbe::default());
+        if p.queued {
+            let _ = t.take_pending(!bit(sig));
+        }
+        return true;
+    }
+    t.fault_probe.set(thread::FaultProbe {
+        rip,
+        sig,
+        queued: !t.is_pending(sig),
+    });
+    false
 }
 
 /// Host handler for every signal the program handles.
@@ -207,8 +253,19 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
     // SAFETY: the kernel passes valid, exclusive siginfo and ucontext pointers.
     let (info, uc) = unsafe { (&*info, &mut *uc) };
     let rip = uc.mcontext.rip;
-    let kernel_fault = SYNC_FAULTS & bit(sig) != 0 && info.code() > 0;
-    if !kernel_fault && crate::patch::complete_exit(uc) {
+    // A fault type with a kernel si_code: a real fault, or one sent with
+    // such a code (see `fault_recurs`).
+    let maybe_fault = SYNC_FAULTS & bit(sig) != 0 && info.code() > 0;
+    if maybe_fault && arch::in_resume(rip) {
+        // The resume jump faulted: its target (a handler, a sigreturn
+        // frame's RIP) is not a canonical address. Put the program's
+        // context in place: the host's return to it faults as Linux's own
+        // return would, in the program.
+        crate::patch::complete_exit(uc);
+        if !arch::is_canonical(uc.mcontext.rip) {
+            return;
+        }
+    } else if !maybe_fault && crate::patch::complete_exit(uc) {
         // A fast return to the program was under way, its result final:
         // deliver on the program context it returns to.
         let t = thread::current();
@@ -217,7 +274,7 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
         return;
     }
     if sig == SIGTRAP
-        && kernel_fault
+        && maybe_fault
         && !in_runtime(rip)
         && crate::patch::is_patch_trap(rip as usize)
     {
@@ -225,19 +282,25 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
         uc.mcontext.rip = rip - 1;
         return;
     }
+    let rip = uc.mcontext.rip;
     if in_runtime(rip) {
-        if kernel_fault {
+        let Some(t) = thread::current_checked() else {
+            if maybe_fault {
+                runtime_crash(sig, info, uc);
+            }
+            return;
+        };
+        let rewind = arch::blocking_rewind(rip);
+        // A fault cannot happen in the blocking window (a `syscall`).
+        if maybe_fault && rewind.is_none() && fault_recurs(t, sig, rip) {
             if let Some(fix) = arch::fault_fixup(rip) {
                 uc.mcontext.rip = fix;
                 return;
             }
             runtime_crash(sig, info, uc);
         }
-        let Some(t) = thread::current_checked() else {
-            return;
-        };
         t.add_pending(info);
-        if let Some(r) = arch::blocking_rewind(rip) {
+        if let Some(r) = rewind {
             uc.mcontext.rip = r;
         }
         return;
@@ -245,39 +308,48 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
     let Some(t) = thread::current_checked() else {
         runtime_crash(sig, info, uc);
     };
-    if kernel_fault && t.sighand().get(sig).handler <= SIG_IGN {
-        crate::log!(
-            Debug,
-            "program fault: signal {} at rip={:#x} addr={:#x} rsp={:#x}",
-            sig,
-            uc.mcontext.rip,
-            u64::from_ne_bytes(info.0[16..24].try_into().unwrap()),
-            uc.mcontext.rsp
-        );
-        if sig == SIGTRAP {
-            // A trap (int3, a debug exception) reports the address after the
-            // instruction: running on would skip it. Die of it here (the
-            // kernel forces the default action even if SIGTRAP is ignored).
-            die_of(sig);
+    if maybe_fault {
+        let handler = t.sighand().get(sig).handler;
+        let blocked = t.sig_mask.get() & bit(sig) != 0;
+        if handler == SIG_DFL && !blocked {
+            crate::log!(
+                Debug,
+                "program fault: signal {} at rip={:#x} addr={:#x} rsp={:#x}",
+                sig,
+                uc.mcontext.rip,
+                u64::from_ne_bytes(info.0[16..24].try_into().unwrap()),
+                uc.mcontext.rsp
+            );
+            // Real or sent, the default action: raise the signal again with
+            // the host's default disposition. It stays pending (blocked in
+            // this handler) until the program's context is back, so the
+            // process dies there (core dump and all), before the faulting
+            // instruction could run again, as natively.
+            let dfl = KSigaction {
+                handler: SIG_DFL,
+                flags: SA_RESTORER,
+                restorer: arch::picos_restorer as *const () as usize,
+                mask: 0,
+            };
+            let _ = host::rt_sigaction(sig, Some(&dfl), None);
+            let _ = host::tgkill(host::getpid(), host::gettid(), sig);
+            uc.sigmask = host_mask(t.sig_mask.get()) & !bit(sig);
+            return;
         }
-        // Let the faulting instruction run again with the default action, so
-        // the process dies of the real fault (core dump and all), as natively.
-        let dfl = KSigaction {
-            handler: SIG_DFL,
-            flags: SA_RESTORER,
-            restorer: arch::picos_restorer as *const () as usize,
-            mask: 0,
-        };
-        let _ = host::rt_sigaction(sig, Some(&dfl), None);
-        uc.sigmask = host_mask(t.sig_mask.get()) & !bit(sig);
-        return;
-    }
-    if t.sig_mask.get() & bit(sig) != 0 {
-        // A signal the host does not block for the program (SIGSYS, SIGTRAP).
-        if kernel_fault {
-            // As Linux does for a blocked fault: the default action.
-            die_by_signal(sig);
+        if handler == SIG_IGN || blocked {
+            // A real fault the program blocks or ignores kills it (Linux's
+            // force_sig); a sent one is ignored or stays pending.
+            if fault_recurs(t, sig, rip) {
+                die_of(sig);
+            }
+            if blocked {
+                t.add_pending(info);
+            }
+            return;
         }
+    } else if t.sig_mask.get() & bit(sig) != 0 {
+        // A signal the host does not block for the program (SIGSYS and the
+        // fault types): it waits here until the program unblocks it.
         t.add_pending(info);
         return;
     }
@@ -298,6 +370,7 @@ pub fn deliver_pending(t: &Thread, uc: &mut UContext) {
     if let Some(saved) = t.saved_mask.take() {
         t.sig_mask.set(saved);
     }
+    t.fault_probe.set(thread::FaultProbe::default());
     // What the program blocks goes back to the host, except the signals the
     // host never blocks: those wait here until the program unblocks them.
     while let Some(info) = t.take_pending(NEVER_BLOCKED) {
@@ -368,8 +441,14 @@ pub fn deliver(t: &Thread, info: &SigInfo, uc: &mut UContext) {
         _ => {
             if setup_frame(t, sig, &act, info, uc).is_err() {
                 // As Linux's force_sigsegv: the frame could not be written.
+                // SIGSEGV itself is then fatal; any other signal turns into
+                // a SIGSEGV for the program (delivered next by the caller's
+                // loop), fatal in turn if it is blocked or ignored.
                 crate::log!(Debug, "cannot build signal frame for signal {}", sig);
-                die_of(SIGSEGV);
+                if sig == SIGSEGV {
+                    die_of(SIGSEGV);
+                }
+                force_sig(t, SIGSEGV, SI_KERNEL);
             }
         }
     }
@@ -510,7 +589,8 @@ pub fn sigreturn_from(
 pub fn set_altstack(t: &Thread, ss: &StackT, cur_sp: u64) -> Result<(), crate::errno::Errno> {
     use crate::errno::Errno;
     let cur = t.altstack.get();
-    if on_altstack(&cur, cur_sp) {
+    // Linux's on_sig_stack(): a stack with SS_AUTODISARM never counts.
+    if cur.flags & (1 << 31) == 0 && on_altstack(&cur, cur_sp) {
         return Err(Errno::EPERM);
     }
     let mode = ss.flags & !(1 << 31); // SS_AUTODISARM
@@ -547,7 +627,10 @@ mod tests {
         assert_eq!(bit(64), 1 << 63);
         assert_eq!(host_mask(!0) & bit(SIGSYS), 0);
         assert_eq!(host_mask(!0) & bit(SIGKILL), 0);
-        assert_ne!(host_mask(!0) & bit(SIGSEGV), 0);
+        // Fault types are never blocked on the host (the runtime keeps
+        // them pending itself), so its own EFAULT recovery keeps working.
+        assert_eq!(host_mask(!0) & bit(SIGSEGV), 0);
+        assert_eq!(host_mask(!0) & bit(SIGBUS), 0);
         assert_eq!(RUNTIME_MASK & bit(SIGSEGV), 0);
         assert_ne!(RUNTIME_MASK & bit(SIGINT_), 0);
     }

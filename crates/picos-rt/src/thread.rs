@@ -184,6 +184,21 @@ pub struct Thread {
     /// The full program context the fast entry returns to (`resume_on`);
     /// its `fpstate` field is unused: FPU state is already in the registers.
     pub resume: Cell<crate::arch::SigContext>,
+    /// The last fault-type signal (SIGSEGV, SIGBUS, ... with a positive
+    /// si_code) whose origin is not yet known: see `signal::fault_recurs`.
+    pub fault_probe: Cell<FaultProbe>,
+}
+
+/// A fault-type signal taken, at first, for one sent by someone (`kill`
+/// with a positive si_code, a child's exit signal, rseq): if the same
+/// instruction raises it again at once, it was a real fault.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct FaultProbe {
+    pub rip: u64,
+    pub sig: i32,
+    /// The signal was queued as pending on the first sighting (and must be
+    /// taken back if it turns out to be a real fault).
+    pub queued: bool,
 }
 
 /// Offsets for `arch::picos_resume_full`.
@@ -270,6 +285,11 @@ impl Thread {
         Some(info)
     }
 
+    /// Is signal `sig` pending in the runtime?
+    pub fn is_pending(&self, sig: i32) -> bool {
+        self.pending_set.load(Ordering::Relaxed) & (1u64 << (sig - 1)) != 0
+    }
+
     /// Is a signal pending that the program does not block?
     pub fn has_pending(&self) -> bool {
         self.pending_set.load(Ordering::Relaxed) & !self.sig_mask.get() != 0
@@ -353,6 +373,7 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             affinity: crate::sys::ids::AffinityCache::new(),
             resume_on: AtomicU32::new(0),
             resume: Cell::new(crate::arch::SigContext::default()),
+            fault_probe: Cell::new(FaultProbe::default()),
         });
         Ok(&*t)
     }

@@ -630,6 +630,15 @@ fn syscall_signals() {
     conformance("syscall_signals", &[ok(&[])]);
 }
 
+/// Issue 9's probes: fault-type signals that are not faults, blocked fault
+/// signals, unbuildable frames, clone on a new stack, clone3's checks, the
+/// `int $0x80` entry, call numbers with high bits, a faulting rdtsc, a
+/// handler at a non-canonical address.
+#[test]
+fn hostile() {
+    conformance("hostile", &[ok(&[]), signal(&["noncanonical-handler"], 11)]);
+}
+
 #[test]
 fn signal_pc() {
     conformance("signal_pc", &[ok(&[])]);

@@ -464,6 +464,11 @@ impl Default for AffinityCache {
     }
 }
 
+/// Set once a thread has made `rdtsc` fault (prctl(PR_SET_TSC,
+/// PR_TSC_SIGSEGV)): the runtime stops reading the time-stamp counter.
+pub static TSC_DISABLED: core::sync::atomic::AtomicBool =
+    core::sync::atomic::AtomicBool::new(false);
+
 /// Implements sched_getaffinity(2): the calling thread's own mask from its
 /// cache (see [`AffinityCache`]); other threads' masks, and sizes the cache
 /// cannot answer exactly, from the host.
@@ -471,6 +476,10 @@ pub fn sched_getaffinity(c: &mut Ctx<'_>) -> SysResult {
     let (pid, len, ptr) = (c.arg(0) as i32, c.arg(1), c.arg(2));
     if (pid != 0 && pid != c.t.tid()) || len % 8 != 0 {
         return c.host(); // the host's own errors (ESRCH, EINVAL) and answers
+    }
+    if TSC_DISABLED.load(Ordering::Relaxed) {
+        // rdtsc would fault (the cache's clock): no cache.
+        return c.host();
     }
     let a = &c.t.affinity;
     let (gen, now) = (AFFINITY_GEN.load(Ordering::Acquire), crate::arch::rdtsc());

@@ -7,6 +7,7 @@
 
 pub mod fs;
 pub mod ids;
+pub mod int80;
 pub mod memory;
 pub mod process;
 pub mod signal;
@@ -109,6 +110,17 @@ fn warn_unsupported(nr: usize, name: &str) {
     }
 }
 
+fn warn_unsupported_int80(nr: u32) {
+    static WARNED_INT80: AtomicU64 = AtomicU64::new(0);
+    if WARNED_INT80.swap(1, Ordering::Relaxed) == 0 {
+        crate::log!(
+            Warning,
+            "unsupported 32-bit system call {} (int $0x80) returns ENOSYS (further ones are not reported)",
+            nr
+        );
+    }
+}
+
 /// How a call was served, for `--trace`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Served {
@@ -179,7 +191,10 @@ fn serve_traced(
 /// writes its result into `uc`.
 pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
     let m = &uc.mcontext;
-    let nr = m.rax as usize;
+    // Linux reads the number as an int: the upper half of RAX is ignored
+    // ((1 << 32) | 39 is getpid).
+    let raw_nr = m.rax;
+    let nr = raw_nr as u32 as usize;
     let args = [m.rdi, m.rsi, m.rdx, m.r10, m.r8, m.r9].map(|a| a as usize);
     let def = lookup(nr);
     let mut ctx = Ctx {
@@ -200,7 +215,7 @@ pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
     let m = &mut ctx.uc.mcontext;
     if rewinds(t, res.err(), restart) {
         m.rip -= 2;
-        m.rax = nr as u64;
+        m.rax = raw_nr;
         return;
     }
     m.rax = match res {

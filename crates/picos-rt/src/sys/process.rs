@@ -49,25 +49,62 @@ pub fn clone(c: &mut Ctx<'_>) -> SysResult {
     do_clone(c, a)
 }
 
-/// Implements clone3(2) by translation to the clone path.
+/// Implements clone3(2) by translation to the clone path, with Linux's
+/// argument checks (`copy_clone_args_from_user`, `clone3_args_valid`).
 pub fn clone3(c: &mut Ctx<'_>) -> SysResult {
     let size = c.arg(1);
-    if !(64..=4096).contains(&size) {
+    if size < 64 {
         return Err(Errno::EINVAL);
+    }
+    if size > 4096 {
+        return Err(Errno::E2BIG);
     }
     let mut raw = [0u64; 11];
     let n = size.min(88);
     let mut bytes = [0u8; 88];
     user::copy_in(&mut bytes[..n], c.arg(0))?;
+    if size > 88 {
+        // A larger struct from a newer ABI: its extra bytes must be zero.
+        let mut rest = [0u8; 4096 - 88];
+        user::copy_in(&mut rest[..size - 88], c.arg(0) + 88)?;
+        if rest[..size - 88].iter().any(|&b| b != 0) {
+            return Err(Errno::E2BIG);
+        }
+    }
     for (i, w) in raw.iter_mut().enumerate() {
         *w = u64::from_ne_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap());
     }
-    let [flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, _set_tid, set_tid_size, _cgroup] =
+    let [flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size, cgroup] =
         raw;
-    if set_tid_size != 0 || flags & CLONE_INTO_CGROUP != 0 {
+    const CLONE_PARENT: u64 = 0x8000;
+    const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
+    const MAX_PID_NS_LEVEL: u64 = 32;
+    if (set_tid != 0) != (set_tid_size != 0) || set_tid_size > MAX_PID_NS_LEVEL {
         return Err(Errno::EINVAL);
     }
-    if exit_signal > 64 || flags & 0xff != 0 {
+    if exit_signal & !0xff != 0 || exit_signal > 64 {
+        return Err(Errno::EINVAL);
+    }
+    if flags & CLONE_INTO_CGROUP != 0 && (cgroup > i32::MAX as u64 || size < 88) {
+        return Err(Errno::EINVAL);
+    }
+    if flags & !(0xffff_ffff | CLONE_CLEAR_SIGHAND | CLONE_INTO_CGROUP) != 0
+        || flags & (CLONE_SIGHAND | CLONE_CLEAR_SIGHAND) == CLONE_SIGHAND | CLONE_CLEAR_SIGHAND
+        || flags & (CLONE_THREAD | CLONE_PARENT) != 0 && exit_signal != 0
+        || (stack == 0) != (stack_size == 0)
+        || stack
+            .checked_add(stack_size)
+            .is_none_or(|end| end > USER_END)
+    {
+        return Err(Errno::EINVAL);
+    }
+    // Valid for Linux, but not served by picos: a chosen pid (needs a
+    // pid namespace of its own), a cgroup to start in, a cleared signal
+    // table; clone(2) has no room for them.
+    if set_tid_size != 0 || flags & (CLONE_INTO_CGROUP | CLONE_CLEAR_SIGHAND) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if flags & 0xff != 0 {
         return Err(Errno::EINVAL);
     }
     if flags & CLONE_PIDFD != 0 && flags & CLONE_PARENT_SETTID != 0 {
@@ -90,6 +127,9 @@ pub fn clone3(c: &mut Ctx<'_>) -> SysResult {
     };
     do_clone(c, a)
 }
+
+/// The end of the user address space (`access_ok`'s limit, 47-bit).
+const USER_END: u64 = 0x7fff_ffff_f000;
 
 /// Implements fork(2).
 pub fn fork(c: &mut Ctx<'_>) -> SysResult {
@@ -157,6 +197,10 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     }?;
     if r == 0 {
         crate::rt::after_fork_child(t);
+        if a.stack != 0 {
+            // The child returns to the program on the stack it was given.
+            c.uc.mcontext.rsp = a.stack as u64;
+        }
     }
     Ok(r)
 }
@@ -306,10 +350,12 @@ pub fn arch_prctl(c: &mut Ctx<'_>) -> SysResult {
 const PR_SET_PDEATHSIG: usize = 1;
 const PR_GET_PDEATHSIG: usize = 2;
 const PR_SET_SYSCALL_USER_DISPATCH: usize = 59;
+const PR_SET_TSC: usize = 26;
+const PR_TSC_SIGSEGV: usize = 2;
 
 /// Implements prctl(2): Syscall User Dispatch belongs to the runtime; the
 /// parent-death signal is the runtime's on the host and emulated for the
-/// program.
+/// program; a faulting `rdtsc` (PR_SET_TSC) makes the runtime stop using it.
 pub fn prctl(c: &mut Ctx<'_>) -> SysResult {
     match c.arg(0) {
         PR_SET_SYSCALL_USER_DISPATCH => Err(Errno::EINVAL),
@@ -322,6 +368,13 @@ pub fn prctl(c: &mut Ctx<'_>) -> SysResult {
                 .guest_pdeathsig
                 .store(sig as i32, core::sync::atomic::Ordering::Relaxed);
             Ok(0)
+        }
+        PR_SET_TSC => {
+            let r = c.host()?;
+            if c.arg(1) == PR_TSC_SIGSEGV {
+                super::ids::TSC_DISABLED.store(true, core::sync::atomic::Ordering::Relaxed);
+            }
+            Ok(r)
         }
         PR_GET_PDEATHSIG => {
             let sig =

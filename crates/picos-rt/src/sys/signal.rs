@@ -80,10 +80,11 @@ pub fn rt_sigprocmask(c: &mut Ctx<'_>) -> SysResult {
             sig::SIG_SETMASK => s,
             _ => return Err(Errno::EINVAL),
         };
+        // As Linux: the mask changes even if `oldset` then faults.
+        c.t.sig_mask.set(new);
         if !oldset.is_null() {
             oldset.write(&cur)?;
         }
-        c.t.sig_mask.set(new);
     } else if !oldset.is_null() {
         oldset.write(&cur)?;
     }

@@ -1,0 +1,378 @@
+/* Programs that poke at corners where a library OS can go wrong (issue 9's
+ * probing): fault-type signals that are not faults, signals while fault
+ * signals are blocked, frames that cannot be built, clone without CLONE_VM
+ * on a new stack, clone3's argument checks, the 32-bit `int $0x80` entry,
+ * call numbers with high bits, a faulting rdtsc, a handler at a
+ * non-canonical address.
+ *
+ * Usage: hostile [MODE]. Without a mode, every mode that returns runs in
+ * turn; "noncanonical-handler" ends in SIGSEGV (natively and under picos).
+ */
+#include "conformance.h"
+
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+
+#ifndef __WALL
+#define __WALL 0x40000000
+#endif
+
+static volatile sig_atomic_t got_sig, got_code, hits;
+
+static void info_handler(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    got_sig = sig;
+    got_code = si->si_code;
+    hits++;
+}
+
+static void set_handler(int sig, void (*h)(int, siginfo_t *, void *), int flags)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = h;
+    sa.sa_flags = SA_SIGINFO | flags;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, NULL);
+}
+
+static void set_default(int sig)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    sigaction(sig, &sa, NULL);
+}
+
+static void mask(int how, int sig)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, sig);
+    sigprocmask(how, &s, NULL);
+}
+
+/* A fault-type signal queued with a positive si_code (as a kernel fault
+ * has) reaches the handler like any other. */
+static void queued_fault(void)
+{
+    static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP };
+    for (unsigned i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        int sig = sigs[i];
+        set_handler(sig, info_handler, 0);
+        got_sig = got_code = hits = 0;
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        si.si_signo = sig;
+        si.si_code = 1;
+        long r = syscall(SYS_rt_sigqueueinfo, getpid(), sig, &si);
+        char name[64];
+        snprintf(name, sizeof name, "queued_fault_%d", sig);
+        checkf(name, r == 0 && hits == 1 && got_sig == sig && got_code == 1,
+               "r=%ld hits=%d sig=%d code=%d", r, (int)hits, (int)got_sig, (int)got_code);
+        /* Again through tgsigqueueinfo, while a blocking call runs in a
+         * child's wait: the signal comes from the kernel instead. */
+        set_default(sig);
+    }
+}
+
+static int child_fn(void *arg)
+{
+    (void)arg;
+    return 0;
+}
+
+/* A child's exit signal may be a fault type: SIGSEGV with CLD_EXITED. */
+static void clone_exit_fault(void)
+{
+    set_handler(SIGSEGV, info_handler, 0);
+    got_sig = got_code = hits = 0;
+    size_t sz = 64 * 1024;
+    char *stack = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    pid_t pid = clone(child_fn, stack + sz, CLONE_VM | SIGSEGV, NULL);
+    int st = 0;
+    pid_t w;
+    do
+        w = waitpid(pid, &st, __WALL);
+    while (w < 0 && errno == EINTR);
+    for (int i = 0; i < 1000 && !hits; i++)
+        sleep_ms(1);
+    checkf("clone_exit_sigsegv", pid > 0 && w == pid && hits == 1 && got_code == CLD_EXITED,
+           "pid=%d w=%d hits=%d code=%d", pid, w, (int)hits, (int)got_code);
+    /* The same without CLONE_VM. */
+    hits = 0;
+    pid = clone(child_fn, stack + sz, CLONE_VFORK | SIGSEGV, NULL);
+    do
+        w = waitpid(pid, &st, __WALL);
+    while (w < 0 && errno == EINTR);
+    for (int i = 0; i < 1000 && !hits; i++)
+        sleep_ms(1);
+    checkf("clone_vfork_exit_sigsegv", pid > 0 && w == pid && hits == 1 && got_code == CLD_EXITED,
+           "pid=%d w=%d hits=%d code=%d", pid, w, (int)hits, (int)got_code);
+    munmap(stack, sz);
+    set_default(SIGSEGV);
+}
+
+/* With SIGSEGV blocked, calls that write to a read-only buffer fail with
+ * EFAULT (whoever serves them); a SIGSEGV sent meanwhile stays pending. */
+static void blocked_fault(void)
+{
+    char *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    set_handler(SIGSEGV, info_handler, 0);
+    hits = 0;
+    mask(SIG_BLOCK, SIGSEGV);
+    mask(SIG_BLOCK, SIGBUS);
+    struct { const char *name; long nr; long a0, a1, a2; } calls[] = {
+        { "efault_uname", SYS_uname, (long)ro, 0, 0 },
+        { "efault_getresuid", SYS_getresuid, (long)ro, (long)ro, (long)ro },
+        { "efault_getrlimit", SYS_getrlimit, RLIMIT_NOFILE, (long)ro, 0 },
+        { "efault_clock_gettime", SYS_clock_gettime, CLOCK_MONOTONIC, (long)ro, 0 },
+        { "efault_gettimeofday", SYS_gettimeofday, (long)ro, 0, 0 },
+        { "efault_rt_sigpending", SYS_rt_sigpending, (long)ro, 8, 0 },
+        { "efault_sched_getaffinity", SYS_sched_getaffinity, 0, 128, (long)ro },
+        { "efault_getcpu", SYS_getcpu, (long)ro, 0, 0 },
+        { "efault_sigaltstack", SYS_sigaltstack, 0, (long)ro, 0 },
+    };
+    for (unsigned i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+        errno = 0;
+        long r = syscall(calls[i].nr, calls[i].a0, calls[i].a1, calls[i].a2);
+        check_errno(calls[i].name, r, errno, EFAULT);
+    }
+    kill(getpid(), SIGSEGV);
+    kill(getpid(), SIGBUS);
+    sigset_t p;
+    sigpending(&p);
+    check("blocked_sigsegv_pending", hits == 0 && sigismember(&p, SIGSEGV) && sigismember(&p, SIGBUS));
+    /* A handled signal meanwhile, through libc's syscall(3). */
+    set_handler(SIGUSR1, info_handler, 0);
+    syscall(SYS_tkill, syscall(SYS_gettid), SIGUSR1);
+    check("blocked_sigsegv_other_signal", hits == 1 && got_sig == SIGUSR1);
+    set_handler(SIGBUS, info_handler, 0);
+    hits = 0;
+    mask(SIG_UNBLOCK, SIGSEGV);
+    mask(SIG_UNBLOCK, SIGBUS);
+    checkf("blocked_sigsegv_delivered", hits == 2, "hits=%d", (int)hits);
+    set_default(SIGSEGV);
+    set_default(SIGBUS);
+    set_default(SIGUSR1);
+    munmap(ro, 4096);
+}
+
+/* A handler on an alternate stack that is not mapped: the frame cannot be
+ * built, and the program gets SIGSEGV instead. */
+static void altstack_unmapped(void)
+{
+    char *p = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    munmap(p, 65536);
+    stack_t ss = { .ss_sp = p, .ss_size = 65536, .ss_flags = 0 };
+    sigaltstack(&ss, NULL);
+    set_handler(SIGUSR1, info_handler, SA_ONSTACK);
+    set_handler(SIGSEGV, info_handler, 0);
+    hits = got_sig = 0;
+    raise(SIGUSR1);
+    checkf("altstack_unmapped_sigsegv", hits == 1 && got_sig == SIGSEGV && got_code == SI_KERNEL,
+           "hits=%d sig=%d code=%d", (int)hits, (int)got_sig, (int)got_code);
+    ss.ss_flags = SS_DISABLE;
+    sigaltstack(&ss, NULL);
+    set_default(SIGSEGV);
+    set_default(SIGUSR1);
+}
+
+/* rt_sigprocmask changes the mask even when writing the old one fails. */
+static void sigprocmask_bad_oldset(void)
+{
+    uint64_t set = 1ull << (SIGUSR2 - 1);
+    long r = syscall(SYS_rt_sigprocmask, SIG_BLOCK, &set, (void *)8, 8);
+    int e = errno;
+    check_errno("sigprocmask_bad_oldset_efault", r, e, EFAULT);
+    sigset_t cur;
+    sigprocmask(SIG_BLOCK, NULL, &cur);
+    check("sigprocmask_bad_oldset_applied", sigismember(&cur, SIGUSR2));
+    mask(SIG_UNBLOCK, SIGUSR2);
+}
+
+static char *child_stack;
+
+static int on_stack_fn(void *arg)
+{
+    char here;
+    uintptr_t p = (uintptr_t)&here;
+    /* Exit status 0 if this runs on the stack clone was given. */
+    _exit(p > (uintptr_t)child_stack && p <= (uintptr_t)arg ? 0 : 3);
+}
+
+/* clone without CLONE_VM: the child runs fn on the new stack. */
+static void clone_new_stack(void)
+{
+    size_t sz = 256 * 1024;
+    child_stack = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *top = child_stack + sz;
+    pid_t pid = clone(on_stack_fn, top, SIGCHLD, top);
+    int st = -1;
+    waitpid(pid, &st, 0);
+    checkf("clone_fork_new_stack", pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+           "pid=%d status=%#x", pid, st);
+    munmap(child_stack, sz);
+}
+
+struct clone_args_ {
+    uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls,
+        set_tid, set_tid_size, cgroup;
+};
+
+/* clone3's argument checks (every case is EINVAL natively). */
+static void clone3_invalid(void)
+{
+    static char stk[4096];
+    static pid_t tid = 1;
+    struct { const char *name; struct clone_args_ a; } cases[] = {
+        { "clone3_stack_size_without_stack", { .exit_signal = SIGCHLD, .stack_size = 4096 } },
+        { "clone3_stack_without_size", { .exit_signal = SIGCHLD, .stack = (uintptr_t)stk } },
+        { "clone3_exit_signal_65", { .exit_signal = 65 } },
+        { "clone3_set_tid_without_size", { .exit_signal = SIGCHLD, .set_tid = (uintptr_t)&tid } },
+        { "clone3_parent_with_exit_signal", { .flags = CLONE_PARENT, .exit_signal = SIGCHLD } },
+        { "clone3_unknown_flag", { .flags = 1ull << 40, .exit_signal = SIGCHLD } },
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        errno = 0;
+        long r = syscall(SYS_clone3, &cases[i].a, sizeof cases[i].a);
+        if (r == 0)
+            _exit(0); /* a child Linux would not have made */
+        if (r > 0)
+            waitpid((pid_t)r, NULL, __WALL);
+        check_errno(cases[i].name, r, errno, EINVAL);
+    }
+    struct clone_args_ a = { .exit_signal = SIGCHLD };
+    errno = 0;
+    long r = syscall(SYS_clone3, &a, 63);
+    check_errno("clone3_size_63", r, errno, EINVAL);
+}
+
+/* The 32-bit entry from a 64-bit program: i386 numbers and registers. */
+static long int80(long nr, long b, long c, long d)
+{
+    long r;
+    __asm__ volatile("int $0x80" : "=a"(r) : "a"(nr), "b"(b), "c"(c), "d"(d) : "memory");
+    return r;
+}
+
+static void int80_calls(void)
+{
+    check("int80_getpid", int80(20, 0, 0, 0) == getpid());
+    check("int80_gettid", int80(224, 0, 0, 0) == syscall(SYS_gettid));
+    /* write: buffer in the low 4 GiB (32-bit pointers). */
+    char *low = mmap((void *)0x10000000, 4096, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (low == MAP_FAILED) {
+        check("int80_write_low_buffer", 0);
+        return;
+    }
+    memcpy(low, "int80_write: ok\n", 16);
+    check("int80_write_result", int80(4, 1, (long)(uintptr_t)low, 16) == 16);
+    check("int80_bad_fd", int80(6, 0x7fff, 0, 0) == -EBADF);
+    /* RCX and R11 are kept (unlike `syscall`). */
+    long rcx = 0x1234, r11 = 0x5678, r;
+    __asm__ volatile("mov %3, %%r11\n\tint $0x80\n\tmov %%r11, %2"
+                     : "=a"(r), "+c"(rcx), "=r"(r11)
+                     : "r"(r11), "a"(20L)
+                     : "r11", "memory");
+    checkf("int80_keeps_rcx_r11", r == getpid() && rcx == 0x1234 && r11 == 0x5678,
+           "r=%ld rcx=%#lx r11=%#lx", r, rcx, r11);
+    munmap(low, 4096);
+}
+
+/* Linux takes the call number from EAX. */
+static void high_bits(void)
+{
+    long r;
+    __asm__ volatile("syscall" : "=a"(r) : "a"((1L << 32) | SYS_getpid) : "rcx", "r11", "memory");
+    check("nr_high_bits_getpid", r == getpid());
+}
+
+static void sigsegv_exit(int sig)
+{
+    (void)sig;
+    puts("rdtsc_faults: ok");
+    exit(conf_finish("hostile"));
+}
+
+/* prctl(PR_SET_TSC, PR_TSC_SIGSEGV): rdtsc faults in the program; calls
+ * go on working (under picos the runtime stops using rdtsc). Ends the
+ * program (from the SIGSEGV handler). */
+static void tsc_off(void)
+{
+    if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) {
+        check("pr_set_tsc", 0);
+        return;
+    }
+    cpu_set_t cs;
+    int ok = 1;
+    for (int i = 0; i < 50; i++) {
+        ok &= sched_getaffinity(0, sizeof cs, &cs) == 0;
+        sleep_ms(1);
+    }
+    check("tsc_off_sched_getaffinity", ok);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = sigsegv_exit;
+    sigaction(SIGSEGV, &sa, NULL);
+    unsigned lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    puts("rdtsc_faults: FAIL");
+    exit(1);
+}
+
+static void noop(int s) { (void)s; }
+
+/* A handler at a non-canonical address, installed after a few ordinary
+ * deliveries: the program dies of SIGSEGV. */
+static void noncanonical_handler(void)
+{
+    signal(SIGUSR2, noop);
+    for (int i = 0; i < 3; i++)
+        syscall(SYS_tkill, syscall(SYS_gettid), SIGUSR2);
+    struct { unsigned long handler, flags, restorer, mask; } act = {
+        0x2000000000000UL, 0x04000000 | 4, 0x100001000123UL, 0 };
+    syscall(SYS_rt_sigaction, SIGUSR1, &act, 0, 8);
+    syscall(SYS_tkill, syscall(SYS_gettid), SIGUSR1);
+    puts("noncanonical_handler: not reached");
+}
+
+int main(int argc, char **argv)
+{
+    conf_init();
+    const char *mode = argc > 1 ? argv[1] : "all";
+    int all = !strcmp(mode, "all");
+    if (all || !strcmp(mode, "queued-fault"))
+        queued_fault();
+    if (all || !strcmp(mode, "clone-exit-fault"))
+        clone_exit_fault();
+    if (all || !strcmp(mode, "blocked-fault"))
+        blocked_fault();
+    if (all || !strcmp(mode, "altstack-unmapped"))
+        altstack_unmapped();
+    if (all || !strcmp(mode, "sigprocmask"))
+        sigprocmask_bad_oldset();
+    if (all || !strcmp(mode, "clone-stack"))
+        clone_new_stack();
+    if (all || !strcmp(mode, "clone3"))
+        clone3_invalid();
+    if (all || !strcmp(mode, "int80"))
+        int80_calls();
+    if (all || !strcmp(mode, "high-bits"))
+        high_bits();
+    if (!strcmp(mode, "noncanonical-handler"))
+        noncanonical_handler();
+    if (all || !strcmp(mode, "tsc"))
+        tsc_off(); /* last: ends the program */
+    return conf_finish("hostile");
+}
