@@ -638,6 +638,30 @@ pub fn fault_fixup(rip: u64) -> Option<u64> {
     ((rip >= cs && rip < ce) || (rip >= ss && rip < se) || (rip >= xs && rip < xe)).then_some(fix)
 }
 
+/// A fault-type signal at a fix-up site (`fault_fixup(rip)` is some): was
+/// it this instruction's own fault? Page faults report the address the
+/// copy was at (RSI, RDI or RDI+RAX, within the 8 bytes one instruction
+/// touches; anywhere in the image for `xrstor`); a general-protection fault
+/// (SI_KERNEL) comes from a non-canonical pointer (or, for `xrstor`, an
+/// image it refuses). A signal sent with a fault's code does not match.
+pub fn fixup_fault_is_real(m: &SigContext, code: i32, addr: u64) -> bool {
+    const SI_KERNEL: i32 = 0x80;
+    // SAFETY: only the addresses of the labels are taken.
+    let (xs, xe) = unsafe { (addr_of(&picos_xrstor_insn), addr_of(&picos_xrstor_end)) };
+    let xrstor = m.rip >= xs && m.rip < xe;
+    let ptrs = [m.rsi, m.rdi, m.rdi.wrapping_add(m.rax)];
+    if code == SI_KERNEL {
+        return xrstor
+            || ptrs
+                .iter()
+                .any(|&p| !is_canonical(p) || !is_canonical(p.wrapping_add(7)));
+    }
+    if xrstor {
+        return addr.wrapping_sub(m.rdi) < 64 << 10;
+    }
+    ptrs.iter().any(|&p| addr.wrapping_sub(p) < 8)
+}
+
 /// Is `addr` canonical (48-bit virtual addresses: bits 63..47 all equal)?
 pub fn is_canonical(addr: u64) -> bool {
     ((addr as i64) << 16 >> 16) as u64 == addr

@@ -207,20 +207,32 @@ extern "C" fn sigsys_handler(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
 fn runtime_crash(sig: i32, info: &SigInfo, uc: &UContext) -> ! {
     let addr = u64::from_ne_bytes(info.0[16..24].try_into().unwrap());
     let (base, _) = crate::mem::image_range();
+    let rip = uc.mcontext.rip;
     let why = if thread::current_checked().is_none() {
-        "the program changed the GS base register the runtime keeps its thread pointer in (wrgsbase)"
+        "the runtime's thread pointer (the GS base) no longer points at its state: \
+         the program changed GS (wrgsbase) or overwrote the runtime's memory"
     } else {
         "the program corrupted the runtime's memory, or picos has a bug"
     };
-    crate::log!(
-        Error,
-        "signal {} in the runtime at rip={:#x} (image+{:#x}), fault address {:#x}: {}; ending the program with SIGSEGV",
-        sig,
-        uc.mcontext.rip,
-        uc.mcontext.rip.wrapping_sub(base as u64),
-        addr,
-        why
-    );
+    if in_runtime(rip) {
+        crate::log!(
+            Error,
+            "signal {} in the runtime at rip={:#x} (image+{:#x}), fault address {:#x}: {}; ending the program with SIGSEGV",
+            sig,
+            rip,
+            rip - base as u64,
+            addr,
+            why
+        );
+    } else {
+        crate::log!(
+            Error,
+            "signal {} for the program at rip={:#x}: {}; ending the program with SIGSEGV",
+            sig,
+            rip,
+            why
+        );
+    }
     die_of(SIGSEGV)
 }
 
@@ -246,6 +258,22 @@ fn fault_recurs(t: &Thread, sig: i32, rip: u64) -> bool {
         queued: !t.is_pending(sig),
     });
     false
+}
+
+/// A SIGTRAP reports the instruction after the trap, so it never recurs:
+/// `int3` is known by its code (SI_KERNEL) and the 0xCC byte before RIP, a
+/// single step (TRAP_TRACE) by the trap flag. Other signals: false.
+fn is_real_trap(sig: i32, info: &SigInfo, uc: &UContext) -> bool {
+    const TRAP_TRACE: i32 = 2;
+    if sig != SIGTRAP {
+        return false;
+    }
+    let rip = uc.mcontext.rip;
+    match info.code() {
+        SI_KERNEL => user::read::<u8>(rip.wrapping_sub(1) as usize) == Ok(0xcc),
+        TRAP_TRACE => uc.mcontext.eflags & 0x100 != 0,
+        _ => false,
+    }
 }
 
 /// Host handler for every signal the program handles.
@@ -291,13 +319,20 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
             return;
         };
         let rewind = arch::blocking_rewind(rip);
-        // A fault cannot happen in the blocking window (a `syscall`).
-        if maybe_fault && rewind.is_none() && fault_recurs(t, sig, rip) {
+        if maybe_fault {
             if let Some(fix) = arch::fault_fixup(rip) {
-                uc.mcontext.rip = fix;
-                return;
+                // A copy from or to program memory: its own fault (-EFAULT)
+                // if the fault address matches. (Another thread may change
+                // that memory meanwhile: the fault need not recur.)
+                let addr = u64::from_ne_bytes(info.0[16..24].try_into().unwrap());
+                if arch::fixup_fault_is_real(&uc.mcontext, info.code(), addr) {
+                    uc.mcontext.rip = fix;
+                    return;
+                }
+            } else if rewind.is_none() && fault_recurs(t, sig, rip) {
+                // (A fault cannot happen in the blocking window: a `syscall`.)
+                runtime_crash(sig, info, uc);
             }
-            runtime_crash(sig, info, uc);
         }
         t.add_pending(info);
         if let Some(r) = rewind {
@@ -339,7 +374,7 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
         if handler == SIG_IGN || blocked {
             // A real fault the program blocks or ignores kills it (Linux's
             // force_sig); a sent one is ignored or stays pending.
-            if fault_recurs(t, sig, rip) {
+            if is_real_trap(sig, info, uc) || fault_recurs(t, sig, rip) {
                 die_of(sig);
             }
             if blocked {

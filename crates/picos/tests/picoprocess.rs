@@ -427,3 +427,31 @@ fn python_runs_on_the_fast_path() {
     assert!(json_num(p, "trap_path") < 100, "{p}");
     assert!(json_num(p, "fast_path") > 4000, "{p}");
 }
+
+/// A program that corrupts the runtime's state (its GS base, its per-thread
+/// memory) is told so and ends with SIGSEGV, as a faulting program would;
+/// picos does not call it a bug of its own. Natively both modes exit 0
+/// (there is no runtime to corrupt), so this runs under picos only.
+#[test]
+fn corrupted_runtime_ends_with_sigsegv() {
+    use std::os::unix::process::ExitStatusExt;
+    let prog = compile_with("corrupt_runtime", &["-mfsgsbase"]);
+    for mode in ["wrgsbase", "store"] {
+        let out = Command::new(PICOS)
+            .arg("run")
+            .arg(&prog)
+            .arg(mode)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.code() == Some(139) || out.status.signal() == Some(11),
+            "{mode}: status {:?}\n{stderr}",
+            out.status
+        );
+        assert!(
+            stderr.contains("the program changed GS") && !stderr.contains("internal error"),
+            "{mode}: {stderr}"
+        );
+    }
+}
