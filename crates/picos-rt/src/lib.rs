@@ -22,6 +22,7 @@ pub mod arch;
 pub mod errno;
 pub mod host;
 pub mod loader;
+pub mod lock;
 pub mod mem;
 pub mod patch;
 pub mod rt;

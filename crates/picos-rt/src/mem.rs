@@ -375,24 +375,14 @@ unsafe impl dlmalloc::Allocator for ReservationSystem {
 }
 
 /// The runtime's global allocator (a locked dlmalloc).
-pub struct RuntimeHeap(spin::Mutex<dlmalloc::Dlmalloc<ReservationSystem>>);
+pub struct RuntimeHeap(crate::lock::Lock<dlmalloc::Dlmalloc<ReservationSystem>>);
 
 impl RuntimeHeap {
     pub const fn new() -> Self {
-        RuntimeHeap(spin::Mutex::new(dlmalloc::Dlmalloc::new_with_allocator(
-            ReservationSystem,
-        )))
-    }
-
-    /// Takes the heap lock across `fork` so the child never inherits it held.
-    pub fn lock_for_fork(&self) {
-        core::mem::forget(self.0.lock());
-    }
-
-    /// Releases the lock taken by [`RuntimeHeap::lock_for_fork`] (in parent and child).
-    pub fn unlock_after_fork(&self) {
-        // SAFETY: paired with `lock_for_fork` on this thread.
-        unsafe { self.0.force_unlock() };
+        RuntimeHeap(crate::lock::Lock::new(
+            crate::lock::Rank::Heap,
+            dlmalloc::Dlmalloc::new_with_allocator(ReservationSystem),
+        ))
     }
 }
 

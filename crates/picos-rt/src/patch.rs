@@ -110,14 +110,17 @@ struct State {
     entries: [usize; 3],
 }
 
-static STATE: spin::Mutex<State> = spin::Mutex::new(State {
-    used: [0; MAX_REGIONS],
-    sites: BTreeSet::new(),
-    seen: BTreeSet::new(),
-    no_patch: Vec::new(),
-    mapped: BTreeMap::new(),
-    entries: [0; 3],
-});
+static STATE: crate::lock::Lock<State> = crate::lock::Lock::new(
+    crate::lock::Rank::Patch,
+    State {
+        used: [0; MAX_REGIONS],
+        sites: BTreeSet::new(),
+        seen: BTreeSet::new(),
+        no_patch: Vec::new(),
+        mapped: BTreeMap::new(),
+        entries: [0; 3],
+    },
+);
 
 /// How a trampoline's code maps onto its site's. The trampoline is `pre`
 /// (bytes copied from the site's start), an optional `inline` answer
@@ -304,7 +307,7 @@ pub fn set_mem_fd(fd: i32) {
 /// Held across a fork: no other thread is patching (the child would
 /// inherit the lock held).
 pub struct ForkGuard {
-    _state: spin::MutexGuard<'static, State>,
+    _state: crate::lock::Guard<'static, State>,
 }
 
 /// Closes the /proc/self/mem descriptor before a child gets a copy of the

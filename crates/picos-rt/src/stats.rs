@@ -154,7 +154,8 @@ impl Totals {
 }
 
 /// Totals of the threads that have already exited (per process).
-static EXITED: spin::Mutex<Option<Totals>> = spin::Mutex::new(None);
+static EXITED: crate::lock::Lock<Option<Totals>> =
+    crate::lock::Lock::new(crate::lock::Rank::Exited, None);
 
 fn report(kind: &str, id: i32, t: &Totals) {
     let mut b = LineBuf::new();

@@ -40,7 +40,7 @@ pub const EXTRA_QUEUED: usize = 16;
 /// the signal handlers that interrupt them do not read dispositions).
 pub struct SigActions {
     seq: AtomicU64,
-    write: spin::Mutex<()>,
+    write: crate::lock::Lock<()>,
     slots: [[AtomicU64; 4]; NSIG],
 }
 
@@ -48,7 +48,7 @@ impl SigActions {
     const fn new() -> Self {
         SigActions {
             seq: AtomicU64::new(0),
-            write: spin::Mutex::new(()),
+            write: crate::lock::Lock::new(crate::lock::Rank::Actions, ()),
             slots: [const { [const { AtomicU64::new(0) }; 4] }; NSIG],
         }
     }
@@ -76,12 +76,12 @@ impl SigActions {
 
     /// Serialises writers (also held across fork, so the child never
     /// inherits a half-written table).
-    pub fn lock(&self) -> spin::MutexGuard<'_, ()> {
+    pub fn lock(&self) -> crate::lock::Guard<'_, ()> {
         self.write.lock()
     }
 
     /// Sets the disposition of `sig`; the caller holds [`SigActions::lock`].
-    pub fn set_locked(&self, _held: &spin::MutexGuard<'_, ()>, sig: i32, a: &KSigaction) {
+    pub fn set_locked(&self, _held: &crate::lock::Guard<'_, ()>, sig: i32, a: &KSigaction) {
         let s = &self.slots[(sig - 1) as usize];
         self.seq.fetch_add(1, Ordering::Relaxed);
         core::sync::atomic::fence(Ordering::Release);
@@ -187,6 +187,8 @@ pub struct Thread {
     /// The last fault-type signal (SIGSEGV, SIGBUS, ... with a positive
     /// si_code) whose origin is not yet known: see `signal::fault_recurs`.
     pub fault_probe: Cell<FaultProbe>,
+    /// The runtime locks this thread holds (`lock::Rank` bits).
+    pub held_locks: Cell<u32>,
 }
 
 /// A fault-type signal taken, at first, for one sent by someone (`kill`
@@ -374,13 +376,19 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             resume_on: AtomicU32::new(0),
             resume: Cell::new(crate::arch::SigContext::default()),
             fault_probe: Cell::new(FaultProbe::default()),
+            held_locks: Cell::new(0),
         });
         Ok(&*t)
     }
 }
 
+fn held_locks() -> Option<&'static Cell<u32>> {
+    current_checked().map(|t| &t.held_locks)
+}
+
 /// Makes `t` the calling thread's runtime state and its signal stack.
 pub fn install(t: &'static Thread) {
+    crate::lock::set_held_hook(held_locks);
     crate::arch::set_gs_base(t as *const Thread as usize);
     t.tid.store(host::gettid(), Ordering::Release);
     let base = mem::slot_base(t.slot) + mem::PAGE_SIZE;

@@ -39,9 +39,9 @@ pub struct IdCache {
     pub umask: AtomicI32,
     /// The program's own parent-death signal (prctl), emulated.
     pub guest_pdeathsig: AtomicI32,
-    pub creds: spin::Mutex<Option<Creds>>,
-    pub uname: spin::Mutex<Option<[u8; 390]>>,
-    pub rlimits: spin::Mutex<[Option<[u64; 2]>; 16]>,
+    pub creds: crate::lock::Lock<Option<Creds>>,
+    pub uname: crate::lock::Lock<Option<[u8; 390]>>,
+    pub rlimits: crate::lock::Lock<[Option<[u64; 2]>; 16]>,
 }
 
 impl IdCache {
@@ -54,9 +54,9 @@ impl IdCache {
             pgid_cacheable: core::sync::atomic::AtomicBool::new(false),
             umask: AtomicI32::new(-1),
             guest_pdeathsig: AtomicI32::new(0),
-            creds: spin::Mutex::new(None),
-            uname: spin::Mutex::new(None),
-            rlimits: spin::Mutex::new([None; 16]),
+            creds: crate::lock::Lock::new(crate::lock::Rank::Ids, None),
+            uname: crate::lock::Lock::new(crate::lock::Rank::Ids, None),
+            rlimits: crate::lock::Lock::new(crate::lock::Rank::Ids, [None; 16]),
         }
     }
 

@@ -20,11 +20,14 @@ pub struct Brk {
     pub mapped_end: usize,
 }
 
-pub static BRK: spin::Mutex<Brk> = spin::Mutex::new(Brk {
-    start: 0,
-    cur: 0,
-    mapped_end: 0,
-});
+pub static BRK: crate::lock::Lock<Brk> = crate::lock::Lock::new(
+    crate::lock::Rank::Brk,
+    Brk {
+        start: 0,
+        cur: 0,
+        mapped_end: 0,
+    },
+);
 
 /// Sets the initial break (called by the loader).
 pub fn init_brk(start: usize) {

@@ -1,0 +1,216 @@
+//! The runtime's locks, each with a rank: a thread may only take a lock
+//! that ranks above every lock it already holds (the order is written down
+//! in docs/ARCHITECTURE.md, "Locks"). Taking one out of order is a possible
+//! deadlock (two threads, each holding what the other wants; or a signal
+//! handler wanting what the code it interrupted holds): the lock reports
+//! it, once per pair of locks, as an error line on stderr
+//! ("lock order violation"), which the stress tests look for.
+//!
+//! The held set lives in the thread's runtime state; this module, below
+//! `thread`, reaches it through a hook `thread` installs.
+
+use core::cell::Cell;
+use core::ops::{Deref, DerefMut};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// The ranks, in the order locks are taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Rank {
+    /// `SigHand::actions` (the dispositions' write lock).
+    Actions = 1,
+    /// `sys::memory::BRK`.
+    Brk = 2,
+    /// `stats::EXITED`.
+    Exited = 3,
+    /// `sys::ids::IdCache` fields (never two at once).
+    Ids = 4,
+    /// `patch::STATE`.
+    Patch = 5,
+    /// The runtime heap: always last (code under any other lock may allocate).
+    Heap = 6,
+}
+
+impl Rank {
+    const ALL: [Rank; 6] = [
+        Rank::Actions,
+        Rank::Brk,
+        Rank::Exited,
+        Rank::Ids,
+        Rank::Patch,
+        Rank::Heap,
+    ];
+    fn name(self) -> &'static str {
+        match self {
+            Rank::Actions => "signal actions",
+            Rank::Brk => "brk",
+            Rank::Exited => "stats",
+            Rank::Ids => "ids",
+            Rank::Patch => "patcher state",
+            Rank::Heap => "heap",
+        }
+    }
+    fn bit(self) -> u32 {
+        1 << self as u8
+    }
+}
+
+/// Where the calling thread's held set lives (installed by `thread`).
+static HOOK: AtomicUsize = AtomicUsize::new(0);
+
+/// Installs the function that finds the calling thread's held set (None
+/// before the thread has runtime state).
+pub fn set_held_hook(f: fn() -> Option<&'static Cell<u32>>) {
+    HOOK.store(f as usize, Ordering::Release);
+}
+
+#[cfg(test)]
+std::thread_local! {
+    static TEST_HELD: &'static Cell<u32> = std::boxed::Box::leak(std::boxed::Box::new(Cell::new(0)));
+}
+
+fn held() -> Option<&'static Cell<u32>> {
+    #[cfg(test)]
+    {
+        Some(TEST_HELD.with(|c| *c))
+    }
+    #[cfg(not(test))]
+    {
+        let f = HOOK.load(Ordering::Acquire);
+        if f == 0 {
+            return None;
+        }
+        // SAFETY: HOOK only ever holds a `fn() -> Option<&'static Cell<u32>>`
+        // stored by `set_held_hook`.
+        #[allow(unsafe_code)]
+        let f: fn() -> Option<&'static Cell<u32>> = unsafe { core::mem::transmute(f) };
+        f()
+    }
+}
+
+/// Pairs (held, wanted) already reported.
+static REPORTED: AtomicU64 = AtomicU64::new(0);
+/// Violations seen (for tests).
+static VIOLATIONS: AtomicU64 = AtomicU64::new(0);
+
+fn acquire(rank: Rank) {
+    let Some(h) = held() else { return };
+    let set = h.get();
+    let bad = set & !(rank.bit() - 1) & !1; // held ranks >= this one
+    if bad != 0 {
+        VIOLATIONS.fetch_add(1, Ordering::Relaxed);
+        let worst = Rank::ALL
+            .iter()
+            .rev()
+            .find(|r| bad & r.bit() != 0)
+            .copied()
+            .unwrap_or(rank);
+        let pair = 1u64 << ((worst as u8 as u32) * 7 + rank as u8 as u32);
+        if REPORTED.fetch_or(pair, Ordering::Relaxed) & pair == 0 {
+            crate::log!(
+                Error,
+                "lock order violation: taking the {} lock while holding the {} lock (a possible deadlock; docs/ARCHITECTURE.md, \"Locks\")",
+                rank.name(),
+                worst.name()
+            );
+        }
+    }
+    h.set(set | rank.bit());
+}
+
+fn release(rank: Rank) {
+    if let Some(h) = held() {
+        h.set(h.get() & !rank.bit());
+    }
+}
+
+/// How many violations this process has seen.
+pub fn violations() -> u64 {
+    VIOLATIONS.load(Ordering::Relaxed)
+}
+
+/// A spin lock with a rank.
+pub struct Lock<T> {
+    rank: Rank,
+    inner: spin::Mutex<T>,
+}
+
+impl<T> Lock<T> {
+    pub const fn new(rank: Rank, value: T) -> Self {
+        Lock {
+            rank,
+            inner: spin::Mutex::new(value),
+        }
+    }
+
+    /// Takes the lock (checking the order first).
+    pub fn lock(&self) -> Guard<'_, T> {
+        acquire(self.rank);
+        Guard {
+            rank: self.rank,
+            inner: self.inner.lock(),
+        }
+    }
+}
+
+/// A held [`Lock`].
+pub struct Guard<'a, T> {
+    rank: Rank,
+    inner: spin::MutexGuard<'a, T>,
+}
+
+impl<T> Deref for Guard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.inner
+    }
+}
+
+impl<T> DerefMut for Guard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.inner
+    }
+}
+
+impl<T> Drop for Guard<'_, T> {
+    fn drop(&mut self) {
+        release(self.rank);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_order_is_quiet_out_of_order_is_caught() {
+        static A: Lock<u32> = Lock::new(Rank::Brk, 0);
+        static B: Lock<u32> = Lock::new(Rank::Patch, 0);
+        static C: Lock<u32> = Lock::new(Rank::Heap, 0);
+        let before = violations();
+        {
+            let _a = A.lock();
+            let _b = B.lock();
+            let _c = C.lock();
+        }
+        {
+            let _b = B.lock();
+        }
+        assert_eq!(violations(), before, "in-order locking flagged");
+        {
+            let _c = C.lock();
+            let _b = B.lock(); // the fork deadlock's shape: heap, then patcher
+        }
+        assert_eq!(violations(), before + 1);
+        {
+            let _b = B.lock();
+            let _b2 = A.lock();
+        }
+        assert_eq!(violations(), before + 2);
+        // Released locks no longer count.
+        {
+            let _a = A.lock();
+        }
+        assert_eq!(violations(), before + 2);
+    }
+}
