@@ -82,6 +82,12 @@ impl SigActions {
 
     /// Sets the disposition of `sig`; the caller holds [`SigActions::lock`].
     pub fn set_locked(&self, _held: &crate::lock::Guard<'_, ()>, sig: i32, a: &KSigaction) {
+        self.store(sig, a);
+    }
+
+    /// Writes the slot of `sig`; the caller holds the lock or has the only
+    /// reference.
+    fn store(&self, sig: i32, a: &KSigaction) {
         let s = &self.slots[(sig - 1) as usize];
         self.seq.fetch_add(1, Ordering::Relaxed);
         core::sync::atomic::fence(Ordering::Release);
@@ -125,7 +131,8 @@ impl SigHand {
         };
         let _g = self.actions.lock();
         for sig in 1..=NSIG as i32 {
-            c.actions.set(sig, &self.actions.get(sig));
+            // The copy is not shared yet: no lock of its own needed.
+            c.actions.store(sig, &self.actions.get(sig));
         }
         c
     }

@@ -63,12 +63,15 @@ impl IdCache {
     /// A copy for a child sharing our memory but not our process (vfork):
     /// everything but its own and its parent's pid carries over.
     pub fn copy_for_child(&self) -> Self {
-        let c = IdCache::new();
+        // One lock at a time: the copy is not shared yet.
+        let c = IdCache {
+            creds: crate::lock::Lock::new(crate::lock::Rank::Ids, self.creds.lock().clone()),
+            uname: crate::lock::Lock::new(crate::lock::Rank::Ids, *self.uname.lock()),
+            rlimits: crate::lock::Lock::new(crate::lock::Rank::Ids, *self.rlimits.lock()),
+            ..IdCache::new()
+        };
         c.umask
             .store(self.umask.load(Ordering::Relaxed), Ordering::Relaxed);
-        *c.creds.lock() = self.creds.lock().clone();
-        *c.uname.lock() = *self.uname.lock();
-        *c.rlimits.lock() = *self.rlimits.lock();
         c.ppid
             .store(self.pid.load(Ordering::Relaxed), Ordering::Relaxed);
         c
