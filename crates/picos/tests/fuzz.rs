@@ -11,14 +11,8 @@
 //!
 //! Knobs: `PICOS_FUZZ_SEED` (default 1), `PICOS_FUZZ_CALLS` (default 20000),
 //! `PICOS_FUZZ_AVOID` (sysfuzz -A: known picos bug classes to steer clear of;
-//! default `mqrv`, `none` for none).
-//!
-//! The default steers clear of the bug classes docs/FUZZING.md lists as still
-//! open (issue 9, item 2): m = fault signals blocked or queued with a
-//! positive si_code (bugs 1, 5, 7), q = queued fault signals (bug 1), r = rseq
-//! with a bad rseq_cs (bug 2), v = clone/clone3 children exiting with a fault
-//! signal (bug 1). Remove a letter when its bug is fixed; the rest of the
-//! run still fails on any internal error or crash.
+//! default none: every class in docs/FUZZING.md that this test once had to
+//! avoid, m, q, r and v, is fixed).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -178,7 +172,7 @@ fn fuzz_short_fixed_seed() {
     let avoid = match std::env::var("PICOS_FUZZ_AVOID") {
         Ok(v) if v == "none" => String::new(),
         Ok(v) => v,
-        Err(_) => "mqrv".to_string(),
+        Err(_) => String::new(),
     };
     if !avoid.is_empty() {
         eprintln!("fuzz: avoiding known open bug classes {avoid:?} (docs/FUZZING.md)");
