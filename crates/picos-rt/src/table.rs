@@ -51,9 +51,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 3,
         name: "close",
-        serve: Serve::Mediated(sys::fs::close),
+        serve: Serve::Host,
         args: "f",
-        note: "the runtime's hidden descriptor stays open",
+        note: "",
     },
     SyscallDef {
         nr: 4,
@@ -261,9 +261,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 33,
         name: "dup2",
-        serve: Serve::Mediated(sys::fs::dup2),
+        serve: Serve::Host,
         args: "ff",
-        note: "moves the runtime's descriptor out of the way",
+        note: "",
     },
     SyscallDef {
         nr: 34,
@@ -2074,9 +2074,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 292,
         name: "dup3",
-        serve: Serve::Mediated(sys::fs::dup3),
+        serve: Serve::Host,
         args: "ffx",
-        note: "moves the runtime's descriptor out of the way",
+        note: "",
     },
     SyscallDef {
         nr: 293,
@@ -2466,9 +2466,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 436,
         name: "close_range",
-        serve: Serve::Mediated(sys::fs::close_range),
+        serve: Serve::Host,
         args: "uux",
-        note: "skips the runtime's hidden descriptor",
+        note: "",
     },
     SyscallDef {
         nr: 437,

@@ -586,6 +586,14 @@ fn exec() {
     conformance("exec", &[ok(&[])]);
 }
 
+/// The descriptor table is the program's alone (RLIMIT_NOFILE 64: as many
+/// files as natively, no foreign number valid while the runtime patches,
+/// execve after a full table).
+#[test]
+fn fd_table() {
+    conformance("fd_table", &[ok(&[])]);
+}
+
 #[test]
 fn exit_codes() {
     conformance(
