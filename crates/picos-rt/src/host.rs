@@ -89,6 +89,7 @@ pub mod nr {
     pub const FCNTL: usize = 72;
     pub const DUP3: usize = 292;
     pub const MADVISE: usize = 28;
+    pub const SHMCTL: usize = 31;
     pub const GETPID: usize = 39;
     pub const CLONE: usize = 56;
     pub const EXECVE: usize = 59;

@@ -240,9 +240,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 30,
         name: "shmat",
-        serve: Serve::Host,
+        serve: Serve::Mediated(sys::memory::shmat),
         args: "xxxxxx",
-        note: "",
+        note: "SHM_REMAP over runtime memory refused (EINVAL); never patched",
     },
     SyscallDef {
         nr: 31,
@@ -1544,7 +1544,7 @@ const DEFS: [SyscallDef; COUNT] = [
         name: "remap_file_pages",
         serve: Serve::Mediated(sys::memory::remap_file_pages),
         args: "xxxxxx",
-        note: "",
+        note: "runtime memory refused",
     },
     SyscallDef {
         nr: 217,
@@ -2650,7 +2650,7 @@ const DEFS: [SyscallDef; COUNT] = [
         name: "mseal",
         serve: Serve::Mediated(sys::memory::mseal),
         args: "pxx",
-        note: "",
+        note: "runtime memory refused",
     },
     SyscallDef {
         nr: 463,

@@ -594,6 +594,15 @@ fn fd_table() {
     conformance("fd_table", &[ok(&[])]);
 }
 
+/// shmat SHM_REMAP, mremap, madvise, remap_file_pages, mmap MAP_FIXED over
+/// the runtime's memory fail cleanly (natively: the same calls on the
+/// program's own mappings, the foreign part skipped), with Linux's own
+/// errors first.
+#[test]
+fn map_replace() {
+    conformance("map_replace", &[ok(&[])]);
+}
+
 #[test]
 fn exit_codes() {
     conformance(
