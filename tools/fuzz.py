@@ -228,8 +228,6 @@ def classify(nr, tags, nat, pic, unsupported, cargs=""):
         a = [int(x, 16) for x in cargs.split(",")]
     except ValueError:
         a = [0] * 6
-    if "h" in tags:
-        return "fd near RLIMIT_NOFILE: picos' hidden descriptor (README)"
     if "x" in tags:
         return "/proc/self/exe opens the picos runtime (README)"
     if "p" in tags:

@@ -34,7 +34,8 @@
  * between runs by nature (PID, TID, PGID, SID, PPID, CHILD, ID, ADDR, S+off
  * (scratch), B+off (program break), TIME). s= is the mask (bit N-1 = signal N) of signals the
  * fuzzer's handler saw during the call. Tags: h = an fd argument is near the
- * top of the descriptor range (picos keeps a hidden descriptor there),
+ * top of the descriptor range (picos kept a hidden descriptor there before
+ * issue 9 item 2.6; divergences there are now unexpected),
  * p = a path or descriptor outside the private directory (/proc, /dev: its
  * contents may differ), x = /proc/self/exe (picos: opens the runtime).
  * status: exit:N, signal:N, timeout (the child's alarm() watchdog fired: no
@@ -799,7 +800,7 @@ static u64 fdv(void)
 	case 0: r = 0; break;
 	case 1: r = (u64)-1; break;
 	case 2: r = (u64)-100; break; /* AT_FDCWD where an fd is expected */
-	case 3: r = 1023; break;      /* picos' hidden descriptor, with RLIMIT_NOFILE 1024 */
+	case 3: r = 1023; break;      /* the top of the range with RLIMIT_NOFILE 1024 */
 	case 4: r = chance(50) ? 1024 : 0x7fffffff; break;
 	case 5: case 6: case 7: r = 21 + below(10); break; /* made by earlier calls */
 	default: r = 3 + below(18); break;              /* the set-up descriptors */

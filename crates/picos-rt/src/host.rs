@@ -89,6 +89,7 @@ pub mod nr {
     pub const FCNTL: usize = 72;
     pub const DUP3: usize = 292;
     pub const MADVISE: usize = 28;
+    pub const SHMCTL: usize = 31;
     pub const GETPID: usize = 39;
     pub const CLONE: usize = 56;
     pub const EXECVE: usize = 59;
@@ -107,6 +108,7 @@ pub mod nr {
     pub const FACCESSAT: usize = 269;
     pub const RT_TGSIGQUEUEINFO: usize = 297;
     pub const GETRANDOM: usize = 318;
+    pub const CLOSE_RANGE: usize = 436;
 }
 
 pub const AT_FDCWD: isize = -100;
@@ -401,4 +403,48 @@ pub unsafe fn futex_wait(addr: usize, val: i32) -> HostResult {
     unsafe {
         sc!(nr::FUTEX, addr, 0 /* FUTEX_WAIT */, val, 0, 0, 0)
     }
+}
+
+/// clone(2) of a thread that starts by calling `entry(arg)` on the stack
+/// ending at `stack_top` (16-byte aligned); `entry` must never return.
+/// Returns the child's tid in the caller.
+///
+/// # Safety
+/// `flags` must include CLONE_VM, the stack must stay valid and unused by
+/// anything else while the child runs, and `entry` must be safe to call
+/// with `arg` on it.
+pub unsafe fn clone_thread(
+    flags: usize,
+    stack_top: usize,
+    entry: extern "C" fn(usize) -> !,
+    arg: usize,
+) -> HostResult {
+    let ret: isize;
+    // SAFETY: in the caller this is a plain syscall (RCX, R11 clobbered);
+    // the child, on its own stack with the caller's other registers, calls
+    // `entry`, which never returns, so it never reaches code that expects
+    // the caller's stack.
+    unsafe {
+        asm!(
+            "syscall",
+            "test rax, rax",
+            "jnz 2f",
+            "mov rdi, r12",
+            "call r13",
+            "ud2",
+            "2:",
+            inlateout("rax") nr::CLONE as isize => ret,
+            in("rdi") flags, in("rsi") stack_top, in("rdx") 0usize,
+            in("r10") 0usize, in("r8") 0usize,
+            in("r12") arg, in("r13") entry as usize,
+            lateout("rcx") _, lateout("r11") _,
+        );
+    }
+    check(ret)
+}
+
+/// close_range(2).
+pub fn close_range(first: u32, last: u32, flags: u32) -> HostResult {
+    // SAFETY: integer arguments only.
+    unsafe { sc!(nr::CLOSE_RANGE, first, last, flags) }
 }

@@ -638,9 +638,10 @@ pub struct Loaded {
     pub real_path: Vec<u8>,
 }
 
-/// The canonical path of an open file, from /proc/self/fd.
+/// The canonical path of an open file, from /proc/thread-self/fd (the
+/// calling thread's table: see `rt::with_own_fds`).
 fn fd_path(fd: i32) -> Option<Vec<u8>> {
-    let mut link = alloc::format!("/proc/self/fd/{fd}").into_bytes();
+    let mut link = alloc::format!("/proc/thread-self/fd/{fd}").into_bytes();
     link.push(0);
     let mut buf = vec![0u8; 4096];
     // SAFETY: `link` is NUL-terminated; `buf` is writable for its length.

@@ -34,8 +34,9 @@
 //! which a signal is pending, or that changed the program's RIP, finishes
 //! through the slow path too ("deferred").
 //!
-//! Code is written through /proc/self/mem (so page protections stay as the
-//! program set them). While the program has only one thread the 5 bytes are
+//! Code is written through /proc/thread-self/mem (so page protections stay
+//! as the program set them), opened for each patch and closed at once, never
+//! where the program can reach it (see [`write_code`]). While the program has only one thread the 5 bytes are
 //! written at once; with several threads, an `int3` goes first, then the
 //! rest, then the opcode, with a core-serialising membarrier between steps
 //! (threads that hit the `int3` retry the instruction).
@@ -49,7 +50,7 @@ use crate::host;
 use crate::mem::{self, PAGE_SIZE};
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Largest trampoline in bytes (with the most copied moves).
 const TRAMP_SIZE: usize = 80;
@@ -79,13 +80,11 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 /// The program has (or had) more than one thread sharing its memory.
 static MULTI: AtomicBool = AtomicBool::new(false);
 static MEMBARRIER_OK: AtomicBool = AtomicBool::new(false);
-/// The hidden /proc/self/mem descriptor.
-static MEM_FD: AtomicI32 = AtomicI32::new(-1);
 static VDSO: AtomicUsize = AtomicUsize::new(0);
-/// The SigHand of the process that owns the patcher (and its descriptor).
-/// A process sharing our memory with a SigHand of its own (vfork,
-/// posix_spawn) has its own descriptor table: it never patches, or it would
-/// open a descriptor in its table and store its number where ours is kept.
+/// The SigHand of the process that owns the patcher. A process sharing our
+/// memory with a SigHand of its own (vfork, posix_spawn) never patches: its
+/// parent may be patching, or waiting in a clone with the patcher's state
+/// as it was.
 static OWNER: AtomicUsize = AtomicUsize::new(0);
 
 static REGION_BASE: [AtomicUsize; MAX_REGIONS] = [const { AtomicUsize::new(0) }; MAX_REGIONS];
@@ -273,8 +272,7 @@ pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
-/// Opens /proc/self/mem at a high descriptor the program does not see, and
-/// turns patching on (called at start-up when the configuration asks).
+/// Turns patching on (called at start-up when the configuration asks).
 pub fn init(vdso: usize) {
     VDSO.store(vdso, Ordering::Relaxed);
     OWNER.store(
@@ -286,45 +284,21 @@ pub fn init(vdso: usize) {
         crate::arch::picos_direct_entry as *const () as usize,
         crate::arch::picos_direct_blocking_entry as *const () as usize,
     ];
-    match crate::rt::open_hidden(b"/proc/self/mem\0", 2 /* O_RDWR */) {
-        Ok(fd) => {
-            MEM_FD.store(fd, Ordering::Relaxed);
-            ENABLED.store(true, Ordering::Relaxed);
-        }
-        Err(e) => crate::log!(
-            Debug,
-            "syscall patching off: cannot open /proc/self/mem: {}",
-            e
-        ),
-    }
+    ENABLED.store(true, Ordering::Relaxed);
 }
 
-/// The descriptor moved (the program asked for its number).
-pub fn set_mem_fd(fd: i32) {
-    MEM_FD.store(fd, Ordering::Relaxed);
-}
-
-/// Held across a fork: no other thread is patching (the child would
-/// inherit the lock held).
+/// Held across a fork (see [`fork_guard`]).
 pub struct ForkGuard {
     _state: crate::lock::Guard<'static, State>,
 }
 
-/// Closes the /proc/self/mem descriptor before a child gets a copy of the
-/// descriptor table: it sits near RLIMIT_NOFILE, and the kernel copies the
-/// table up to the highest open descriptor, so keeping it open made every
-/// fork copy a table of that size (20,000 entries here: 60% of fork's time).
-/// Patching reopens it when it next writes code (in the child, the
-/// descriptor would name the parent's memory anyway). With `hold`, the
-/// patcher stays locked until the guard is dropped.
-pub fn before_fork(hold: bool) -> Option<ForkGuard> {
-    let st = STATE.lock();
-    let fd = MEM_FD.swap(-1, Ordering::Relaxed);
-    if fd >= 0 {
-        let _ = host::close(fd);
-        crate::rt::forget_hidden(fd);
+/// Locks the patcher across a fork (until the guard is dropped): no thread
+/// is then writing code, so no descriptor of the patcher's exists for the
+/// child to inherit, and the child never inherits the lock held.
+pub fn fork_guard() -> ForkGuard {
+    ForkGuard {
+        _state: STATE.lock(),
     }
-    hold.then_some(ForkGuard { _state: st })
 }
 
 /// Called when a thread or process sharing this memory is created.
@@ -380,37 +354,77 @@ pub fn owns(addr: usize, end: usize) -> bool {
     })
 }
 
-fn write_mem(addr: usize, bytes: &[u8]) -> Result<(), Errno> {
-    if MEM_FD.load(Ordering::Relaxed) < 0 {
-        // Closed for a fork (see before_fork).
-        match crate::rt::open_hidden(b"/proc/self/mem\0", 2 /* O_RDWR */) {
-            Ok(fd) => MEM_FD.store(fd, Ordering::Relaxed),
-            Err(e) => {
-                ENABLED.store(false, Ordering::Relaxed);
-                return Err(e);
+/// One step of writing code: bytes at an address, or a core-serialising
+/// barrier (see [`sync_core`]).
+enum CodeOp<'a> {
+    Write(usize, &'a [u8]),
+    Sync,
+}
+
+/// Writes code (program code or a trampoline region of ours, which the
+/// caller has checked) through /proc/thread-self/mem, so page protections
+/// stay as they are. Called with the patcher's state locked. No descriptor
+/// stays open: /proc/thread-self/mem is opened for these writes and closed
+/// after them. In the program's descriptor table only while the program
+/// cannot run until it is closed again (one thread, no table shared: see
+/// `rt::may_use_program_fds`) and the table has room; otherwise in a
+/// transient thread's table of its own (`rt::with_own_fds`), where the
+/// program can never reach it. Either way the program sees every
+/// descriptor number it would have natively. If the file cannot be opened
+/// (no /proc), patching stops; the sites keep the trap path.
+fn write_code(ops: &[CodeOp<'_>]) -> Result<(), Errno> {
+    // The outer error is the open's, the inner one a write's.
+    let run = || -> Result<Result<(), Errno>, Errno> {
+        const O_RDWR_CLOEXEC: i32 = 0o2 | 0o2000000;
+        let fd = host::openat(host::AT_FDCWD, c"/proc/thread-self/mem", O_RDWR_CLOEXEC, 0)? as i32;
+        let r = ops.iter().try_for_each(|op| match *op {
+            CodeOp::Write(addr, bytes) => {
+                // SAFETY: pwrite64 from a live buffer; the kernel writes
+                // `addr` in our own address space, which the caller has
+                // checked is program code or a trampoline region of ours.
+                let n = unsafe {
+                    host::call(
+                        host::nr::PWRITE64,
+                        [
+                            fd as usize,
+                            bytes.as_ptr() as usize,
+                            bytes.len(),
+                            addr,
+                            0,
+                            0,
+                        ],
+                    )
+                }?;
+                if n == bytes.len() {
+                    Ok(())
+                } else {
+                    Err(Errno::EIO)
+                }
             }
+            CodeOp::Sync => {
+                if sync_core() {
+                    Ok(())
+                } else {
+                    Err(Errno::EIO)
+                }
+            }
+        });
+        let _ = host::close(fd);
+        Ok(r)
+    };
+    match crate::rt::with_transient_fds(run) {
+        Ok(r) => r,
+        Err(e) => {
+            if e != Errno::EMFILE && e != Errno::ENFILE && e != Errno::EAGAIN {
+                crate::log!(
+                    Debug,
+                    "syscall patching off: cannot open /proc/thread-self/mem: {}",
+                    e
+                );
+                ENABLED.store(false, Ordering::Relaxed);
+            }
+            Err(e)
         }
-    }
-    // SAFETY: pwrite64 from a live buffer; the kernel writes `addr` in our
-    // own address space, which the caller has checked is program code or a
-    // trampoline region of ours.
-    let n = unsafe {
-        host::call(
-            host::nr::PWRITE64,
-            [
-                MEM_FD.load(Ordering::Relaxed) as usize,
-                bytes.as_ptr() as usize,
-                bytes.len(),
-                addr,
-                0,
-                0,
-            ],
-        )
-    }?;
-    if n == bytes.len() {
-        Ok(())
-    } else {
-        Err(Errno::EIO)
     }
 }
 
@@ -463,7 +477,7 @@ fn alloc_trampoline(st: &mut State, site: usize, pun: Option<u8>) -> Option<usiz
             host::mmap(
                 cand,
                 REGION_SIZE,
-                mem::PROT_READ | mem::PROT_EXEC,
+                mem::PROT_READ | mem::PROT_WRITE,
                 mem::MAP_PRIVATE | mem::MAP_ANONYMOUS | mem::MAP_FIXED_NOREPLACE,
                 -1,
                 0,
@@ -473,12 +487,18 @@ fn alloc_trampoline(st: &mut State, site: usize, pun: Option<u8>) -> Option<usiz
         if b != cand {
             continue;
         }
-        // The region starts with the runtime's entry addresses.
+        // The region starts with the runtime's entry addresses, written
+        // while it is still ours alone and writable; then it becomes code.
         let mut header = [0u8; 24];
         for (i, e) in st.entries.iter().enumerate() {
             header[i * 8..i * 8 + 8].copy_from_slice(&e.to_le_bytes());
         }
-        if write_mem(b, &header).is_err() {
+        // SAFETY: `b` is the start of the fresh writable mapping above.
+        unsafe { core::ptr::copy_nonoverlapping(header.as_ptr(), b as *mut u8, header.len()) };
+        // SAFETY: our own fresh mapping, which no code uses yet.
+        if unsafe { host::mprotect(b, REGION_SIZE, mem::PROT_READ | mem::PROT_EXEC) }.is_err() {
+            // SAFETY: as above.
+            let _ = unsafe { host::munmap(b, REGION_SIZE) };
             return None;
         }
         REGION_BASE[n].store(b, Ordering::Relaxed);
@@ -1073,7 +1093,6 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext) -> Option<usize> {
             _ => "fast entry",
         }
     );
-    write_mem(t, &tcode).ok()?;
     let rel = rel32(site.start + 5, t)?;
     if site.pun.is_some_and(|p| rel[3] != p) {
         return None; // alloc_trampoline guarantees it
@@ -1081,15 +1100,19 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext) -> Option<usize> {
     let jmp = [0xe9, rel[0], rel[1], rel[2], rel[3]];
     let s0 = site.start;
     let ok = if !multi {
-        write_mem(s0, &jmp).is_ok()
+        write_code(&[CodeOp::Write(t, &tcode), CodeOp::Write(s0, &jmp)]).is_ok()
     } else {
         // Cross-modifying code while other threads may run it.
-        write_mem(s0, &[0xcc]).is_ok()
-            && sync_core()
-            && write_mem(s0 + 1, &jmp[1..]).is_ok()
-            && sync_core()
-            && write_mem(s0, &jmp[..1]).is_ok()
-            && sync_core()
+        write_code(&[
+            CodeOp::Write(t, &tcode),
+            CodeOp::Write(s0, &[0xcc]),
+            CodeOp::Sync,
+            CodeOp::Write(s0 + 1, &jmp[1..]),
+            CodeOp::Sync,
+            CodeOp::Write(s0, &jmp[..1]),
+            CodeOp::Sync,
+        ])
+        .is_ok()
     };
     if !ok {
         crate::log!(Debug, "could not patch the syscall site at {:#x}", s0);

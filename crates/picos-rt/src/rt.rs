@@ -207,7 +207,12 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
     }
     let exe = &absolute(&cfg.exe);
     let argv = info.argv.clone();
-    let loaded = match loader::load(exe, argv) {
+    // Loaded with descriptors of a table of its own: the program's
+    // (inherited through execve) may be full, which must not stop an
+    // exec that needs no descriptor natively.
+    let loaded = with_own_fds(|| loader::load(exe, argv.clone()))
+        .unwrap_or_else(|_| loader::load(exe, argv));
+    let loaded = match loaded {
         Ok(l) => l,
         Err(e) => {
             let code = if matches!(e, loader::ExecError::Open(Errno::ENOENT)) {
@@ -286,7 +291,7 @@ pub fn exec_path(dirfd: isize, path: &[u8], empty_path: bool) -> Result<Vec<u8>,
     }
     // Relative to a directory fd (or the fd itself): resolve through /proc.
     let mut link = alloc::vec![0u8; 4096];
-    let mut p: Vec<u8> = alloc::format!("/proc/self/fd/{}", dirfd as i32).into_bytes();
+    let mut p: Vec<u8> = alloc::format!("/proc/thread-self/fd/{}", dirfd as i32).into_bytes();
     p.push(0);
     // SAFETY: `p` is NUL-terminated; `link` is writable for its length.
     let n = unsafe {
@@ -443,77 +448,97 @@ pub fn after_fork_child(t: &thread::Thread) {
     t.tid.store(host::gettid(), Ordering::Release);
 }
 
-const F_DUPFD_CLOEXEC: usize = 1030;
-const O_CLOEXEC: usize = 0o2000000;
-const RLIMIT_NOFILE: usize = 7;
+/// Is the descriptor table shared with code of the program that may run
+/// while the runtime works (another thread, or a process made with
+/// CLONE_FILES)? Set before such a clone is made, never cleared.
+static FDS_SHARED: AtomicBool = AtomicBool::new(false);
 
-/// Opens NUL-terminated `path` with O_CLOEXEC added to `flags`.
-fn open_cloexec(path: &[u8], flags: usize) -> Result<i32, Errno> {
-    let path = core::ffi::CStr::from_bytes_with_nul(path).map_err(|_| Errno::EINVAL)?;
-    host::openat(host::AT_FDCWD, path, (flags | O_CLOEXEC) as i32, 0).map(|fd| fd as i32)
+/// Called before a clone that shares the descriptor table (CLONE_FILES).
+pub fn note_shared_fds() {
+    FDS_SHARED.store(true, Ordering::Relaxed);
 }
 
-/// Opens `path` (NUL-terminated) for the runtime at a descriptor number
-/// just below the program's RLIMIT_NOFILE, out of the way of the numbers
-/// the program gets; `sys::fs` keeps the program from closing or
-/// replacing it.
-pub fn open_hidden(path: &[u8], flags: usize) -> Result<i32, Errno> {
-    let fd = open_cloexec(path, flags)?;
-    let mut lim = [0u64; 2];
-    // SAFETY: prlimit64 writes a `struct rlimit` into `lim`.
-    let soft =
-        match unsafe { host::call(302, [0, RLIMIT_NOFILE, 0, lim.as_mut_ptr() as usize, 0, 0]) } {
-            Ok(_) => lim[0].min(1 << 20) as usize,
-            Err(_) => 1024,
+/// May the runtime open a descriptor in the program's table for a moment?
+/// Only while no code of the program can run until it is closed again (no
+/// other thread or process shares the table; this thread is in the runtime
+/// with signals blocked): the program then never sees it.
+pub fn may_use_program_fds() -> bool {
+    !FDS_SHARED.load(Ordering::Relaxed)
+}
+
+/// Runs `f`, which opens descriptors and closes them before it returns
+/// (its error is the open's), where the program never sees them: in the
+/// program's table when [`may_use_program_fds`] and the table has room,
+/// otherwise in a table of its own ([`with_own_fds`]).
+pub fn with_transient_fds<R>(f: impl Fn() -> Result<R, Errno>) -> Result<R, Errno> {
+    if may_use_program_fds() {
+        match f() {
+            // The program's table is full: not a reason to give up.
+            Err(Errno::EMFILE) => {}
+            r => return r,
+        }
+    }
+    with_own_fds(&f).and_then(|r| r)
+}
+
+/// Stack of the transient thread of [`with_own_fds`].
+const OWN_FDS_STACK: usize = 256 << 10;
+
+/// Runs `f` on a transient thread of this process that has a descriptor
+/// table of its own, empty at the start: what `f` opens never enters the
+/// program's table (the program cannot reach it, and a full table does not
+/// stop it), while memory, the working directory and credentials are the
+/// process's. The calling thread waits until `f` is done (CLONE_VFORK).
+/// `f` must not take a lock the caller holds, and must only make host calls
+/// and touch runtime memory; it runs with async signals blocked, off the
+/// signal stack. The cost is a thread's creation and exit (~50 µs).
+pub fn with_own_fds<F: FnOnce() -> R, R>(f: F) -> Result<R, Errno> {
+    struct Job<F, R> {
+        f: Option<F>,
+        r: Option<R>,
+    }
+    extern "C" fn run<F: FnOnce() -> R, R>(job: usize) -> ! {
+        // SAFETY: `job` points at the caller's `Job`, which the caller does
+        // not touch until this thread has exited (CLONE_VFORK).
+        let job = unsafe { &mut *(job as *mut Job<F, R>) };
+        // CLONE_VFORK kept the caller's signal stack, which the caller's
+        // frames may be using: a signal here must use the current stack.
+        let off = host::StackT {
+            flags: crate::signal::SS_DISABLE,
+            ..Default::default()
         };
-    let want = soft.saturating_sub(1).max(3);
-    // SAFETY: integer arguments only.
-    let high = unsafe {
-        host::call(
-            host::nr::FCNTL,
-            [fd as usize, F_DUPFD_CLOEXEC, want, 0, 0, 0],
-        )
+        let _ = host::sigaltstack(Some(&off), None);
+        // CLOSE_RANGE_UNSHARE over every number: a new table, copying
+        // nothing (cheap whatever the program's table holds).
+        if host::close_range(0, u32::MAX, 2).is_ok() {
+            job.r = job.f.take().map(|f| f());
+        }
+        host::exit_thread(0)
+    }
+    // CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+    // CLONE_SYSVSEM | CLONE_VFORK: the child unshares the table itself.
+    const FLAGS: usize = 0x100 | 0x200 | 0x400 | 0x800 | 0x10000 | 0x40000 | 0x4000;
+    let mut job = Job {
+        f: Some(f),
+        r: None,
     };
-    let _ = host::close(fd);
-    let high = high? as i32;
-    HIDDEN_FD.store(high, Ordering::Relaxed);
-    Ok(high)
-}
-
-/// The hidden descriptor `fd` was closed (see `patch::before_fork`).
-pub fn forget_hidden(fd: i32) {
-    let _ = HIDDEN_FD.compare_exchange(fd, -1, Ordering::Relaxed, Ordering::Relaxed);
-}
-
-static HIDDEN_FD: core::sync::atomic::AtomicI32 = core::sync::atomic::AtomicI32::new(-1);
-
-/// The runtime's hidden descriptor, if any.
-pub fn hidden_fd() -> Option<i32> {
-    let fd = HIDDEN_FD.load(Ordering::Relaxed);
-    (fd >= 0).then_some(fd)
-}
-
-/// Moves the hidden descriptor elsewhere (the program wants its number).
-pub fn move_hidden() -> Result<(), Errno> {
-    let Some(fd) = hidden_fd() else { return Ok(()) };
-    // SAFETY: integer arguments only.
-    let new = unsafe {
-        host::call(
-            host::nr::FCNTL,
-            [
-                fd as usize,
-                F_DUPFD_CLOEXEC,
-                (fd as usize).saturating_sub(64).max(3),
-                0,
-                0,
-                0,
-            ],
-        )
-    }? as i32;
-    let _ = host::close(fd);
-    HIDDEN_FD.store(new, Ordering::Relaxed);
-    crate::patch::set_mem_fd(new);
-    Ok(())
+    let mut stack: Vec<u8> = Vec::with_capacity(OWN_FDS_STACK);
+    let top = (stack.as_mut_ptr() as usize + OWN_FDS_STACK) & !15;
+    // The child starts with this mask: async signals (SIGSYS too) blocked,
+    // so the process's signals go to its other threads; faults deliverable.
+    let old = host::rt_sigprocmask(
+        crate::signal::SIG_SETMASK,
+        Some(crate::signal::RUNTIME_MASK | crate::signal::bit(crate::signal::SIGSYS)),
+    )?;
+    // SAFETY: CLONE_VM; `stack` is ours and unused until the child exits,
+    // which CLONE_VFORK waits for; `run` never returns and reads `job` as
+    // the `Job` it is.
+    let r =
+        unsafe { host::clone_thread(FLAGS, top, run::<F, R>, &mut job as *mut Job<F, R> as usize) };
+    let _ = host::rt_sigprocmask(crate::signal::SIG_SETMASK, Some(old));
+    drop(stack);
+    r?;
+    job.r.ok_or(Errno::ENOSYS)
 }
 
 /// Called when a program thread exits (exit(2)).
@@ -535,27 +560,29 @@ pub fn stats_json_line(f: impl FnOnce(&mut crate::log::LineBuf)) {
     }
     let mut p = path.clone();
     p.push(0);
-    const FLAGS: usize = 0o1 | 0o100 | 0o2000 | 0o2000000; // O_WRONLY|O_CREAT|O_APPEND|O_CLOEXEC
-                                                           // SAFETY: `p` is NUL-terminated.
-    let Ok(fd) = (unsafe {
-        host::call(
-            host::nr::OPENAT,
-            [
-                host::AT_FDCWD as usize,
-                p.as_ptr() as usize,
-                FLAGS,
-                0o644,
-                0,
-                0,
-            ],
-        )
-    }) else {
-        return;
-    };
     let mut b = crate::log::LineBuf::new();
     f(&mut b);
-    host::write_all(fd as i32, b.as_bytes());
-    let _ = host::close(fd as i32);
+    let append = || -> Result<(), Errno> {
+        const FLAGS: usize = 0o1 | 0o100 | 0o2000 | 0o2000000; // O_WRONLY|O_CREAT|O_APPEND|O_CLOEXEC
+                                                               // SAFETY: `p` is NUL-terminated.
+        let fd = unsafe {
+            host::call(
+                host::nr::OPENAT,
+                [
+                    host::AT_FDCWD as usize,
+                    p.as_ptr() as usize,
+                    FLAGS,
+                    0o644,
+                    0,
+                    0,
+                ],
+            )
+        }? as i32;
+        host::write_all(fd, b.as_bytes());
+        let _ = host::close(fd);
+        Ok(())
+    };
+    let _ = with_transient_fds(append);
 }
 
 #[cfg(test)]

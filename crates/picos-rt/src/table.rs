@@ -51,9 +51,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 3,
         name: "close",
-        serve: Serve::Mediated(sys::fs::close),
+        serve: Serve::Host,
         args: "f",
-        note: "the runtime's hidden descriptor stays open",
+        note: "",
     },
     SyscallDef {
         nr: 4,
@@ -240,9 +240,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 30,
         name: "shmat",
-        serve: Serve::Host,
+        serve: Serve::Mediated(sys::memory::shmat),
         args: "xxxxxx",
-        note: "",
+        note: "SHM_REMAP over runtime memory refused (EINVAL); never patched",
     },
     SyscallDef {
         nr: 31,
@@ -261,9 +261,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 33,
         name: "dup2",
-        serve: Serve::Mediated(sys::fs::dup2),
+        serve: Serve::Host,
         args: "ff",
-        note: "moves the runtime's descriptor out of the way",
+        note: "",
     },
     SyscallDef {
         nr: 34,
@@ -1544,7 +1544,7 @@ const DEFS: [SyscallDef; COUNT] = [
         name: "remap_file_pages",
         serve: Serve::Mediated(sys::memory::remap_file_pages),
         args: "xxxxxx",
-        note: "",
+        note: "runtime memory refused",
     },
     SyscallDef {
         nr: 217,
@@ -2074,9 +2074,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 292,
         name: "dup3",
-        serve: Serve::Mediated(sys::fs::dup3),
+        serve: Serve::Host,
         args: "ffx",
-        note: "moves the runtime's descriptor out of the way",
+        note: "",
     },
     SyscallDef {
         nr: 293,
@@ -2466,9 +2466,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 436,
         name: "close_range",
-        serve: Serve::Mediated(sys::fs::close_range),
+        serve: Serve::Host,
         args: "uux",
-        note: "skips the runtime's hidden descriptor",
+        note: "",
     },
     SyscallDef {
         nr: 437,
@@ -2650,7 +2650,7 @@ const DEFS: [SyscallDef; COUNT] = [
         name: "mseal",
         serve: Serve::Mediated(sys::memory::mseal),
         args: "pxx",
-        note: "",
+        note: "runtime memory refused",
     },
     SyscallDef {
         nr: 463,

@@ -586,6 +586,23 @@ fn exec() {
     conformance("exec", &[ok(&[])]);
 }
 
+/// The descriptor table is the program's alone (RLIMIT_NOFILE 64: as many
+/// files as natively, no foreign number valid while the runtime patches,
+/// execve after a full table).
+#[test]
+fn fd_table() {
+    conformance("fd_table", &[ok(&[])]);
+}
+
+/// shmat SHM_REMAP, mremap, madvise, remap_file_pages, mmap MAP_FIXED over
+/// the runtime's memory fail cleanly (natively: the same calls on the
+/// program's own mappings, the foreign part skipped), with Linux's own
+/// errors first.
+#[test]
+fn map_replace() {
+    conformance("map_replace", &[ok(&[])]);
+}
+
 #[test]
 fn exit_codes() {
     conformance(

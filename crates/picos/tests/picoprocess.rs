@@ -405,6 +405,41 @@ fn stats_report_threads_and_process() {
     assert!(!String::from_utf8_lossy(&quiet.stderr).contains("picos stats"));
 }
 
+/// Patching needs no descriptor of the program's: with RLIMIT_NOFILE 64
+/// and a full table, one thread or several, the hot raw `getppid` loop and
+/// the threads' fresh code of `fd_table` are patched (`--stats`: the fast
+/// path carries the calls), and the program sees only its own descriptors.
+#[test]
+fn full_descriptor_table_still_patches() {
+    let prog = compile_from("tests/conformance", "fd_table", &["-pthread"]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("stats.json");
+    let out = Command::new(PICOS)
+        .args(["run", "--stats-json"])
+        .arg(&json)
+        .arg(&prog)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.ends_with("fd_table: all ok\n"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&json).unwrap();
+    // The main process (its fcntl scans and getppid loop are most calls).
+    let p = text
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"process\""))
+        .max_by_key(|l| json_num(l, "syscalls"))
+        .unwrap();
+    assert!(json_num(p, "syscalls") > 100_000, "{p}");
+    assert!(
+        json_num(p, "trap_path") * 50 < json_num(p, "fast_path"),
+        "{p}"
+    );
+}
+
 /// After start-up, python3's system calls take the fast path.
 #[test]
 fn python_runs_on_the_fast_path() {

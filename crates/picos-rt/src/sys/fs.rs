@@ -49,49 +49,6 @@ pub fn readlinkat(c: &mut Ctx<'_>) -> SysResult {
     self_exe_link(c.arg(1), c.arg(2), c.arg(3)).unwrap_or_else(|| c.host())
 }
 
-/// Implements close(2): the runtime's hidden descriptor looks closed to the
-/// program (the call succeeds) but stays open.
-pub fn close(c: &mut Ctx<'_>) -> SysResult {
-    if Some(c.arg(0) as i32) == crate::rt::hidden_fd() {
-        return Ok(0);
-    }
-    c.host()
-}
-
-/// Implements close_range(2) around the runtime's hidden descriptor.
-pub fn close_range(c: &mut Ctx<'_>) -> SysResult {
-    let (first, last, flags) = (c.arg(0) as u32, c.arg(1) as u32, c.arg(2));
-    let Some(h) = crate::rt::hidden_fd().map(|h| h as u32) else {
-        return c.host();
-    };
-    if h < first || h > last {
-        return c.host();
-    }
-    // CLOSE_RANGE_UNSHARE (2) must apply once, to the first call made.
-    let mut flags_now = flags;
-    if h > first {
-        super::host_call(c.nr, [first as usize, (h - 1) as usize, flags_now, 0, 0, 0])?;
-        flags_now &= !2;
-    }
-    if h < last {
-        super::host_call(c.nr, [(h + 1) as usize, last as usize, flags_now, 0, 0, 0])?;
-    }
-    Ok(0)
-}
-
-/// Implements dup2(2): a target number held by the runtime is freed first.
-pub fn dup2(c: &mut Ctx<'_>) -> SysResult {
-    if Some(c.arg(1) as i32) == crate::rt::hidden_fd() {
-        crate::rt::move_hidden()?;
-    }
-    c.host()
-}
-
-/// Implements dup3(2), as dup2.
-pub fn dup3(c: &mut Ctx<'_>) -> SysResult {
-    dup2(c)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -80,15 +80,26 @@ pub fn brk(c: &mut Ctx<'_>) -> SysResult {
     Ok(b.cur)
 }
 
-/// Implements mmap(2): MAP_FIXED over runtime memory fails with ENOMEM
-/// (EEXIST for MAP_FIXED_NOREPLACE, as for any occupied range).
+/// Implements mmap(2): MAP_FIXED over runtime memory fails with ENOMEM.
+/// The runtime's memory is always mapped, so the host itself answers for it
+/// MAP_FIXED_NOREPLACE (EEXIST) and hint addresses (it places the mapping
+/// elsewhere); a MAP_FIXED call there is made as MAP_FIXED_NOREPLACE first,
+/// so that the program gets every error Linux finds before the range
+/// (EINVAL, EBADF, EACCES ...), and only then ENOMEM.
 pub fn mmap(c: &mut Ctx<'_>) -> SysResult {
     let (addr, len, flags) = (c.arg(0), c.arg(1), c.arg(3) as i32);
-    if flags & MAP_FIXED_NOREPLACE != 0 && mem::owns(addr, len) {
-        return Err(Errno::EEXIST);
-    }
-    if flags & MAP_FIXED != 0 && mem::owns(addr, len) {
-        return Err(Errno::ENOMEM);
+    if flags & MAP_FIXED != 0 && flags & MAP_FIXED_NOREPLACE == 0 && mem::owns(addr, len) {
+        let mut a = c.args;
+        a[3] = ((flags & !MAP_FIXED) | MAP_FIXED_NOREPLACE) as u32 as usize;
+        return match host_call(c.nr, a) {
+            Err(Errno::EEXIST) => Err(Errno::ENOMEM),
+            Err(e) => Err(e),
+            Ok(r) => {
+                // Cannot be (the range is mapped); undo it all the same.
+                let _ = host_call(crate::host::nr::MUNMAP, [r, len, 0, 0, 0, 0]);
+                Err(Errno::ENOMEM)
+            }
+        };
     }
     let r = c.host()?;
     if flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0 {
@@ -110,12 +121,59 @@ pub fn munmap(c: &mut Ctx<'_>) -> SysResult {
     Ok(r)
 }
 
-/// Implements mprotect(2): runtime memory gives ENOMEM, as unmapped memory does.
-pub fn mprotect(c: &mut Ctx<'_>) -> SysResult {
-    if mem::owns(c.arg(0), c.arg(1)) {
+const PAGE_MASK: usize = mem::PAGE_SIZE - 1;
+
+/// The range checks mprotect(2) makes before it looks at the mappings:
+/// EINVAL for an unaligned start, Ok(None) for an empty range (the call
+/// succeeds), ENOMEM if the end wraps; else the page-aligned end.
+fn mprotect_range(addr: usize, len: usize) -> Result<Option<usize>, Errno> {
+    if addr & PAGE_MASK != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if len == 0 {
+        return Ok(None);
+    }
+    let end = addr.wrapping_add(len.wrapping_add(PAGE_MASK) & !PAGE_MASK);
+    if end <= addr {
         return Err(Errno::ENOMEM);
     }
-    c.host()
+    Ok(Some(end))
+}
+
+/// The range checks madvise(2) and mseal(2) make first: EINVAL for an
+/// unaligned start or a length that rounds to 0 or wraps; Ok(None) for an
+/// empty range.
+fn advice_range(addr: usize, len: usize) -> Result<Option<usize>, Errno> {
+    if addr & PAGE_MASK != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let l = len.wrapping_add(PAGE_MASK) & !PAGE_MASK;
+    if len != 0 && l == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let end = addr.wrapping_add(l);
+    if end < addr {
+        return Err(Errno::EINVAL);
+    }
+    Ok((end != addr).then_some(end))
+}
+
+/// Implements mprotect(2): runtime memory gives ENOMEM, as unmapped memory
+/// does, after Linux's own checks of the range and of `prot`.
+pub fn mprotect(c: &mut Ctx<'_>) -> SysResult {
+    const PROT_GROWS: usize = 0x0100_0000 | 0x0200_0000;
+    let (addr, len, prot) = (c.arg(0), c.arg(1), c.arg(2));
+    match mprotect_range(addr, len) {
+        Ok(Some(end)) if mem::owns(addr, end - addr) => {
+            // PROT_READ|WRITE|EXEC|SEM, at most one of the GROWS bits.
+            if prot & !(7 | 8 | PROT_GROWS) != 0 || prot & PROT_GROWS == PROT_GROWS {
+                return Err(Errno::EINVAL);
+            }
+            Err(Errno::ENOMEM)
+        }
+        Err(e) => Err(e),
+        _ => c.host(),
+    }
 }
 
 /// Implements pkey_mprotect(2), as mprotect.
@@ -123,21 +181,45 @@ pub fn pkey_mprotect(c: &mut Ctx<'_>) -> SysResult {
     mprotect(c)
 }
 
-/// Implements mseal(2): runtime memory gives ENOMEM.
+/// Implements mseal(2): runtime memory gives ENOMEM, after Linux's checks
+/// of the flags and the range.
 pub fn mseal(c: &mut Ctx<'_>) -> SysResult {
-    mprotect(c)
+    let (addr, len) = (c.arg(0), c.arg(1));
+    if c.arg(2) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    match advice_range(addr, len)? {
+        Some(end) if mem::owns(addr, end - addr) => Err(Errno::ENOMEM),
+        _ => c.host(),
+    }
 }
 
-/// Implements madvise(2): runtime memory gives ENOMEM. Advice that drops
-/// page contents (private file pages revert to the file) also drops the
-/// patcher's record of sites there.
+/// Advice values Linux knows (x86-64, up to 6.18).
+fn known_advice(a: usize) -> bool {
+    matches!(a, 0..=4 | 8..=25 | 100..=103)
+}
+
+/// Implements madvise(2): runtime memory gives ENOMEM, after Linux's checks
+/// of the advice and the range. Advice that drops page contents (private
+/// file pages revert to the file) also drops the patcher's record of sites
+/// there.
 pub fn madvise(c: &mut Ctx<'_>) -> SysResult {
     const MADV_DONTNEED: usize = 4;
     const MADV_FREE: usize = 8;
     const MADV_REMOVE: usize = 9;
-    let r = mprotect(c)?;
-    if matches!(c.arg(2), MADV_DONTNEED | MADV_FREE | MADV_REMOVE) {
-        crate::patch::forget_range(c.arg(0), c.arg(1));
+    let (addr, len, advice) = (c.arg(0), c.arg(1), c.arg(2));
+    if let Some(end) = advice_range(addr, len)? {
+        if mem::owns(addr, end - addr) {
+            return Err(if known_advice(advice) {
+                Errno::ENOMEM
+            } else {
+                Errno::EINVAL
+            });
+        }
+    }
+    let r = c.host()?;
+    if matches!(advice, MADV_DONTNEED | MADV_FREE | MADV_REMOVE) {
+        crate::patch::forget_range(addr, len);
     }
     Ok(r)
 }
@@ -147,13 +229,69 @@ pub fn remap_file_pages(c: &mut Ctx<'_>) -> SysResult {
     munmap(c)
 }
 
+const SHM_RDONLY: usize = 0o10000;
+const SHM_RND: usize = 0o20000;
+const SHM_REMAP: usize = 0o40000;
+const SHM_EXEC: usize = 0o100000;
+const IPC_STAT: usize = 2;
+
+/// Implements shmat(2). Without SHM_REMAP the host refuses any range that
+/// is mapped already, the runtime's included (EINVAL). With SHM_REMAP it
+/// would replace what is there, so the range (the segment's size, from
+/// IPC_STAT) is checked as for mmap(MAP_FIXED): over runtime memory the
+/// program gets EINVAL, what Linux gives for an address it cannot attach
+/// at, after Linux's checks of the flags, the address and the segment
+/// (their errors come first: EINVAL, EIDRM, EACCES). Attached segments are
+/// shared memory: the patcher never writes code there.
+pub fn shmat(c: &mut Ctx<'_>) -> SysResult {
+    let (id, addr, flags) = (c.arg(0), c.arg(1), c.arg(2));
+    // struct shmid64_ds: shm_segsz follows the 48-byte ipc64_perm. A
+    // segment that cannot be looked up fails shmat as IPC_STAT does.
+    let mut ds = [0u64; 14];
+    let size = host_call(
+        crate::host::nr::SHMCTL,
+        [id, IPC_STAT, ds.as_mut_ptr() as usize, 0, 0, 0],
+    )
+    .map(|_| ds[6] as usize);
+    let known = flags & !(SHM_RDONLY | SHM_RND | SHM_REMAP | SHM_EXEC) == 0;
+    if flags & SHM_REMAP != 0 && addr != 0 && known {
+        let at = if flags & SHM_RND != 0 {
+            addr & !PAGE_MASK
+        } else {
+            addr
+        };
+        if at & PAGE_MASK == 0 && at != 0 && mem::owns(at, size?.max(1)) {
+            return Err(Errno::EINVAL);
+        }
+    }
+    let r = c.host()?;
+    if let Ok(size) = size {
+        crate::patch::forget_range(r, size);
+        crate::patch::note_shared_mapping(r, size);
+    }
+    Ok(r)
+}
+
+const MREMAP_MAYMOVE: i32 = 1;
 const MREMAP_FIXED: i32 = 2;
+const MREMAP_DONTUNMAP: i32 = 4;
 
 /// Implements mremap(2): an old range in runtime memory gives EFAULT, a new
-/// fixed range there gives EINVAL.
+/// fixed range there gives EINVAL, after Linux's checks of the flags, the
+/// address and the lengths.
 pub fn mremap(c: &mut Ctx<'_>) -> SysResult {
     let (old, old_len, new_len, flags, new) =
         (c.arg(0), c.arg(1), c.arg(2), c.arg(3) as i32, c.arg(4));
+    if flags & !(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP) != 0
+        || flags & (MREMAP_FIXED | MREMAP_DONTUNMAP) != 0 && flags & MREMAP_MAYMOVE == 0
+        || old & PAGE_MASK != 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    // A new length that rounds up to 0 (or wraps to it).
+    if new_len.wrapping_add(PAGE_MASK) & !PAGE_MASK == 0 {
+        return Err(Errno::EINVAL);
+    }
     if mem::owns(old, old_len.max(1)) {
         return Err(Errno::EFAULT);
     }

@@ -160,6 +160,10 @@ fn do_clone(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     {
         return Err(Errno::EINVAL);
     }
+    if a.flags & CLONE_FILES != 0 {
+        // Program code may now run while the runtime works in this table.
+        crate::rt::note_shared_fds();
+    }
     if a.flags & CLONE_VM == 0 {
         fork_process(c, a)
     } else {
@@ -181,7 +185,7 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
         let _acts = t.sighand().actions.lock();
         let _brk = super::memory::BRK.lock();
         let _stats = crate::stats::fork_guard();
-        let _patch = crate::patch::before_fork(true);
+        let _patch = crate::patch::fork_guard();
         let _heap = crate::mem::heap_guard();
         host_call(
             host::nr::CLONE,
@@ -241,12 +245,6 @@ fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     uc.mcontext.r11 = uc.mcontext.eflags;
     uc.sigmask = crate::signal::host_mask(parent.sig_mask.get());
     let sp = thread::prepare_child(child, &uc);
-    if a.flags & CLONE_FILES == 0 {
-        // The child gets a copy of the descriptor table (vfork, posix_spawn).
-        // Not held across the clone: a vfork child runs on our memory, and
-        // may patch, while this thread waits in the clone.
-        let _ = crate::patch::before_fork(false);
-    }
     // CLONE_CHILD_SETTID/CLEARTID go to the host as asked: the kernel must
     // clear the tid only once the thread is really gone (glibc frees the
     // thread's memory, rseq area included, as soon as it sees the clear).
@@ -306,7 +304,11 @@ fn exec_common(
     let argv = user::read_cstr_array(argv)?;
     let envp = user::read_cstr_array(envp)?;
     let full = crate::rt::exec_path(dirfd, &path, flags & AT_EMPTY_PATH != 0)?;
-    crate::loader::check_executable(&full)?;
+    // The check opens the files of the chain: in a table of its own, so
+    // that a full table does not fail the exec (the kernel's execve needs
+    // no descriptor) and other threads never see the descriptors.
+    crate::rt::with_own_fds(|| crate::loader::check_executable(&full))
+        .unwrap_or_else(|_| crate::loader::check_executable(&full))?;
     crate::rt::exec_runtime(c.t, &full, &argv, &envp)
 }
 
