@@ -297,18 +297,28 @@ fn exec_common(
     envp: usize,
     flags: i32,
 ) -> SysResult {
+    // Linux's order: the path (EFAULT, ENAMETOOLONG), the flags, opening
+    // the file (ENOENT, EACCES, ...), then argv and envp (EFAULT, E2BIG),
+    // and only then the binary's format and its interpreters (ENOEXEC).
+    let path = user::read_cstr(path, user::PATH_MAX)?;
     if flags & !(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0 {
         return Err(Errno::EINVAL);
     }
-    let path = user::read_cstr(path, user::PATH_MAX)?;
-    let argv = user::read_cstr_array(argv)?;
-    let envp = user::read_cstr_array(envp)?;
     let full = crate::rt::exec_path(dirfd, &path, flags & AT_EMPTY_PATH != 0)?;
     // The check opens the files of the chain: in a table of its own, so
     // that a full table does not fail the exec (the kernel's execve needs
     // no descriptor) and other threads never see the descriptors.
-    crate::rt::with_own_fds(|| crate::loader::check_executable(&full))
-        .unwrap_or_else(|_| crate::loader::check_executable(&full))?;
+    let checked = crate::rt::with_own_fds(|| crate::loader::check_executable_chain(&full))
+        .unwrap_or_else(|_| crate::loader::check_executable_chain(&full));
+    if let Err(f) = &checked {
+        use crate::loader::ExecError::{NotExecutable, Open};
+        if f.via.is_none() && matches!(f.error, Open(_) | NotExecutable(_)) {
+            return Err(f.error.errno());
+        }
+    }
+    let argv = user::read_cstr_array(argv)?;
+    let envp = user::read_cstr_array(envp)?;
+    checked.map_err(|f| f.error.errno())?;
     crate::rt::exec_runtime(c.t, &full, &argv, &envp)
 }
 
