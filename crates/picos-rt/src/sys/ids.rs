@@ -63,11 +63,15 @@ impl IdCache {
     /// A copy for a child sharing our memory but not our process (vfork):
     /// everything but its own and its parent's pid carries over.
     pub fn copy_for_child(&self) -> Self {
-        // One lock at a time: the copy is not shared yet.
+        // One lock at a time (each guard dropped at the end of its own
+        // statement): the copy is not shared yet.
+        let creds = self.creds.lock().clone();
+        let uname = *self.uname.lock();
+        let rlimits = *self.rlimits.lock();
         let c = IdCache {
-            creds: crate::lock::Lock::new(crate::lock::Rank::Ids, self.creds.lock().clone()),
-            uname: crate::lock::Lock::new(crate::lock::Rank::Ids, *self.uname.lock()),
-            rlimits: crate::lock::Lock::new(crate::lock::Rank::Ids, *self.rlimits.lock()),
+            creds: crate::lock::Lock::new(crate::lock::Rank::Ids, creds),
+            uname: crate::lock::Lock::new(crate::lock::Rank::Ids, uname),
+            rlimits: crate::lock::Lock::new(crate::lock::Rank::Ids, rlimits),
             ..IdCache::new()
         };
         c.umask
