@@ -290,6 +290,12 @@ pub fn exec_path(dirfd: isize, path: &[u8], empty_path: bool) -> Result<Vec<u8>,
         return Ok(absolute(path));
     }
     // Relative to a directory fd (or the fd itself): resolve through /proc.
+    // As Linux: a bad descriptor is EBADF, a relative path from one that
+    // is not a directory ENOTDIR.
+    let st = host::fstat(dirfd as i32).map_err(|_| Errno::EBADF)?;
+    if !path.is_empty() && st.st_mode & 0o170000 != 0o040000 {
+        return Err(Errno::ENOTDIR);
+    }
     let mut link = alloc::vec![0u8; 4096];
     let mut p: Vec<u8> = alloc::format!("/proc/thread-self/fd/{}", dirfd as i32).into_bytes();
     p.push(0);

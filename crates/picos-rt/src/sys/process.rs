@@ -301,6 +301,9 @@ fn exec_common(
     // the file (ENOENT, EACCES, ...), then argv and envp (EFAULT, E2BIG),
     // and only then the binary's format and its interpreters (ENOEXEC).
     let path = user::read_cstr(path, user::PATH_MAX)?;
+    if path.is_empty() && flags & AT_EMPTY_PATH == 0 {
+        return Err(Errno::ENOENT); // getname's own check, before the flags
+    }
     if flags & !(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0 {
         return Err(Errno::EINVAL);
     }
