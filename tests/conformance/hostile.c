@@ -298,6 +298,18 @@ static void high_bits(void)
     check("nr_high_bits_getpid", r == getpid());
 }
 
+/* The heap grows far (trampolines must not sit just above it, as they
+ * once did for static non-PIE programs: brk stopped 8 MiB up). */
+static void brk_growth(void)
+{
+    unsigned long start = syscall(SYS_brk, 0);
+    int ok = 1;
+    for (unsigned long mb = 16; mb <= 512; mb += 16)
+        ok &= (unsigned long)syscall(SYS_brk, start + (mb << 20)) == start + (mb << 20);
+    checkf("brk_grows_512_mib", ok, "start=%#lx now=%#lx", start, (unsigned long)syscall(SYS_brk, 0));
+    check("brk_shrinks", (unsigned long)syscall(SYS_brk, start) == start);
+}
+
 static void sigsegv_exit(int sig)
 {
     (void)sig;
@@ -370,6 +382,8 @@ int main(int argc, char **argv)
         int80_calls();
     if (all || !strcmp(mode, "high-bits"))
         high_bits();
+    if (all || !strcmp(mode, "brk"))
+        brk_growth();
     if (!strcmp(mode, "noncanonical-handler"))
         noncanonical_handler();
     if (all || !strcmp(mode, "tsc"))

@@ -374,6 +374,23 @@ unsafe impl dlmalloc::Allocator for ReservationSystem {
     }
 }
 
+/// The program's initial break, and the room above it kept free of the
+/// runtime's own mappings (trampoline regions), so that brk(2) can grow the
+/// heap as far as Linux would let it in practice.
+static BRK_START: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+pub const BRK_ROOM: usize = 1 << 30;
+
+/// Records the program's initial break (the loader, through `sys::memory`).
+pub fn set_brk_start(start: usize) {
+    BRK_START.store(start, core::sync::atomic::Ordering::Relaxed);
+}
+
+/// Does `[addr, addr + len)` overlap the room kept for the program's heap?
+pub fn in_brk_room(addr: usize, len: usize) -> bool {
+    let s = BRK_START.load(core::sync::atomic::Ordering::Relaxed);
+    s != 0 && addr < s + BRK_ROOM && addr + len > s
+}
+
 /// The runtime's global allocator (a locked dlmalloc).
 pub struct RuntimeHeap(crate::lock::Lock<dlmalloc::Dlmalloc<ReservationSystem>>);
 

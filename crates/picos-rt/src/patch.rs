@@ -457,7 +457,8 @@ fn alloc_trampoline(st: &mut State, site: usize, pun: Option<u8>) -> Option<usiz
         let lo = (site as i64 + 5 + ((p as i8 as i64) << 24)).max(0) as usize;
         (lo + PAGE_SIZE - 1) & !(PAGE_SIZE - 1)
     });
-    let candidates = (1..1024usize).flat_map(move |k| match window {
+    // (±2 GiB: the reach of the jump.)
+    let candidates = (1..2048usize).flat_map(move |k| match window {
         Some(w) => [(k <= 16).then(|| w + ((k - 1) << 20)), None],
         None => [page.checked_sub(k << 20), page.checked_add(k << 20)],
     });
@@ -469,6 +470,7 @@ fn alloc_trampoline(st: &mut State, site: usize, pun: Option<u8>) -> Option<usiz
         if cand < (16 << 20)
             || cand + REGION_SIZE > 0x7fff_ffff_0000
             || mem::owns(cand, REGION_SIZE)
+            || mem::in_brk_room(cand, REGION_SIZE)
         {
             continue;
         }

@@ -32,6 +32,7 @@ pub static BRK: crate::lock::Lock<Brk> = crate::lock::Lock::new(
 /// Sets the initial break (called by the loader).
 pub fn init_brk(start: usize) {
     let start = page_up(start);
+    mem::set_brk_start(start);
     *BRK.lock() = Brk {
         start,
         cur: start,
