@@ -296,6 +296,11 @@ static void high_bits(void)
     long r;
     __asm__ volatile("syscall" : "=a"(r) : "a"((1L << 32) | SYS_getpid) : "rcx", "r11", "memory");
     check("nr_high_bits_getpid", r == getpid());
+    /* sched_getaffinity's length is an unsigned int: 1 << 32 is 0. */
+    static unsigned long mask[16];
+    errno = 0;
+    long n = syscall(SYS_sched_getaffinity, 0, 1UL << 32, mask);
+    check_errno("getaffinity_len_high_bits", n, errno, EINVAL);
 }
 
 /* The heap grows far (trampolines must not sit just above it, as they

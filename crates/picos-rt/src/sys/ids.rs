@@ -480,7 +480,8 @@ pub static TSC_DISABLED: core::sync::atomic::AtomicBool =
 /// cache (see [`AffinityCache`]); other threads' masks, and sizes the cache
 /// cannot answer exactly, from the host.
 pub fn sched_getaffinity(c: &mut Ctx<'_>) -> SysResult {
-    let (pid, len, ptr) = (c.arg(0) as i32, c.arg(1), c.arg(2));
+    // `len` is an unsigned int for Linux: the upper half is ignored.
+    let (pid, len, ptr) = (c.arg(0) as i32, c.arg(1) as u32 as usize, c.arg(2));
     if (pid != 0 && pid != c.t.tid()) || len % 8 != 0 {
         return c.host(); // the host's own errors (ESRCH, EINVAL) and answers
     }
