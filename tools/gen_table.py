@@ -45,6 +45,7 @@ MEDIATED = {
   'setgroups': 'ids::set_ids', 'sethostname': 'ids::set_uts', 'setdomainname': 'ids::set_uts',
   'setrlimit': 'ids::setrlimit', 'setpgid': 'ids::set_pgid', 'setsid': 'ids::set_pgid',
   'sched_setaffinity': 'ids::sched_setaffinity',
+  'rt_sigtimedwait': 'signal::rt_sigtimedwait',
 }
 MEDIATED = {k: v for k, v in MEDIATED.items() if v}
 # Blocking host calls: name -> restartable with SA_RESTART.
@@ -95,6 +96,7 @@ NOTES = {
   'shmat': 'SHM_REMAP over runtime memory refused (EINVAL); never patched',
   'readlink': '/proc/self/exe names the program', 'readlinkat': '/proc/self/exe names the program',
   'rt_sigpending': 'host asked only for signals the program blocks (they wait there for signalfd)',
+  'rt_sigtimedwait': 'signals waiting in the runtime first, then the host (blocking window)',
   'sched_getaffinity': 'own mask cached; re-read after sched_setaffinity, or after 10-50 ms',
   'sched_setaffinity': 'then forgets every thread\'s cached mask',
   'getpid': 'cached per process', 'gettid': 'from the runtime\'s thread state',

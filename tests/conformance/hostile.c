@@ -161,6 +161,18 @@ static void blocked_fault(void)
     mask(SIG_UNBLOCK, SIGSEGV);
     mask(SIG_UNBLOCK, SIGBUS);
     checkf("blocked_sigsegv_delivered", hits == 2, "hits=%d", (int)hits);
+    /* A blocked fault-type signal is there for sigtimedwait. */
+    mask(SIG_BLOCK, SIGBUS);
+    kill(getpid(), SIGBUS);
+    sigset_t w;
+    sigemptyset(&w);
+    sigaddset(&w, SIGBUS);
+    siginfo_t si;
+    struct timespec zero = { 0, 0 };
+    int got = sigtimedwait(&w, &si, &zero);
+    checkf("sigtimedwait_blocked_sigbus", got == SIGBUS && si.si_code == SI_USER,
+           "got=%d code=%d", got, si.si_code);
+    mask(SIG_UNBLOCK, SIGBUS);
     set_default(SIGSEGV);
     set_default(SIGBUS);
     set_default(SIGUSR1);

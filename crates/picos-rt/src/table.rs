@@ -926,9 +926,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 128,
         name: "rt_sigtimedwait",
-        serve: Serve::HostBlocking { restart: false },
+        serve: Serve::Mediated(sys::signal::rt_sigtimedwait),
         args: "pppu",
-        note: "may block: runs in the interruptible window",
+        note: "signals waiting in the runtime first, then the host (blocking window)",
     },
     SyscallDef {
         nr: 129,

@@ -91,6 +91,23 @@ pub fn rt_sigprocmask(c: &mut Ctx<'_>) -> SysResult {
     Ok(0)
 }
 
+/// Implements rt_sigtimedwait(2): a signal of the set that waits in the
+/// runtime (one the host never blocks: SIGSYS and the fault types, or one
+/// that arrived while the runtime ran) is taken first, as Linux would take
+/// it from the thread's queue; otherwise the host waits.
+pub fn rt_sigtimedwait(c: &mut Ctx<'_>) -> SysResult {
+    check_sigsetsize(c.arg(3))?;
+    let set = UserPtr::<u64>::new(c.arg(0)).read()? & !(bit(SIGKILL) | bit(SIGSTOP));
+    if let Some(info) = c.t.take_pending(!set) {
+        // Taken even if the copy then fails (EFAULT), as on Linux.
+        if c.arg(1) != 0 {
+            user::write(c.arg(1), &info)?;
+        }
+        return Ok(info.signo() as usize);
+    }
+    c.host_blocking()
+}
+
 /// Implements rt_sigreturn(2) for frames the runtime built.
 pub fn rt_sigreturn(c: &mut Ctx<'_>) -> SysResult {
     match sig::sigreturn(c.t, c.uc) {
