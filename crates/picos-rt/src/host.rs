@@ -90,6 +90,7 @@ pub mod nr {
     pub const DUP3: usize = 292;
     pub const MADVISE: usize = 28;
     pub const SHMCTL: usize = 31;
+    pub const SCHED_YIELD: usize = 24;
     pub const GETPID: usize = 39;
     pub const CLONE: usize = 56;
     pub const EXECVE: usize = 59;
@@ -447,4 +448,10 @@ pub unsafe fn clone_thread(
 pub fn close_range(first: u32, last: u32, flags: u32) -> HostResult {
     // SAFETY: integer arguments only.
     unsafe { sc!(nr::CLOSE_RANGE, first, last, flags) }
+}
+
+/// sched_yield(2).
+pub fn sched_yield() {
+    // SAFETY: no arguments.
+    let _ = unsafe { sc!(nr::SCHED_YIELD) };
 }

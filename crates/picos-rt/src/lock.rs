@@ -153,6 +153,26 @@ impl<T> Lock<T> {
     }
 }
 
+impl<T> Lock<T> {
+    /// Takes the lock (checking the order first), yielding the CPU after a
+    /// short spin: for a lock whose holder may sleep (`patch::state`).
+    pub fn lock_yielding(&self) -> Guard<'_, T> {
+        acquire(self.rank);
+        loop {
+            for _ in 0..64 {
+                if let Some(inner) = self.inner.try_lock() {
+                    return Guard {
+                        rank: self.rank,
+                        inner,
+                    };
+                }
+                core::hint::spin_loop();
+            }
+            crate::host::sched_yield();
+        }
+    }
+}
+
 /// A held [`Lock`].
 pub struct Guard<'a, T> {
     rank: Rank,

@@ -249,7 +249,7 @@ pub fn untrampoline(m: &mut SigContext) {
     if !enabled() || region_of(rip) == 0 {
         return;
     }
-    let st = STATE.lock();
+    let st = state();
     let Some((&t, map)) = st.mapped.range(..=rip).next_back() else {
         return;
     };
@@ -279,12 +279,21 @@ pub fn init(vdso: usize) {
         crate::thread::current().sighand.get() as usize,
         Ordering::Relaxed,
     );
-    STATE.lock().entries = [
+    state().entries = [
         crate::arch::picos_fast_entry as *const () as usize,
         crate::arch::picos_direct_entry as *const () as usize,
         crate::arch::picos_direct_blocking_entry as *const () as usize,
     ];
     ENABLED.store(true, Ordering::Relaxed);
+}
+
+/// Locks the patcher's state. The holder may sleep (a patch made with
+/// threads waits for the transient thread that writes the code, see
+/// `rt::with_own_fds`), so waiters yield the CPU after a short spin instead
+/// of spinning on: 32 threads spinning on 2 cores starved that thread and
+/// made `patch_stress` 50 times slower.
+fn state() -> crate::lock::Guard<'static, State> {
+    STATE.lock_yielding()
 }
 
 /// Held across a fork (see [`fork_guard`]).
@@ -296,9 +305,7 @@ pub struct ForkGuard {
 /// is then writing code, so no descriptor of the patcher's exists for the
 /// child to inherit, and the child never inherits the lock held.
 pub fn fork_guard() -> ForkGuard {
-    ForkGuard {
-        _state: STATE.lock(),
-    }
+    ForkGuard { _state: state() }
 }
 
 /// Called when a thread or process sharing this memory is created.
@@ -320,7 +327,7 @@ fn sync_core() -> bool {
 /// Records a shared mapping (never patched: the write would reach the file).
 pub fn note_shared_mapping(addr: usize, len: usize) {
     if enabled() {
-        STATE.lock().no_patch.push((addr, addr.saturating_add(len)));
+        state().no_patch.push((addr, addr.saturating_add(len)));
     }
 }
 
@@ -331,7 +338,7 @@ pub fn forget_range(addr: usize, len: usize) {
         return;
     }
     let end = addr.saturating_add(len);
-    let mut st = STATE.lock();
+    let mut st = state();
     let gone: Vec<usize> = st
         .sites
         .range(addr..end)
@@ -1062,7 +1069,7 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext) -> Option<usize> {
     if multi && site.covers_syscall(after - 2) {
         return None;
     }
-    let mut st = STATE.lock();
+    let mut st = state();
     let end = site.resume;
     if st.sites.contains(&site.start) || st.no_patch.iter().any(|&(a, e)| site.start < e && a < end)
     {
@@ -1126,7 +1133,7 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext) -> Option<usize> {
 /// A SIGTRAP at `rip` from an `int3` the patcher put at `rip - 1`: the
 /// faulting thread retries the instruction there.
 pub fn is_patch_trap(rip: usize) -> bool {
-    MULTI.load(Ordering::Relaxed) && STATE.lock().sites.contains(&(rip - 1))
+    MULTI.load(Ordering::Relaxed) && state().sites.contains(&(rip - 1))
 }
 
 /// Syscalls that the fast entry hands to the trap path at once: they need
