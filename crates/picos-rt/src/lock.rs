@@ -143,23 +143,14 @@ impl<T> Lock<T> {
         }
     }
 
-    /// Takes the lock (checking the order first).
+    /// Takes the lock (checking the order first). Spins a little, then
+    /// yields the CPU between tries: a holder that was preempted (or that
+    /// waits for a helper thread, as the patcher does) gets to run even
+    /// when every CPU has a waiter spinning on it (2 cores, 32 threads).
     pub fn lock(&self) -> Guard<'_, T> {
         acquire(self.rank);
-        Guard {
-            rank: self.rank,
-            inner: self.inner.lock(),
-        }
-    }
-}
-
-impl<T> Lock<T> {
-    /// Takes the lock (checking the order first), yielding the CPU after a
-    /// short spin: for a lock whose holder may sleep (`patch::state`).
-    pub fn lock_yielding(&self) -> Guard<'_, T> {
-        acquire(self.rank);
         loop {
-            for _ in 0..64 {
+            for _ in 0..128 {
                 if let Some(inner) = self.inner.try_lock() {
                     return Guard {
                         rank: self.rank,

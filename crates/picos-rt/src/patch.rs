@@ -289,11 +289,11 @@ pub fn init(vdso: usize) {
 
 /// Locks the patcher's state. The holder may sleep (a patch made with
 /// threads waits for the transient thread that writes the code, see
-/// `rt::with_own_fds`), so waiters yield the CPU after a short spin instead
-/// of spinning on: 32 threads spinning on 2 cores starved that thread and
-/// made `patch_stress` 50 times slower.
+/// `rt::with_own_fds`); waiters yield the CPU after a short spin, as for
+/// every `lock::Lock` (32 threads spinning on 2 cores starved that thread
+/// and made `patch_stress` 50 times slower).
 fn state() -> crate::lock::Guard<'static, State> {
-    STATE.lock_yielding()
+    STATE.lock()
 }
 
 /// Held across a fork (see [`fork_guard`]).
