@@ -84,13 +84,10 @@ pub struct LaunchConfig {
     pub stats: bool,
     /// Also append them as JSON lines to this file (empty: no file).
     pub stats_json: Vec<u8>,
-    /// The root of the picoprocess tree: the process `picos run` became,
-    /// as its pid and its start time (field 22 of `/proc/PID/stat`, which
-    /// tells a reused pid apart). When it ends, every picoprocess left in
-    /// the tree ends too. 0: no root known.
+    /// The pid of the root of the picoprocess tree: the process `picos run`
+    /// became. When it ends, every picoprocess left in the tree ends too.
+    /// 0: no root known.
     pub root_pid: u32,
-    /// See [`LaunchConfig::root_pid`].
-    pub root_start: u64,
 }
 
 impl Default for LaunchConfig {
@@ -103,7 +100,6 @@ impl Default for LaunchConfig {
             stats: false,
             stats_json: Vec::new(),
             root_pid: 0,
-            root_start: 0,
         }
     }
 }
@@ -186,21 +182,6 @@ fn push_u64(s: &mut String, mut n: u64) {
     }
 }
 
-/// What the tree's root check needs from `/proc/PID/stat`: the state letter
-/// (field 3; `Z` zombie, `X` dead) and the start time (field 22, in clock
-/// ticks since boot). The command name (field 2) may hold spaces and
-/// parentheses, so fields are counted from the last `)`.
-pub fn parse_proc_stat(stat: &[u8]) -> Option<(u8, u64)> {
-    let close = stat.iter().rposition(|&c| c == b')')?;
-    let mut fields = stat[close + 1..]
-        .split(|&c| c == b' ')
-        .filter(|f| !f.is_empty());
-    let state = *fields.next()?.first()?;
-    // Fields 4..=21 come between the state and the start time.
-    let start = fields.nth(18)?;
-    Some((state, parse_u64(start)?))
-}
-
 impl LaunchConfig {
     /// Encodes the configuration as the value of [`CONFIG_ENV`].
     pub fn encode(&self) -> String {
@@ -224,8 +205,6 @@ impl LaunchConfig {
         if self.root_pid != 0 {
             s.push_str(";root=");
             push_u64(&mut s, self.root_pid.into());
-            s.push(',');
-            push_u64(&mut s, self.root_start);
         }
         s.push_str(";exe=");
         hex_encode(&mut s, &self.exe);
@@ -270,15 +249,10 @@ impl LaunchConfig {
                 }
                 b"statsjson" => cfg.stats_json = hex_decode(value).ok_or(DecodeError::BadField)?,
                 b"root" => {
-                    let comma = value
-                        .iter()
-                        .position(|&c| c == b',')
-                        .ok_or(DecodeError::BadField)?;
-                    cfg.root_pid = parse_u64(&value[..comma])
+                    cfg.root_pid = parse_u64(value)
                         .and_then(|v| u32::try_from(v).ok())
                         .filter(|&v| v != 0)
                         .ok_or(DecodeError::BadField)?;
-                    cfg.root_start = parse_u64(&value[comma + 1..]).ok_or(DecodeError::BadField)?;
                 }
                 b"exe" => {
                     cfg.exe = hex_decode(value).ok_or(DecodeError::BadField)?;
@@ -309,7 +283,6 @@ mod tests {
             stats: true,
             stats_json: b"/tmp/s;t=1.json".to_vec(),
             root_pid: 4_194_304,
-            root_start: u64::MAX,
         };
         let s = cfg.encode();
         assert!(s.starts_with("v1;"));
@@ -327,7 +300,6 @@ mod tests {
                 stats: false,
                 stats_json: Vec::new(),
                 root_pid: 0,
-                root_start: 0,
             };
             assert_eq!(LaunchConfig::decode(cfg.encode().as_bytes()).unwrap(), cfg);
         }
@@ -367,27 +339,13 @@ mod tests {
 
     #[test]
     fn rejects_bad_root() {
-        for bad in [
-            "v1;root=0,5;exe=41",
-            "v1;root=5;exe=41",
-            "v1;root=1,x;exe=41",
-        ] {
+        for bad in ["v1;root=0;exe=41", "v1;root=;exe=41", "v1;root=1,5;exe=41"] {
             assert_eq!(
                 LaunchConfig::decode(bad.as_bytes()),
                 Err(DecodeError::BadField),
                 "{bad}"
             );
         }
-    }
-
-    #[test]
-    fn parses_proc_stat() {
-        let line = b"4242 (a) b) (c) S 1 4242 4242 0 -1 4194560 120 0 0 0 0 0 0 0 20 0 1 0 98765 2211840 180 18446744073709551615\n";
-        assert_eq!(parse_proc_stat(line), Some((b'S', 98765)));
-        let zombie = b"7 (sleep) Z 1 7 7 0 -1 4228108 0 0 0 0 0 0 0 0 20 0 1 0 123 0 0";
-        assert_eq!(parse_proc_stat(zombie), Some((b'Z', 123)));
-        assert_eq!(parse_proc_stat(b"7 (sleep) S 1 2"), None);
-        assert_eq!(parse_proc_stat(b"no parenthesis"), None);
     }
 
     #[test]

@@ -96,6 +96,7 @@ pub mod nr {
     pub const EXIT: usize = 60;
     pub const KILL: usize = 62;
     pub const GETCWD: usize = 79;
+    pub const READLINK: usize = 89;
     pub const GETPPID: usize = 110;
     pub const SETRLIMIT: usize = 160;
     pub const SIGALTSTACK: usize = 131;
@@ -252,6 +253,12 @@ pub fn getpid() -> i32 {
 pub fn getppid() -> i32 {
     // SAFETY: no arguments.
     unsafe { sc!(nr::GETPPID) }.unwrap_or(0) as i32
+}
+
+/// readlink(2) of NUL-terminated `path` into `buf`; returns the length.
+pub fn readlink(path: &core::ffi::CStr, buf: &mut [u8]) -> HostResult {
+    // SAFETY: `path` is NUL-terminated; `buf` is writable for its length.
+    unsafe { sc!(nr::READLINK, path.as_ptr(), buf.as_mut_ptr(), buf.len()) }
 }
 
 /// kill(2).

@@ -514,7 +514,7 @@ fn take_notices_from_exec(t: &thread::Thread) {
         let ppid = t.ids().ppid.load(Ordering::Relaxed);
         if info.code() == 0 && from > 0 && from == ppid {
             // A thread of our parent ended: nothing to do.
-        } else if info.code() == 0 && from > 0 && gone(from as u32, None) {
+        } else if info.code() == 0 && from > 0 && gone(from as u32, false) {
             // Our parent ended (we have another one already).
             parent_gone(from);
         } else {
@@ -532,22 +532,24 @@ fn take_notices_from_exec(t: &thread::Thread) {
     let _ = host::rt_sigprocmask(crate::signal::SIG_UNBLOCK, Some(sys));
 }
 
-const O_RDONLY: i32 = 0;
-
 /// Has the root of the tree ended? See [`gone`].
 fn root_gone() -> bool {
-    let cfg = config();
-    gone(cfg.root_pid, Some(cfg.root_start))
+    gone(config().root_pid, true)
 }
 
-/// Has process `pid` (started at `start`, if known) ended? Yes if no
-/// process has its pid, if it is a zombie (killed but not yet reaped:
-/// `kill(pid, 0)` still succeeds then), or if the process with its pid
-/// started at another time (the pid was reused). When in doubt (`/proc`
-/// unreadable), no. No allocation (called from the SIGSYS handler) and no
-/// descriptor kept.
-fn gone(pid: u32, start: Option<u64>) -> bool {
-    // "/proc/" + at most 10 digits + "/stat" + NUL.
+/// The start of what `/proc/PID/exe` reads for every picoprocess: the
+/// runtime, run from the CLI's memfd (`run.rs`, `runtime_fd`).
+const RUNTIME_EXE: &[u8] = b"/memfd:picos-rt";
+
+/// Has process `pid` ended? Asks `/proc/PID/exe`, which reads ENOENT from
+/// the moment a process has let go of its memory on its way out: for a
+/// zombie (killed but not yet reaped, which `kill(pid, 0)` still finds) as
+/// for a pid nobody has. With `picoprocess`, a process with that pid that
+/// is not a picoprocess (the pid was reused) counts as ended too. When in
+/// doubt (`/proc` unreadable, a process we may not inspect), no. No
+/// descriptor, no allocation (called from the SIGSYS handler).
+fn gone(pid: u32, picoprocess: bool) -> bool {
+    // "/proc/" + at most 10 digits + "/exe" + NUL.
     let mut path = [0u8; 24];
     let mut n = 0;
     for &b in b"/proc/" {
@@ -564,31 +566,19 @@ fn gone(pid: u32, start: Option<u64>) -> bool {
             break;
         }
     }
-    for &b in digits[d..].iter().chain(b"/stat\0") {
+    for &b in digits[d..].iter().chain(b"/exe\0") {
         path[n] = b;
         n += 1;
     }
     let Ok(path) = core::ffi::CStr::from_bytes_with_nul(&path[..n]) else {
         return false;
     };
-    let fd = match host::openat(host::AT_FDCWD, path, O_RDONLY | O_CLOEXEC as i32, 0) {
-        Ok(fd) => fd as i32,
-        // No such process, or no /proc: ask kill(2), which knows the first.
-        Err(_) => return host::kill(pid as i32, 0) == Err(Errno::ESRCH),
-    };
-    let mut buf = [0u8; 512];
-    let r = host::pread(fd, &mut buf, 0);
-    let _ = host::close(fd);
-    match r {
-        // The process was reaped between the open and the read.
-        Err(Errno::ESRCH) => true,
+    let mut link = [0u8; 64];
+    match host::readlink(path, &mut link) {
+        Ok(len) => picoprocess && !link[..len].starts_with(RUNTIME_EXE),
+        // No such process (or one without memory any more), if /proc is there.
+        Err(Errno::ENOENT) => host::readlink(c"/proc/self/exe", &mut link).is_ok(),
         Err(_) => false,
-        Ok(len) => match picos_abi::parse_proc_stat(&buf[..len]) {
-            Some((state, started)) => {
-                state == b'Z' || state == b'X' || start.is_some_and(|s| s != started)
-            }
-            None => false,
-        },
     }
 }
 

@@ -364,7 +364,6 @@ fn plan(args: &RunArgs) -> Result<Plan, RunError> {
         },
         // Known once this process is about to become the root (`launch`).
         root_pid: 0,
-        root_start: 0,
     };
     Ok(Plan {
         argv,
@@ -435,14 +434,6 @@ fn check_syscall_user_dispatch() -> Result<(), RunError> {
     }
 }
 
-/// This process's start time (field 22 of `/proc/self/stat`), which with
-/// its pid names the root of the picoprocess tree; `None` if unreadable
-/// (then no root is recorded and the tree is not ended with it).
-fn own_start_time() -> Option<u64> {
-    let stat = std::fs::read("/proc/self/stat").ok()?;
-    picos_abi::parse_proc_stat(&stat).map(|(_, start)| start)
-}
-
 /// Becomes the picoprocess: execve(2) of the runtime in this very process,
 /// so that the pid the user sees as `picos` is the program's. Signals sent
 /// to it (STOP and KILL included) reach the program as they would natively,
@@ -459,10 +450,7 @@ fn launch(p: Plan) -> Result<std::convert::Infallible, RunError> {
         .map(|a| cstring(a.as_bytes()))
         .collect::<Result<_, _>>()?;
     let mut config = p.config;
-    if let Some(start) = own_start_time() {
-        config.root_pid = std::process::id();
-        config.root_start = start;
-    }
+    config.root_pid = std::process::id();
     let prefix = format!("{CONFIG_ENV}=");
     let mut env: Vec<std::ffi::CString> = p
         .env

@@ -108,8 +108,11 @@ fn signal(pid: i32, sig: i32) {
 /// State letter and start time of process `pid` (fields 3 and 22 of
 /// `/proc/PID/stat`), if it exists.
 fn proc_stat(pid: i32) -> Option<(u8, u64)> {
-    let s = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    picos_abi::parse_proc_stat(&s)
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The name (field 2) may hold spaces: count from the last `)`.
+    let mut f = s[s.rfind(')')? + 1..].split_whitespace();
+    let state = *f.next()?.as_bytes().first()?;
+    Some((state, f.nth(18)?.parse().ok()?))
 }
 
 /// Is the process that was `pid`, started at `start`, still running? A
