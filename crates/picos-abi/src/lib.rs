@@ -84,6 +84,10 @@ pub struct LaunchConfig {
     pub stats: bool,
     /// Also append them as JSON lines to this file (empty: no file).
     pub stats_json: Vec<u8>,
+    /// The pid of the root of the picoprocess tree: the process `picos run`
+    /// became. When it ends, every picoprocess left in the tree ends too.
+    /// 0: no root known.
+    pub root_pid: u32,
 }
 
 impl Default for LaunchConfig {
@@ -95,6 +99,7 @@ impl Default for LaunchConfig {
             patch_syscalls: true,
             stats: false,
             stats_json: Vec::new(),
+            root_pid: 0,
         }
     }
 }
@@ -160,6 +165,23 @@ fn parse_u64(s: &[u8]) -> Option<u64> {
     Some(v)
 }
 
+/// Appends `n` in decimal (without alloc::format: keeps the runtime small).
+fn push_u64(s: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[i..] {
+        s.push(d as char);
+    }
+}
+
 impl LaunchConfig {
     /// Encodes the configuration as the value of [`CONFIG_ENV`].
     pub fn encode(&self) -> String {
@@ -167,21 +189,7 @@ impl LaunchConfig {
         s.push_str("log=");
         s.push((b'0' + self.log_level as u8) as char);
         s.push_str(";stack=");
-        // u64 to decimal without alloc::format (keeps the runtime small).
-        let mut digits = [0u8; 20];
-        let mut n = self.stack_size_bytes;
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        for &d in &digits[i..] {
-            s.push(d as char);
-        }
+        push_u64(&mut s, self.stack_size_bytes);
         s.push_str(if self.patch_syscalls {
             ";patch=1"
         } else {
@@ -193,6 +201,10 @@ impl LaunchConfig {
         if !self.stats_json.is_empty() {
             s.push_str(";statsjson=");
             hex_encode(&mut s, &self.stats_json);
+        }
+        if self.root_pid != 0 {
+            s.push_str(";root=");
+            push_u64(&mut s, self.root_pid.into());
         }
         s.push_str(";exe=");
         hex_encode(&mut s, &self.exe);
@@ -236,6 +248,12 @@ impl LaunchConfig {
                     }
                 }
                 b"statsjson" => cfg.stats_json = hex_decode(value).ok_or(DecodeError::BadField)?,
+                b"root" => {
+                    cfg.root_pid = parse_u64(value)
+                        .and_then(|v| u32::try_from(v).ok())
+                        .filter(|&v| v != 0)
+                        .ok_or(DecodeError::BadField)?;
+                }
                 b"exe" => {
                     cfg.exe = hex_decode(value).ok_or(DecodeError::BadField)?;
                     have_exe = true;
@@ -264,6 +282,7 @@ mod tests {
             patch_syscalls: false,
             stats: true,
             stats_json: b"/tmp/s;t=1.json".to_vec(),
+            root_pid: 4_194_304,
         };
         let s = cfg.encode();
         assert!(s.starts_with("v1;"));
@@ -280,6 +299,7 @@ mod tests {
                 patch_syscalls: true,
                 stats: false,
                 stats_json: Vec::new(),
+                root_pid: 0,
             };
             assert_eq!(LaunchConfig::decode(cfg.encode().as_bytes()).unwrap(), cfg);
         }
@@ -315,6 +335,17 @@ mod tests {
             LaunchConfig::decode(b"v1;stack=99999999999999999999;exe=41"),
             Err(DecodeError::BadField)
         );
+    }
+
+    #[test]
+    fn rejects_bad_root() {
+        for bad in ["v1;root=0;exe=41", "v1;root=;exe=41", "v1;root=1,5;exe=41"] {
+            assert_eq!(
+                LaunchConfig::decode(bad.as_bytes()),
+                Err(DecodeError::BadField),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

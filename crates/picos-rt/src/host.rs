@@ -97,10 +97,13 @@ pub mod nr {
     pub const EXIT: usize = 60;
     pub const KILL: usize = 62;
     pub const GETCWD: usize = 79;
+    pub const READLINK: usize = 89;
+    pub const GETPPID: usize = 110;
     pub const SETRLIMIT: usize = 160;
     pub const SIGALTSTACK: usize = 131;
     pub const PRCTL: usize = 157;
     pub const ARCH_PRCTL: usize = 158;
+    pub const RT_SIGTIMEDWAIT: usize = 128;
     pub const GETTID: usize = 186;
     pub const FUTEX: usize = 202;
     pub const EXIT_GROUP: usize = 231;
@@ -247,6 +250,24 @@ pub fn getpid() -> i32 {
     unsafe { sc!(nr::GETPID) }.unwrap_or(0) as i32
 }
 
+/// getppid(2).
+pub fn getppid() -> i32 {
+    // SAFETY: no arguments.
+    unsafe { sc!(nr::GETPPID) }.unwrap_or(0) as i32
+}
+
+/// readlink(2) of NUL-terminated `path` into `buf`; returns the length.
+pub fn readlink(path: &core::ffi::CStr, buf: &mut [u8]) -> HostResult {
+    // SAFETY: `path` is NUL-terminated; `buf` is writable for its length.
+    unsafe { sc!(nr::READLINK, path.as_ptr(), buf.as_mut_ptr(), buf.len()) }
+}
+
+/// kill(2).
+pub fn kill(pid: i32, sig: i32) -> HostResult {
+    // SAFETY: integer arguments only.
+    unsafe { sc!(nr::KILL, pid, sig) }
+}
+
 /// gettid(2).
 pub fn gettid() -> i32 {
     // SAFETY: no arguments.
@@ -293,6 +314,22 @@ pub fn tkill(tid: i32, sig: i32) -> HostResult {
 pub fn rt_tgsigqueueinfo(tgid: i32, tid: i32, sig: i32, info: &[u8; 128]) -> HostResult {
     // SAFETY: `info` is a live 128-byte siginfo.
     unsafe { sc!(nr::RT_TGSIGQUEUEINFO, tgid, tid, sig, info.as_ptr()) }
+}
+
+/// rt_sigtimedwait(2) with a zero timeout: takes a pending signal of `set`
+/// (blocked), writing its siginfo into `info`; EAGAIN if none is pending.
+pub fn rt_sigtake(set: u64, info: &mut [u8; 128]) -> HostResult {
+    let timeout = [0u64; 2];
+    // SAFETY: `set`, `info` and `timeout` are live for the call.
+    unsafe {
+        sc!(
+            nr::RT_SIGTIMEDWAIT,
+            &set as *const u64,
+            info.as_mut_ptr(),
+            timeout.as_ptr(),
+            8
+        )
+    }
 }
 
 /// Kernel `struct sigaction` for x86-64.

@@ -129,7 +129,9 @@ pub unsafe fn start(sp: *const usize, image_base: usize, image_len: usize) -> ! 
         .collect();
     CONFIG.call_once(|| cfg);
 
-    let mask = host::rt_sigprocmask(crate::signal::SIG_BLOCK, None).unwrap_or(0);
+    // SIGSYS is blocked across our execve (see `exec_runtime`), not by the program.
+    let mask = host::rt_sigprocmask(crate::signal::SIG_BLOCK, None).unwrap_or(0)
+        & !crate::signal::bit(crate::signal::SIGSYS);
     let sighand: &'static SigHand = Box::leak(Box::new(SigHand::new()));
     let t = match thread::alloc(sighand, mask) {
         Ok(t) => t,
@@ -188,7 +190,8 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
     let t = info.thread;
     thread::install(t);
     crate::signal::init_dispositions(t);
-    watch_parent(t);
+    watch_parent(t, None);
+    check_root_at_exec();
     // Freshly exec'd: no one else can change our process group any more.
     t.ids().pgid_cacheable.store(true, Ordering::Relaxed);
     if let Err(e) = crate::signal::install_runtime_handlers() {
@@ -197,6 +200,7 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
             format_args!("cannot install the SIGSYS handler: {}", e),
         );
     }
+    take_notices_from_exec(t);
     let cfg = config();
     if cfg.stack_size_bytes != 0 {
         if let Err(e) = host::setrlimit(RLIMIT_STACK, cfg.stack_size_bytes, u64::MAX) {
@@ -343,10 +347,15 @@ pub fn exec_runtime(
     let envp_p = crate::sys::process::c_vector(&env, &mut estore);
     // Stats of the program being replaced.
     process_exiting();
-    // The new program starts with the program's mask, not the runtime's.
+    // The new program starts with the program's mask, not the runtime's;
+    // SIGSYS stays blocked until the new runtime's handler is in place
+    // (`take_notices_from_exec`): the host's default action would kill us if
+    // a parent-death notice came meanwhile.
     let _ = host::rt_sigprocmask(
         crate::signal::SIG_SETMASK,
-        Some(crate::signal::host_mask(t.sig_mask.get())),
+        Some(
+            crate::signal::host_mask(t.sig_mask.get()) | crate::signal::bit(crate::signal::SIGSYS),
+        ),
     );
     // SAFETY: all pointers reference live NUL-terminated vectors above.
     let r = unsafe {
@@ -401,19 +410,30 @@ pub fn arm_dispatch() -> Result<(), Errno> {
 const PR_SET_PDEATHSIG: i32 = 1;
 
 /// Asks the host for SIGSYS when our parent dies (so the cached parent pid
-/// can be forgotten), then caches our pid and our parent's.
-pub fn watch_parent(t: &thread::Thread) {
+/// can be updated, and so that the tree ends with its root: see
+/// [`parent_gone`]), then caches our pid and our parent's. `parent` is the
+/// process that created us, if known (a forked child knows it): if our
+/// parent is already another process, it died before the signal was armed,
+/// and that is handled now as the signal would have been.
+pub fn watch_parent(t: &thread::Thread, parent: Option<i32>) {
     let ids = t.ids();
     let _ = host::prctl(PR_SET_PDEATHSIG, crate::signal::SIGSYS as usize, 0, 0, 0);
     ids.pid.store(host::getpid(), Ordering::Relaxed);
-    // SAFETY: no arguments.
-    let ppid = unsafe { host::call(110, [0; 6]) }.map_or(0, |p| p as i32);
+    // After the prctl: a parent that dies from now on sends the signal.
+    let ppid = host::getppid();
     ids.ppid.store(ppid, Ordering::Relaxed);
+    if let Some(parent) = parent.filter(|&p| p > 0 && p != ppid) {
+        parent_gone(parent);
+    }
 }
 
 /// Is this SIGSYS the parent-death notice asked for by `watch_parent`? If
-/// so, forget the parent's pid and raise the program's own parent-death
-/// signal, if it asked for one.
+/// so, note the new parent, end this process if the tree's root is gone,
+/// and raise the program's own parent-death signal, if it asked for one.
+///
+/// The host sends the notice when the *thread* that created us ends, with
+/// the pid of its process: if that process lives on (another of its
+/// threads adopts us), our parent has not changed.
 pub fn is_parent_death(info: &crate::arch::SigInfo) -> bool {
     let Some(t) = thread::current_checked() else {
         return false;
@@ -423,7 +443,12 @@ pub fn is_parent_death(info: &crate::arch::SigInfo) -> bool {
     if from <= 0 || from != ids.ppid.load(Ordering::Relaxed) {
         return false;
     }
-    ids.ppid.store(0, Ordering::Relaxed);
+    // The host moves us to our new parent before it sends the notice.
+    let now = host::getppid();
+    ids.ppid.store(now, Ordering::Relaxed);
+    if now != from {
+        parent_gone(from);
+    }
     let sig = ids.guest_pdeathsig.load(Ordering::Relaxed);
     if sig > 0 {
         let _ = host::tgkill(host::getpid(), t.tid(), sig);
@@ -431,8 +456,135 @@ pub fn is_parent_death(info: &crate::arch::SigInfo) -> bool {
     true
 }
 
-/// Fix-ups in a forked child: only the forking thread exists.
-pub fn after_fork_child(t: &thread::Thread) {
+/// Our parent process `parent` has ended (we have been given to another).
+/// A picoprocess tree never outlives its root (the process `picos run`
+/// became): if `parent` was the root, or the root is gone too, this process
+/// ends with SIGKILL, and its own children learn it the same way, down the
+/// tree. An orphan whose parent ended while the root lives runs on, as it
+/// would natively. Called from the SIGSYS handler: it must not allocate.
+fn parent_gone(parent: i32) {
+    let root = config().root_pid as i32;
+    if root <= 0 || host::getpid() == root {
+        return;
+    }
+    if parent == root || root_gone() {
+        end_with_root();
+    }
+}
+
+/// Ends this process because the root of its tree is gone.
+fn end_with_root() -> ! {
+    crate::log!(
+        Debug,
+        "the root of the picoprocess tree ({}) has ended: ending",
+        config().root_pid
+    );
+    let _ = host::kill(host::getpid(), crate::signal::SIGKILL);
+    host::exit_group(128 + crate::signal::SIGKILL)
+}
+
+/// At start-up after execve, in a process that is not the root: a parent
+/// that ended while we exec'd (or while a vfork child ran before its
+/// exec, with no parent-death signal armed) notified nobody, so look at the
+/// root itself.
+fn check_root_at_exec() {
+    let root = config().root_pid as i32;
+    if root > 0 && host::getpid() != root && root_gone() {
+        end_with_root();
+    }
+}
+
+/// SIGSYS is blocked across execve (`exec_runtime`), so that a
+/// parent-death notice sent while we exec'd (the thread that forked us
+/// ending, as a program's threads often do right after a fork, or our
+/// parent's death) waits for our handler instead of meeting the host's
+/// default action, which kills. Takes such a notice now, then unblocks
+/// SIGSYS. Anything else pending (a SIGSYS someone sent with kill) is
+/// queued again, for the program.
+fn take_notices_from_exec(t: &thread::Thread) {
+    let sys = crate::signal::bit(crate::signal::SIGSYS);
+    let mut other = None;
+    // One SIGSYS at most waits in each of the process's and thread's queues.
+    for _ in 0..2 {
+        let mut info = crate::arch::SigInfo::default();
+        if host::rt_sigtake(sys, &mut info.0).is_err() {
+            break;
+        }
+        let from = i32::from_ne_bytes(info.0[16..20].try_into().unwrap());
+        let ppid = t.ids().ppid.load(Ordering::Relaxed);
+        if info.code() == 0 && from > 0 && from == ppid {
+            // A thread of our parent ended: nothing to do.
+        } else if info.code() == 0 && from > 0 && gone(from as u32, false) {
+            // Our parent ended (we have another one already).
+            parent_gone(from);
+        } else {
+            other = Some(info);
+        }
+    }
+    if let Some(info) = other {
+        let _ = host::rt_tgsigqueueinfo(
+            host::getpid(),
+            host::gettid(),
+            crate::signal::SIGSYS,
+            &info.0,
+        );
+    }
+    let _ = host::rt_sigprocmask(crate::signal::SIG_UNBLOCK, Some(sys));
+}
+
+/// Has the root of the tree ended? See [`gone`].
+fn root_gone() -> bool {
+    gone(config().root_pid, true)
+}
+
+/// The start of what `/proc/PID/exe` reads for every picoprocess: the
+/// runtime, run from the CLI's memfd (`run.rs`, `runtime_fd`).
+const RUNTIME_EXE: &[u8] = b"/memfd:picos-rt";
+
+/// Has process `pid` ended? Asks `/proc/PID/exe`, which reads ENOENT from
+/// the moment a process has let go of its memory on its way out: for a
+/// zombie (killed but not yet reaped, which `kill(pid, 0)` still finds) as
+/// for a pid nobody has. With `picoprocess`, a process with that pid that
+/// is not a picoprocess (the pid was reused) counts as ended too. When in
+/// doubt (`/proc` unreadable, a process we may not inspect), no. No
+/// descriptor, no allocation (called from the SIGSYS handler).
+fn gone(pid: u32, picoprocess: bool) -> bool {
+    // "/proc/" + at most 10 digits + "/exe" + NUL.
+    let mut path = [0u8; 24];
+    let mut n = 0;
+    for &b in b"/proc/" {
+        path[n] = b;
+        n += 1;
+    }
+    let mut digits = [0u8; 10];
+    let (mut v, mut d) = (pid, digits.len());
+    loop {
+        d -= 1;
+        digits[d] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for &b in digits[d..].iter().chain(b"/exe\0") {
+        path[n] = b;
+        n += 1;
+    }
+    let Ok(path) = core::ffi::CStr::from_bytes_with_nul(&path[..n]) else {
+        return false;
+    };
+    let mut link = [0u8; 64];
+    match host::readlink(path, &mut link) {
+        Ok(len) => picoprocess && !link[..len].starts_with(RUNTIME_EXE),
+        // No such process (or one without memory any more), if /proc is there.
+        Err(Errno::ENOENT) => host::readlink(c"/proc/self/exe", &mut link).is_ok(),
+        Err(_) => false,
+    }
+}
+
+/// Fix-ups in a forked child: only the forking thread exists. `parent` is
+/// the pid of the process that forked it.
+pub fn after_fork_child(t: &thread::Thread, parent: i32) {
     // Signals pending for the parent (held by its runtime) are not the
     // child's; forget them before anything below can queue one of its own.
     t.clear_pending();
@@ -447,7 +599,7 @@ pub fn after_fork_child(t: &thread::Thread) {
     crate::mem::reset_slots_after_fork(t.slot);
     crate::stats::after_fork_child(t);
     // A forked child does not inherit the parent-death signal.
-    watch_parent(t);
+    watch_parent(t, Some(parent));
     // Until it execs, its parent may still move it to another group.
     t.ids().pgid_cacheable.store(false, Ordering::Relaxed);
     t.ids().pgid.store(0, Ordering::Relaxed);

@@ -31,8 +31,9 @@ fn cli() -> Command {
         .subcommand_required(true)
         .arg_required_else_help(true)
         .subcommand(run::RunArgs::augment(Command::new("run").about(
-            "Run a program under picos. Exit status is the program's (128+N if it \
-                 was killed by signal N); 127 if it does not exist; 126 if it cannot be run",
+            "Run a program under picos (picos becomes the program's first process: its \
+                 exit status, or the signal that killed it, is picos's); 127 if it does not \
+                 exist; 126 if it cannot be run",
         )))
         .subcommand(
             Command::new("syscalls")

@@ -1,6 +1,7 @@
 //! `picos run`: resolve the program, build the launch configuration from the
-//! manifest and the command line, start the runtime in a new process (the
-//! picoprocess), forward signals to it, and report its exit status.
+//! manifest and the command line, and become the picoprocess: execve(2) of
+//! the runtime in this process (no supervisor: see docs/ARCHITECTURE.md,
+//! "The picoprocess tree").
 
 use crate::manifest::{LogLevel, Manifest, ManifestError};
 use clap::{Arg, ArgAction, ArgMatches, Command};
@@ -361,6 +362,8 @@ fn plan(args: &RunArgs) -> Result<Plan, RunError> {
                 .into_vec(),
             None => Vec::new(),
         },
+        // Known once this process is about to become the root (`launch`).
+        root_pid: 0,
     };
     Ok(Plan {
         argv,
@@ -431,7 +434,12 @@ fn check_syscall_user_dispatch() -> Result<(), RunError> {
     }
 }
 
-fn launch(p: Plan) -> Result<ExitCode, RunError> {
+/// Becomes the picoprocess: execve(2) of the runtime in this very process,
+/// so that the pid the user sees as `picos` is the program's. Signals sent
+/// to it (STOP and KILL included) reach the program as they would natively,
+/// and its exit status (a code, or the signal that killed it) reaches
+/// picos's parent unchanged. Returns only if the runtime cannot be started.
+fn launch(p: Plan) -> Result<std::convert::Infallible, RunError> {
     use std::os::fd::AsRawFd;
     check_syscall_user_dispatch()?;
     let fd = runtime_fd().map_err(RunError::Spawn)?;
@@ -441,6 +449,8 @@ fn launch(p: Plan) -> Result<ExitCode, RunError> {
         .iter()
         .map(|a| cstring(a.as_bytes()))
         .collect::<Result<_, _>>()?;
+    let mut config = p.config;
+    config.root_pid = std::process::id();
     let prefix = format!("{CONFIG_ENV}=");
     let mut env: Vec<std::ffi::CString> = p
         .env
@@ -448,159 +458,43 @@ fn launch(p: Plan) -> Result<ExitCode, RunError> {
         .filter(|kv| !kv.as_bytes().starts_with(prefix.as_bytes()))
         .map(|kv| cstring(kv.as_bytes()))
         .collect::<Result<_, _>>()?;
-    env.push(cstring(
-        format!("{prefix}{}", p.config.encode()).as_bytes(),
-    )?);
-    let cwd = p
-        .cwd
-        .as_ref()
-        .map(|d| cstring(d.as_os_str().as_bytes()))
-        .transpose()?;
-    // Block the signals we forward (and SIGCHLD) before the child exists, so
-    // none is lost; the child gets our original mask back through posix_spawn.
-    let forwarded = Forwarded::block();
-    let pid = spawn(&path, &argv, &env, cwd.as_deref(), &forwarded.old).map_err(|e| {
-        forwarded.unblock();
-        RunError::Spawn(e)
-    })?;
-    drop(fd);
-    let status = forwarded.wait_forwarding(pid);
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else if libc::WIFSIGNALED(status) {
-        128 + libc::WTERMSIG(status)
-    } else {
-        1
-    };
-    Ok(ExitCode::from(code as u8))
+    env.push(cstring(format!("{prefix}{}", config.encode()).as_bytes())?);
+    if let Some(d) = &p.cwd {
+        std::env::set_current_dir(d).map_err(RunError::Spawn)?;
+    }
+    let e = exec(&path, &argv, &env);
+    Err(RunError::Spawn(e))
 }
 
-/// posix_spawn(3) of the runtime: signal mask `mask`, default dispositions
-/// for SIGPIPE (which the CLI ignores, as Rust programs do), `cwd`.
-fn spawn(
+/// execve(2) of the runtime with SIGPIPE's default disposition back (the
+/// Rust runtime ignores it in this process; other ignored signals, as from
+/// nohup, are inherited, as by any program). Returns the error if it fails.
+fn exec(
     path: &std::ffi::CStr,
     argv: &[std::ffi::CString],
     env: &[std::ffi::CString],
-    cwd: Option<&std::ffi::CStr>,
-    mask: &libc::sigset_t,
-) -> std::io::Result<libc::pid_t> {
-    let mut argv_p: Vec<*mut libc::c_char> = argv.iter().map(|a| a.as_ptr() as *mut _).collect();
-    argv_p.push(std::ptr::null_mut());
-    let mut env_p: Vec<*mut libc::c_char> = env.iter().map(|a| a.as_ptr() as *mut _).collect();
-    env_p.push(std::ptr::null_mut());
-    // SAFETY: the attribute and file-action objects are initialised before
-    // use and destroyed after; every pointer passed stays alive for the call.
+) -> std::io::Error {
+    let mut argv_p: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    argv_p.push(std::ptr::null());
+    let mut env_p: Vec<*const libc::c_char> = env.iter().map(|a| a.as_ptr()).collect();
+    env_p.push(std::ptr::null());
+    let _ = std::io::stdout().flush();
+    // SAFETY: signal(2) with a constant disposition; execve with
+    // NULL-terminated vectors of pointers into `argv` and `env`, alive for
+    // the call. The process has one thread.
     unsafe {
-        let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
-        let mut fa: libc::posix_spawn_file_actions_t = std::mem::zeroed();
-        libc::posix_spawnattr_init(&mut attr);
-        libc::posix_spawn_file_actions_init(&mut fa);
-        // Only SIGPIPE, which the Rust runtime ignores in this process: other
-        // ignored signals (nohup) are inherited, as by any program.
-        let mut dfl: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut dfl);
-        libc::sigaddset(&mut dfl, libc::SIGPIPE);
-        libc::posix_spawnattr_setsigdefault(&mut attr, &dfl);
-        libc::posix_spawnattr_setsigmask(&mut attr, mask);
-        libc::posix_spawnattr_setflags(
-            &mut attr,
-            (libc::POSIX_SPAWN_SETSIGDEF | libc::POSIX_SPAWN_SETSIGMASK) as _,
-        );
-        if let Some(d) = cwd {
-            libc::posix_spawn_file_actions_addchdir_np(&mut fa, d.as_ptr());
-        }
-        let mut pid: libc::pid_t = 0;
-        let r = libc::posix_spawn(
-            &mut pid,
-            path.as_ptr(),
-            &fa,
-            &attr,
-            argv_p.as_ptr(),
-            env_p.as_ptr(),
-        );
-        libc::posix_spawn_file_actions_destroy(&mut fa);
-        libc::posix_spawnattr_destroy(&mut attr);
-        if r != 0 {
-            return Err(std::io::Error::from_raw_os_error(r));
-        }
-        Ok(pid)
-    }
-}
-
-/// Signals sent to `picos` with kill(2) are forwarded to the picoprocess.
-/// Those the terminal generates (Ctrl-C, Ctrl-\\, window size) are not: the
-/// terminal already sends them to the whole foreground process group.
-const FORWARDED: [i32; 8] = [
-    libc::SIGINT,
-    libc::SIGTERM,
-    libc::SIGHUP,
-    libc::SIGQUIT,
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-    libc::SIGWINCH,
-    libc::SIGCONT,
-];
-
-/// The forwarded signals and SIGCHLD, blocked in this (single-threaded)
-/// process and taken synchronously with sigwaitinfo: no handler, no thread.
-struct Forwarded {
-    set: libc::sigset_t,
-    old: libc::sigset_t,
-}
-
-impl Forwarded {
-    fn block() -> Self {
-        // SAFETY: sigset_t is plain data; the libc calls only write the sets
-        // we pass, and the process has one thread.
-        unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            for s in FORWARDED.iter().chain([libc::SIGCHLD].iter()) {
-                libc::sigaddset(&mut set, *s);
-            }
-            libc::sigprocmask(libc::SIG_BLOCK, &set, &mut old);
-            Forwarded { set, old }
-        }
-    }
-
-    fn unblock(&self) {
-        // SAFETY: restores the mask saved by block().
-        unsafe { libc::sigprocmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
-    }
-
-    /// Waits for the child, forwarding signals sent to us meanwhile;
-    /// returns its wait status.
-    fn wait_forwarding(self, pid: libc::pid_t) -> libc::c_int {
-        loop {
-            let mut status = 0;
-            // SAFETY: waitpid on our own child, writing a local.
-            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-            if r == pid
-                || (r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
-            {
-                self.unblock();
-                return status;
-            }
-            // SAFETY: siginfo_t is plain data filled by the kernel.
-            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-            // SAFETY: `self.set` is a valid set; `info` is writable.
-            let sig = unsafe { libc::sigwaitinfo(&self.set, &mut info) };
-            if sig <= 0 || sig == libc::SIGCHLD {
-                continue;
-            }
-            if info.si_code != libc::SI_KERNEL {
-                // SAFETY: plain kill(2) of our own child.
-                unsafe { libc::kill(pid, sig) };
-            }
-        }
+        let old = libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::execve(path.as_ptr(), argv_p.as_ptr(), env_p.as_ptr());
+        let e = std::io::Error::last_os_error();
+        libc::signal(libc::SIGPIPE, old);
+        e
     }
 }
 
 /// `picos run`.
 pub fn main(args: RunArgs) -> ExitCode {
     match plan(&args).and_then(launch) {
-        Ok(c) => c,
+        Ok(never) => match never {},
         Err(e) => {
             eprintln!("picos: {e}");
             ExitCode::from(e.exit_code())

@@ -175,6 +175,8 @@ fn do_clone(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
 /// child continues right here, on its copy of this runtime stack.
 fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     let t = c.t;
+    // The child checks that we still live once it watches for our death.
+    let parent = host::getpid();
     let r = {
         // Hold every runtime lock across the fork so the child never
         // inherits one held by another thread, in the runtime's lock order
@@ -200,7 +202,7 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
         )
     }?;
     if r == 0 {
-        crate::rt::after_fork_child(t);
+        crate::rt::after_fork_child(t, parent);
         if a.stack != 0 {
             // The child returns to the program on the stack it was given.
             c.uc.mcontext.rsp = a.stack as u64;
