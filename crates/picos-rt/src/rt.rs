@@ -643,7 +643,7 @@ pub fn with_transient_fds<R>(f: impl Fn() -> Result<R, Errno>) -> Result<R, Errn
 const OWN_FDS_STACK: usize = 256 << 10;
 
 /// Runs `f` on a transient thread of this process that has a descriptor
-/// table of its own, empty at the start: what `f` opens never enters the
+/// table of its own (holding only a copy of 2, for messages): what `f` opens never enters the
 /// program's table (the program cannot reach it, and a full table does not
 /// stop it), while memory, the working directory and credentials are the
 /// process's. The calling thread waits until `f` is done (CLONE_VFORK).
@@ -666,9 +666,13 @@ pub fn with_own_fds<F: FnOnce() -> R, R>(f: F) -> Result<R, Errno> {
             ..Default::default()
         };
         let _ = host::sigaltstack(Some(&off), None);
-        // CLOSE_RANGE_UNSHARE over every number: a new table, copying
-        // nothing (cheap whatever the program's table holds).
-        if host::close_range(0, u32::MAX, 2).is_ok() {
+        // CLOSE_RANGE_UNSHARE from 3 up: a new table holding copies of 0,
+        // 1 and 2 only (Linux copies just the numbers below the range,
+        // cheap whatever the program's table holds); 0 and 1 are closed,
+        // 2 stays for the runtime's messages (the loader's warnings).
+        if host::close_range(3, u32::MAX, 2).is_ok() {
+            let _ = host::close(0);
+            let _ = host::close(1);
             job.r = job.f.take().map(|f| f());
         }
         host::exit_thread(0)
