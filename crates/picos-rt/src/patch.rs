@@ -1421,14 +1421,14 @@ fn deliver_on(t: &Thread, m: &mut SigContext, buf: &mut core::mem::MaybeUninit<F
         ..UContext::default()
     };
     uc.mcontext.fpstate = xsave_image(buf).map_or(0, |p| p as u64);
-    // As inside a host signal handler: signals the program blocks, which
-    // deliver_pending hands back to the host, must stay pending there until
-    // the program's mask is in force again.
-    let _ = host::rt_sigprocmask(
-        crate::signal::SIG_SETMASK,
-        Some(crate::signal::RUNTIME_MASK),
-    );
+    // Async signals stay open on the host meanwhile (no mask change going
+    // in): one that arrives while the pending set is worked on is handed
+    // back to the host and blocked until the final mask below is in force
+    // (`signal::host_signal`, `Thread::delivering`), as are the ones
+    // deliver_pending re-queues because the program blocks them.
+    t.delivering.set(true);
     crate::signal::deliver_pending(t, &mut uc);
+    t.delivering.set(false);
     let _ = host::rt_sigprocmask(crate::signal::SIG_SETMASK, Some(uc.sigmask));
     *m = uc.mcontext;
     m.fpstate = 0;

@@ -334,6 +334,14 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
                 runtime_crash(sig, info, uc);
             }
         }
+        if t.delivering.get() && !maybe_fault {
+            // The fast path is delivering with signals open (see
+            // `patch::deliver_on`): back to the host, blocked until that
+            // delivery sets the program's mask.
+            let _ = host::rt_tgsigqueueinfo(host::getpid(), t.tid(), sig, &info.0);
+            uc.sigmask |= bit(sig);
+            return;
+        }
         t.add_pending(info);
         if let Some(r) = rewind {
             uc.mcontext.rip = r;

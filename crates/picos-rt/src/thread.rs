@@ -196,6 +196,10 @@ pub struct Thread {
     pub fault_probe: Cell<FaultProbe>,
     /// The runtime locks this thread holds (`lock::Rank` bits).
     pub held_locks: Cell<u32>,
+    /// The fast path is delivering pending signals with async signals open
+    /// on the host (`patch::deliver_on`): one that arrives meanwhile goes
+    /// back to the host, blocked until the delivery is done.
+    pub delivering: Cell<bool>,
 }
 
 /// A fault-type signal taken, at first, for one sent by someone (`kill`
@@ -384,6 +388,7 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             resume: Cell::new(crate::arch::SigContext::default()),
             fault_probe: Cell::new(FaultProbe::default()),
             held_locks: Cell::new(0),
+            delivering: Cell::new(false),
         });
         Ok(&*t)
     }
