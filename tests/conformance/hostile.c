@@ -199,6 +199,64 @@ static void altstack_unmapped(void)
     set_default(SIGUSR1);
 }
 
+#ifndef SS_AUTODISARM
+#define SS_AUTODISARM (1U << 31)
+#endif
+static char *auto_stack;
+static volatile int auto_in_handler_flags, auto_on_alt;
+static volatile uintptr_t auto_handler_sp, auto_nested_sp;
+
+static void auto_nested(int sig)
+{
+    char here;
+    (void)sig;
+    auto_nested_sp = (uintptr_t)&here;
+}
+
+static void auto_handler(int sig)
+{
+    char here;
+    (void)sig;
+    stack_t cur;
+    sigaltstack(NULL, &cur);
+    auto_in_handler_flags = cur.ss_flags;
+    auto_on_alt = &here >= auto_stack && &here < auto_stack + 65536;
+    auto_handler_sp = (uintptr_t)&here;
+    raise(SIGUSR2); /* SA_ONSTACK too: on the current stack, below this frame */
+}
+
+/* SS_AUTODISARM: a delivery on the alternate stack disarms it until the
+ * handler returns. */
+static void altstack_autodisarm(void)
+{
+    auto_stack = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    stack_t ss = { .ss_sp = auto_stack, .ss_size = 65536, .ss_flags = (int)SS_AUTODISARM };
+    check("autodisarm_set", sigaltstack(&ss, NULL) == 0);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = auto_handler;
+    sa.sa_flags = SA_ONSTACK;
+    sigaction(SIGUSR1, &sa, NULL);
+    sa.sa_handler = auto_nested;
+    sigaction(SIGUSR2, &sa, NULL);
+    raise(SIGUSR1);
+    checkf("autodisarm_handler_on_altstack", auto_on_alt == 1, "on=%d", auto_on_alt);
+    checkf("autodisarm_disarmed_in_handler", auto_in_handler_flags == SS_DISABLE,
+           "flags=%#x", (unsigned)auto_in_handler_flags);
+    checkf("autodisarm_nested_below_handler", auto_nested_sp && auto_nested_sp < auto_handler_sp,
+           "nested=%#lx handler=%#lx", (unsigned long)auto_nested_sp,
+           (unsigned long)auto_handler_sp);
+    stack_t cur;
+    sigaltstack(NULL, &cur);
+    checkf("autodisarm_restored", cur.ss_sp == auto_stack && cur.ss_size == 65536 &&
+           (unsigned)cur.ss_flags == SS_AUTODISARM, "flags=%#x", (unsigned)cur.ss_flags);
+    ss.ss_flags = SS_DISABLE;
+    sigaltstack(&ss, NULL);
+    set_default(SIGUSR1);
+    set_default(SIGUSR2);
+    munmap(auto_stack, 65536);
+}
+
 /* rt_sigprocmask changes the mask even when writing the old one fails. */
 static void sigprocmask_bad_oldset(void)
 {
@@ -389,6 +447,8 @@ int main(int argc, char **argv)
         blocked_fault();
     if (all || !strcmp(mode, "altstack-unmapped"))
         altstack_unmapped();
+    if (all || !strcmp(mode, "autodisarm"))
+        altstack_autodisarm();
     if (all || !strcmp(mode, "sigprocmask"))
         sigprocmask_bad_oldset();
     if (all || !strcmp(mode, "clone-stack"))

@@ -51,6 +51,7 @@ pub const SIG_DFL: usize = 0;
 pub const SIG_IGN: usize = 1;
 pub const SS_ONSTACK: i32 = 1;
 pub const SS_DISABLE: i32 = 2;
+pub const SS_AUTODISARM: i32 = 1 << 31;
 pub const SIG_BLOCK: i32 = 0;
 pub const SIG_UNBLOCK: i32 = 1;
 pub const SIG_SETMASK: i32 = 2;
@@ -487,7 +488,16 @@ pub fn deliver(t: &Thread, info: &SigInfo, uc: &mut UContext) {
                 // SIGSEGV itself is then fatal; any other signal turns into
                 // a SIGSEGV for the program (delivered next by the caller's
                 // loop), fatal in turn if it is blocked or ignored.
-                crate::log!(Debug, "cannot build signal frame for signal {}", sig);
+                crate::log!(
+                    Debug,
+                    "cannot build signal frame for signal {} (rsp {:#x}, altstack {:#x}+{:#x} flags {:#x}, handler flags {:#x})",
+                    sig,
+                    uc.mcontext.rsp,
+                    t.altstack.get().sp,
+                    t.altstack.get().size,
+                    t.altstack.get().flags,
+                    act.flags
+                );
                 if sig == SIGSEGV {
                     die_of(SIGSEGV);
                 }
@@ -505,7 +515,15 @@ fn on_altstack(ss: &StackT, sp: u64) -> bool {
 pub fn altstack_view(t: &Thread, sp: u64) -> StackT {
     let mut ss = t.altstack.get();
     if ss.flags & SS_DISABLE == 0 && ss.size != 0 {
-        ss.flags = if on_altstack(&ss, sp) { SS_ONSTACK } else { 0 };
+        // As Linux: SS_ONSTACK while on it (never with SS_AUTODISARM), and
+        // the SS_AUTODISARM bit as set.
+        let auto = ss.flags & SS_AUTODISARM;
+        ss.flags = auto
+            | if auto == 0 && on_altstack(&ss, sp) {
+                SS_ONSTACK
+            } else {
+                0
+            };
     } else {
         ss = StackT {
             sp: 0,
@@ -564,10 +582,27 @@ fn setup_frame(
         info: *info,
     };
     frame.uc.link = 0;
-    frame.uc.stack = altstack_view(t, ctx.rsp);
+    let autodisarm = alt.flags & SS_AUTODISARM != 0;
+    frame.uc.stack = if autodisarm {
+        // As Linux's __save_altstack: the stack as set, to be restored by
+        // rt_sigreturn.
+        alt
+    } else {
+        altstack_view(t, ctx.rsp)
+    };
     frame.uc.mcontext.fpstate = fp_dst;
     frame.uc.sigmask = saved_mask;
     user::write(frame_addr as usize, &frame)?;
+    if autodisarm {
+        // SS_AUTODISARM: every delivery disarms the stack until the
+        // handler's rt_sigreturn restores it from the frame.
+        t.altstack.set(StackT {
+            sp: 0,
+            flags: SS_DISABLE,
+            pad: 0,
+            size: 0,
+        });
+    }
 
     let m = &mut uc.mcontext;
     m.rip = act.handler as u64;
@@ -633,7 +668,7 @@ pub fn set_altstack(t: &Thread, ss: &StackT, cur_sp: u64) -> Result<(), crate::e
     use crate::errno::Errno;
     let cur = t.altstack.get();
     // Linux's on_sig_stack(): a stack with SS_AUTODISARM never counts.
-    if cur.flags & (1 << 31) == 0 && on_altstack(&cur, cur_sp) {
+    if cur.flags & SS_AUTODISARM == 0 && on_altstack(&cur, cur_sp) {
         return Err(Errno::EPERM);
     }
     let mode = ss.flags & !(1 << 31); // SS_AUTODISARM
