@@ -45,6 +45,11 @@ static void set_handler(int sig, void (*h)(int, siginfo_t *, void *), int flags)
     sigaction(sig, &sa, NULL);
 }
 
+static void noop_handler(int sig)
+{
+    (void)sig;
+}
+
 static void set_default(int sig)
 {
     struct sigaction sa;
@@ -257,6 +262,22 @@ static void altstack_autodisarm(void)
     munmap(auto_stack, 65536);
 }
 
+/* A handler installed without SA_RESTORER (raw rt_sigaction): x86-64 Linux
+ * cannot build its frame and sends SIGSEGV instead. */
+static void no_restorer(void)
+{
+    struct { unsigned long handler, flags, restorer, mask; } act = {
+        (unsigned long)noop_handler, 0, 0, 0 };
+    syscall(SYS_rt_sigaction, SIGUSR1, &act, 0, 8);
+    set_handler(SIGSEGV, info_handler, 0);
+    hits = got_sig = got_code = 0;
+    syscall(SYS_tkill, syscall(SYS_gettid), SIGUSR1);
+    checkf("no_restorer_sigsegv", hits == 1 && got_sig == SIGSEGV && got_code == SI_KERNEL,
+           "hits=%d sig=%d code=%d", (int)hits, (int)got_sig, (int)got_code);
+    set_default(SIGSEGV);
+    set_default(SIGUSR1);
+}
+
 /* rt_sigprocmask changes the mask even when writing the old one fails. */
 static void sigprocmask_bad_oldset(void)
 {
@@ -447,6 +468,8 @@ int main(int argc, char **argv)
         blocked_fault();
     if (all || !strcmp(mode, "altstack-unmapped"))
         altstack_unmapped();
+    if (all || !strcmp(mode, "no-restorer"))
+        no_restorer();
     if (all || !strcmp(mode, "autodisarm"))
         altstack_autodisarm();
     if (all || !strcmp(mode, "sigprocmask"))

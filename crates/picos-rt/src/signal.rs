@@ -548,6 +548,10 @@ fn setup_frame(
     // call continues, and the deferral must not outlive this context (a
     // deferred call inside the handler would take it for its own).
     crate::patch::finish_deferred(t, uc);
+    if act.flags & SA_RESTORER == 0 {
+        // x86-64 Linux has no default restorer: the frame cannot be built.
+        return Err(crate::errno::Errno::EFAULT);
+    }
     // A context in a trampoline (the trap path's rewinds and continuations
     // land there too): the handler sees, and returns to, the program's code.
     crate::patch::untrampoline(&mut uc.mcontext);

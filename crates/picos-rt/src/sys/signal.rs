@@ -54,6 +54,12 @@ pub fn rt_sigaction(c: &mut Ctx<'_>) -> SysResult {
                 sig::sync_host_action(signo, &a);
             }
         }
+        // An ignored signal that is pending is discarded (POSIX; Linux's
+        // do_sigaction): the host drops its own, the runtime the ones it
+        // holds for this thread.
+        if a.handler == sig::SIG_IGN || (a.handler == sig::SIG_DFL && sig::default_ignored(signo)) {
+            while c.t.take_pending(!bit(signo)).is_some() {}
+        }
     }
     if !old.is_null() {
         old.write(&prev)?;
