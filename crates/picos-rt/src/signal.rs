@@ -483,6 +483,13 @@ pub fn deliver(t: &Thread, info: &SigInfo, uc: &mut UContext) {
             }
         }
         _ => {
+            if act.flags & SA_RESETHAND != 0 {
+                // As Linux: reset when the signal is taken, before its
+                // frame is built (it stays reset if that fails).
+                let dfl = KSigaction::default();
+                t.sighand().actions.set(sig, &dfl);
+                sync_host_action(sig, &dfl);
+            }
             if setup_frame(t, sig, &act, info, uc).is_err() {
                 // As Linux's force_sigsegv: the frame could not be written.
                 // SIGSEGV itself is then fatal; any other signal turns into
@@ -621,11 +628,6 @@ fn setup_frame(
         new_mask |= bit(sig);
     }
     t.sig_mask.set(new_mask & !UNBLOCKABLE);
-    if act.flags & SA_RESETHAND != 0 {
-        let dfl = KSigaction::default();
-        t.sighand().actions.set(sig, &dfl);
-        sync_host_action(sig, &dfl);
-    }
     Ok(())
 }
 
