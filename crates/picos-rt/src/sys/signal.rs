@@ -27,14 +27,15 @@ pub fn rt_sigaction(c: &mut Ctx<'_>) -> SysResult {
         c.arg(3),
     );
     check_sigsetsize(size)?;
-    if !(1..=NSIG as i32).contains(&signo) {
-        return Err(Errno::EINVAL);
-    }
+    // Linux's order: the size, reading `act` (EFAULT), then the number.
     let new_act = if new.is_null() {
         None
     } else {
         Some(new.read()?)
     };
+    if !(1..=NSIG as i32).contains(&signo) {
+        return Err(Errno::EINVAL);
+    }
     if new_act.is_some() && (signo == SIGKILL || signo == SIGSTOP) {
         return Err(Errno::EINVAL);
     }
@@ -104,6 +105,14 @@ pub fn rt_sigprocmask(c: &mut Ctx<'_>) -> SysResult {
 pub fn rt_sigtimedwait(c: &mut Ctx<'_>) -> SysResult {
     check_sigsetsize(c.arg(3))?;
     let set = UserPtr::<u64>::new(c.arg(0)).read()? & !(bit(SIGKILL) | bit(SIGSTOP));
+    if c.arg(2) != 0 {
+        // As Linux: the timeout is read and checked before any signal is
+        // taken.
+        let ts = UserPtr::<[i64; 2]>::new(c.arg(2)).read()?;
+        if ts[0] < 0 || !(0..1_000_000_000).contains(&ts[1]) {
+            return Err(Errno::EINVAL);
+        }
+    }
     if let Some(info) = c.t.take_pending(!set) {
         // Taken even if the copy then fails (EFAULT), as on Linux.
         if c.arg(1) != 0 {
