@@ -312,7 +312,12 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
         return;
     }
     let rip = uc.mcontext.rip;
-    if in_runtime(rip) {
+    // Runtime code, or code the runtime called on its own stack (the
+    // vDSO's clocks): a signal there is the runtime's business, never
+    // delivered on that context.
+    let runtime_ctx = in_runtime(rip)
+        || thread::current_checked().is_some_and(|t| t.on_runtime_stack(uc.mcontext.rsp));
+    if runtime_ctx {
         let Some(t) = thread::current_checked() else {
             if maybe_fault {
                 runtime_crash(sig, info, uc);

@@ -313,6 +313,13 @@ impl Thread {
         self.tid.load(Ordering::Relaxed)
     }
 
+    /// Is `sp` on this thread's runtime stack (runtime code, or code the
+    /// runtime calls, such as the vDSO, is running)?
+    pub fn on_runtime_stack(&self, sp: u64) -> bool {
+        let base = mem::slot_base(self.slot) as u64;
+        sp >= base && sp < self.stack_top() as u64
+    }
+
     /// Top of this thread's runtime stack (below the Thread itself), 64-aligned.
     pub fn stack_top(&self) -> usize {
         (self as *const Thread as usize) & !63

@@ -58,6 +58,22 @@ pub fn init(base: usize) {
     }
 }
 
+/// Set once a thread has made `rdtsc` fault (prctl(PR_SET_TSC,
+/// PR_TSC_SIGSEGV)): the vDSO's clocks read the TSC, so the runtime stops
+/// calling them (the callers fall back to the host), and stops reading the
+/// TSC itself.
+static TSC_OFF: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// `rdtsc` faults in some thread of this process from now on.
+pub fn disable_tsc() {
+    TSC_OFF.store(true, Ordering::Relaxed);
+}
+
+/// Has a thread made `rdtsc` fault?
+pub fn tsc_disabled() -> bool {
+    TSC_OFF.load(Ordering::Relaxed)
+}
+
 fn with_syscalls_allowed<R>(f: impl FnOnce() -> R) -> R {
     let t = crate::thread::current();
     t.sud_selector.store(0, Ordering::Relaxed); // SYSCALL_DISPATCH_FILTER_ALLOW
@@ -69,7 +85,7 @@ fn with_syscalls_allowed<R>(f: impl FnOnce() -> R) -> R {
 /// clock_gettime through the vDSO: `Some(ret)` if the vDSO has it.
 pub fn clock_gettime(clock: i32, ts: &mut [i64; 2]) -> Option<i32> {
     let f = CLOCK_GETTIME.load(Ordering::Relaxed);
-    if f == 0 {
+    if f == 0 || tsc_disabled() {
         return None;
     }
     // SAFETY: `f` is the vDSO's clock_gettime (C ABI); `ts` is a live timespec.
@@ -80,7 +96,7 @@ pub fn clock_gettime(clock: i32, ts: &mut [i64; 2]) -> Option<i32> {
 /// gettimeofday through the vDSO.
 pub fn gettimeofday(tv: &mut [i64; 2]) -> Option<i32> {
     let f = GETTIMEOFDAY.load(Ordering::Relaxed);
-    if f == 0 {
+    if f == 0 || tsc_disabled() {
         return None;
     }
     // SAFETY: the vDSO's gettimeofday (C ABI); `tv` is a live timeval.
@@ -91,7 +107,7 @@ pub fn gettimeofday(tv: &mut [i64; 2]) -> Option<i32> {
 /// time through the vDSO.
 pub fn time() -> Option<i64> {
     let f = TIME.load(Ordering::Relaxed);
-    if f == 0 {
+    if f == 0 || tsc_disabled() {
         return None;
     }
     // SAFETY: the vDSO's time (C ABI), called with a null pointer.

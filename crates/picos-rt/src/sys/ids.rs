@@ -471,11 +471,6 @@ impl Default for AffinityCache {
     }
 }
 
-/// Set once a thread has made `rdtsc` fault (prctl(PR_SET_TSC,
-/// PR_TSC_SIGSEGV)): the runtime stops reading the time-stamp counter.
-pub static TSC_DISABLED: core::sync::atomic::AtomicBool =
-    core::sync::atomic::AtomicBool::new(false);
-
 /// Implements sched_getaffinity(2): the calling thread's own mask from its
 /// cache (see [`AffinityCache`]); other threads' masks, and sizes the cache
 /// cannot answer exactly, from the host.
@@ -485,7 +480,7 @@ pub fn sched_getaffinity(c: &mut Ctx<'_>) -> SysResult {
     if (pid != 0 && pid != c.t.tid()) || len % 8 != 0 {
         return c.host(); // the host's own errors (ESRCH, EINVAL) and answers
     }
-    if TSC_DISABLED.load(Ordering::Relaxed) {
+    if crate::vdso::tsc_disabled() {
         // rdtsc would fault (the cache's clock): no cache.
         return c.host();
     }

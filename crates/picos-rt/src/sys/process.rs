@@ -389,7 +389,7 @@ pub fn prctl(c: &mut Ctx<'_>) -> SysResult {
         PR_SET_TSC => {
             let r = c.host()?;
             if c.arg(1) == PR_TSC_SIGSEGV {
-                super::ids::TSC_DISABLED.store(true, core::sync::atomic::Ordering::Relaxed);
+                crate::vdso::disable_tsc();
             }
             Ok(r)
         }
