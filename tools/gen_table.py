@@ -46,6 +46,8 @@ MEDIATED = {
   'setrlimit': 'ids::setrlimit', 'setpgid': 'ids::set_pgid', 'setsid': 'ids::set_pgid',
   'sched_setaffinity': 'ids::sched_setaffinity',
   'rt_sigtimedwait': 'signal::rt_sigtimedwait',
+  'ppoll': 'signal::ppoll', 'pselect6': 'signal::pselect6',
+  'epoll_pwait': 'signal::epoll_pwait', 'epoll_pwait2': 'signal::epoll_pwait2',
 }
 MEDIATED = {k: v for k, v in MEDIATED.items() if v}
 # Blocking host calls: name -> restartable with SA_RESTART.
@@ -97,6 +99,10 @@ NOTES = {
   'readlink': '/proc/self/exe names the program', 'readlinkat': '/proc/self/exe names the program',
   'rt_sigpending': 'host asked only for signals the program blocks (they wait there for signalfd)',
   'rt_sigtimedwait': 'signals waiting in the runtime first, then the host (blocking window)',
+  'ppoll': 'temporary mask applied by the runtime too (blocking window)',
+  'pselect6': 'temporary mask applied by the runtime too (blocking window)',
+  'epoll_pwait': 'temporary mask applied by the runtime too (blocking window)',
+  'epoll_pwait2': 'temporary mask applied by the runtime too (blocking window)',
   'sched_getaffinity': 'own mask cached; re-read after sched_setaffinity, or after 10-50 ms',
   'sched_setaffinity': 'then forgets every thread\'s cached mask',
   'getpid': 'cached per process', 'gettid': 'from the runtime\'s thread state',

@@ -13,7 +13,10 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/select.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -48,6 +51,13 @@ static void set_handler(int sig, void (*h)(int, siginfo_t *, void *), int flags)
 static void noop_handler(int sig)
 {
     (void)sig;
+}
+
+static int is_blocked(int sig)
+{
+    sigset_t cur;
+    sigprocmask(SIG_BLOCK, NULL, &cur);
+    return sigismember(&cur, sig);
 }
 
 static void set_default(int sig)
@@ -278,6 +288,51 @@ static void no_restorer(void)
     set_default(SIGUSR1);
 }
 
+/* ppoll, pselect and epoll_pwait wait with a temporary mask: a pending
+ * signal it lets through ends the wait at once (EINTR), its handler runs
+ * before the call returns, and the old mask is back afterwards. Both a
+ * signal the host holds (SIGUSR1) and one picos holds (SIGBUS, a fault
+ * type the host never blocks). */
+static void temp_mask_waits(void)
+{
+    static const int sigs[] = { SIGUSR1, SIGBUS };
+    for (unsigned k = 0; k < 2; k++) {
+        int sig = sigs[k];
+        set_handler(sig, info_handler, 0);
+        for (int call = 0; call < 3; call++) {
+            mask(SIG_BLOCK, sig);
+            hits = 0;
+            kill(getpid(), sig);
+            sigset_t open;
+            sigprocmask(SIG_BLOCK, NULL, &open);
+            sigdelset(&open, sig);
+            struct timespec ts = { 5, 0 };
+            int r = -2, e = 0;
+            if (call == 0) {
+                r = ppoll(NULL, 0, &ts, &open);
+            } else if (call == 1) {
+                r = pselect(0, NULL, NULL, NULL, &ts, &open);
+            } else {
+                int ep = epoll_create1(0);
+                struct epoll_event ev;
+                r = epoll_pwait(ep, &ev, 1, 5000, &open);
+                e = errno;
+                close(ep);
+                errno = e;
+            }
+            e = errno;
+            int still_blocked = is_blocked(sig);
+            char name[64];
+            static const char *names[] = { "ppoll", "pselect", "epoll_pwait" };
+            snprintf(name, sizeof name, "%s_temp_mask_%d", names[call], sig);
+            checkf(name, r == -1 && e == EINTR && hits == 1 && still_blocked,
+                   "r=%d errno=%d hits=%d blocked=%d", r, e, (int)hits, still_blocked);
+            mask(SIG_UNBLOCK, sig);
+        }
+        set_default(sig);
+    }
+}
+
 /* rt_sigprocmask changes the mask even when writing the old one fails. */
 static void sigprocmask_bad_oldset(void)
 {
@@ -468,6 +523,8 @@ int main(int argc, char **argv)
         blocked_fault();
     if (all || !strcmp(mode, "altstack-unmapped"))
         altstack_unmapped();
+    if (all || !strcmp(mode, "temp-mask"))
+        temp_mask_waits();
     if (all || !strcmp(mode, "no-restorer"))
         no_restorer();
     if (all || !strcmp(mode, "autodisarm"))

@@ -1920,16 +1920,16 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 270,
         name: "pselect6",
-        serve: Serve::HostBlocking { restart: false },
+        serve: Serve::Mediated(sys::signal::pselect6),
         args: "dppppp",
-        note: "may block: runs in the interruptible window",
+        note: "temporary mask applied by the runtime too (blocking window)",
     },
     SyscallDef {
         nr: 271,
         name: "ppoll",
-        serve: Serve::HostBlocking { restart: false },
+        serve: Serve::Mediated(sys::signal::ppoll),
         args: "pupp",
-        note: "may block: runs in the interruptible window",
+        note: "temporary mask applied by the runtime too (blocking window)",
     },
     SyscallDef {
         nr: 272,
@@ -1997,9 +1997,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 281,
         name: "epoll_pwait",
-        serve: Serve::HostBlocking { restart: false },
+        serve: Serve::Mediated(sys::signal::epoll_pwait),
         args: "fpddpu",
-        note: "may block: runs in the interruptible window",
+        note: "temporary mask applied by the runtime too (blocking window)",
     },
     SyscallDef {
         nr: 282,
@@ -2501,9 +2501,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 441,
         name: "epoll_pwait2",
-        serve: Serve::HostBlocking { restart: false },
+        serve: Serve::Mediated(sys::signal::epoll_pwait2),
         args: "xxxxxx",
-        note: "may block: runs in the interruptible window",
+        note: "temporary mask applied by the runtime too (blocking window)",
     },
     SyscallDef {
         nr: 442,

@@ -123,6 +123,67 @@ pub fn rt_sigtimedwait(c: &mut Ctx<'_>) -> SysResult {
     c.host_blocking()
 }
 
+/// The wait of a call that takes a temporary signal mask (ppoll, pselect6,
+/// epoll_pwait, epoll_pwait2), as Linux's `set_user_sigmask` and
+/// `restore_saved_sigmask_unless`: the mask at `mask_ptr` is the program's
+/// while the call waits, signals pending in the runtime count too, and if a
+/// signal ends the wait, its handler runs with that mask in force and its
+/// frame restores the old one (as for rt_sigsuspend).
+fn wait_with_mask(c: &mut Ctx<'_>, mask_ptr: usize, size: usize) -> SysResult {
+    if mask_ptr == 0 {
+        return c.host_blocking();
+    }
+    check_sigsetsize(size)?;
+    let m = UserPtr::<u64>::new(mask_ptr).read()? & !(bit(SIGKILL) | bit(SIGSTOP));
+    let old = c.t.sig_mask.get();
+    c.t.sig_mask.set(m);
+    c.t.update_pending_flag();
+    let r = if c.t.has_pending() {
+        Err(Errno::EINTR)
+    } else {
+        c.host_blocking()
+    };
+    // A signal the mask lets through ended the wait (or kept it from
+    // starting): EINTR, as Linux (its handler runs first), never a rerun.
+    let r = if r == Err(Errno::NOT_STARTED) {
+        Err(Errno::EINTR)
+    } else {
+        r
+    };
+    if r == Err(Errno::EINTR) && c.t.has_pending() {
+        c.t.saved_mask.set(Some(old));
+    } else {
+        c.t.sig_mask.set(old);
+        c.t.update_pending_flag();
+    }
+    r
+}
+
+/// Implements ppoll(2) (see [`wait_with_mask`]).
+pub fn ppoll(c: &mut Ctx<'_>) -> SysResult {
+    wait_with_mask(c, c.arg(3), c.arg(4))
+}
+
+/// Implements epoll_pwait(2) (see [`wait_with_mask`]).
+pub fn epoll_pwait(c: &mut Ctx<'_>) -> SysResult {
+    wait_with_mask(c, c.arg(4), c.arg(5))
+}
+
+/// Implements epoll_pwait2(2) (see [`wait_with_mask`]).
+pub fn epoll_pwait2(c: &mut Ctx<'_>) -> SysResult {
+    wait_with_mask(c, c.arg(4), c.arg(5))
+}
+
+/// Implements pselect6(2): its sixth argument points at the mask and its
+/// size (see [`wait_with_mask`]).
+pub fn pselect6(c: &mut Ctx<'_>) -> SysResult {
+    if c.arg(5) == 0 {
+        return c.host_blocking();
+    }
+    let [ptr, size] = UserPtr::<[u64; 2]>::new(c.arg(5)).read()?;
+    wait_with_mask(c, ptr as usize, size as usize)
+}
+
 /// Implements rt_sigreturn(2) for frames the runtime built.
 pub fn rt_sigreturn(c: &mut Ctx<'_>) -> SysResult {
     match sig::sigreturn(c.t, c.uc) {
