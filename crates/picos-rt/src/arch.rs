@@ -52,6 +52,16 @@ pub struct StackT {
     pub size: u64,
 }
 
+impl StackT {
+    /// No alternate stack (SS_DISABLE).
+    pub const DISABLED: StackT = StackT {
+        sp: 0,
+        flags: 2,
+        pad: 0,
+        size: 0,
+    };
+}
+
 /// Kernel `struct ucontext` (x86-64): 304 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -87,6 +97,10 @@ impl SigInfo {
         s.0[0..4].copy_from_slice(&signo.to_ne_bytes());
         s.0[8..12].copy_from_slice(&code.to_ne_bytes());
         s
+    }
+    /// The fault address (`si_addr`; other layouts keep other fields there).
+    pub fn addr(&self) -> u64 {
+        u64::from_ne_bytes(self.0[16..24].try_into().unwrap())
     }
     pub fn set_addr(&mut self, addr: u64) {
         self.0[16..24].copy_from_slice(&addr.to_ne_bytes());
@@ -638,6 +652,10 @@ pub fn fault_fixup(rip: u64) -> Option<u64> {
     ((rip >= cs && rip < ce) || (rip >= ss && rip < se) || (rip >= xs && rip < xe)).then_some(fix)
 }
 
+/// si_code of a signal the kernel raises itself (a general-protection
+/// fault, `force_sig`).
+pub const SI_KERNEL: i32 = 0x80;
+
 /// A fault-type signal at a fix-up site (`fault_fixup(rip)` is some): was
 /// it this instruction's own fault? Page faults report the address the
 /// copy was at (RSI, RDI or RDI+RAX, within the 8 bytes one instruction
@@ -645,7 +663,6 @@ pub fn fault_fixup(rip: u64) -> Option<u64> {
 /// (SI_KERNEL) comes from a non-canonical pointer (or, for `xrstor`, an
 /// image it refuses). A signal sent with a fault's code does not match.
 pub fn fixup_fault_is_real(m: &SigContext, code: i32, addr: u64) -> bool {
-    const SI_KERNEL: i32 = 0x80;
     // SAFETY: only the addresses of the labels are taken.
     let (xs, xe) = unsafe { (addr_of(&picos_xrstor_insn), addr_of(&picos_xrstor_end)) };
     let xrstor = m.rip >= xs && m.rip < xe;

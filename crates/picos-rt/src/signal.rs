@@ -55,8 +55,7 @@ pub const SS_AUTODISARM: i32 = 1 << 31;
 pub const SIG_BLOCK: i32 = 0;
 pub const SIG_UNBLOCK: i32 = 1;
 pub const SIG_SETMASK: i32 = 2;
-/// si_code of a signal the kernel raises itself.
-pub const SI_KERNEL: i32 = 0x80;
+pub use arch::SI_KERNEL;
 /// si_code of a Syscall User Dispatch SIGSYS.
 pub const SYS_USER_DISPATCH: i32 = 2;
 
@@ -206,7 +205,7 @@ extern "C" fn sigsys_handler(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
 /// the program corrupted it (or picos has a bug). Reported, then the program
 /// ends as Linux ends a program that faults: SIGSEGV.
 fn runtime_crash(sig: i32, info: &SigInfo, uc: &UContext) -> ! {
-    let addr = u64::from_ne_bytes(info.0[16..24].try_into().unwrap());
+    let addr = info.addr();
     let (base, _) = crate::mem::image_range();
     let rip = uc.mcontext.rip;
     let why = if thread::current_checked().is_none() {
@@ -312,13 +311,14 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
         return;
     }
     let rip = uc.mcontext.rip;
+    let current = thread::current_checked();
     // Runtime code, or code the runtime called on its own stack (the
     // vDSO's clocks): a signal there is the runtime's business, never
     // delivered on that context.
-    let runtime_ctx = in_runtime(rip)
-        || thread::current_checked().is_some_and(|t| t.on_runtime_stack(uc.mcontext.rsp));
+    let runtime_ctx =
+        in_runtime(rip) || current.is_some_and(|t| t.on_runtime_stack(uc.mcontext.rsp));
     if runtime_ctx {
-        let Some(t) = thread::current_checked() else {
+        let Some(t) = current else {
             if maybe_fault {
                 runtime_crash(sig, info, uc);
             }
@@ -330,7 +330,7 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
                 // A copy from or to program memory: its own fault (-EFAULT)
                 // if the fault address matches. (Another thread may change
                 // that memory meanwhile: the fault need not recur.)
-                let addr = u64::from_ne_bytes(info.0[16..24].try_into().unwrap());
+                let addr = info.addr();
                 if arch::fixup_fault_is_real(&uc.mcontext, info.code(), addr) {
                     uc.mcontext.rip = fix;
                     return;
@@ -354,7 +354,7 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
         }
         return;
     }
-    let Some(t) = thread::current_checked() else {
+    let Some(t) = current else {
         runtime_crash(sig, info, uc);
     };
     if maybe_fault {
@@ -366,7 +366,7 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
                 "program fault: signal {} at rip={:#x} addr={:#x} rsp={:#x}",
                 sig,
                 uc.mcontext.rip,
-                u64::from_ne_bytes(info.0[16..24].try_into().unwrap()),
+                info.addr(),
                 uc.mcontext.rsp
             );
             // Real or sent, the default action: raise the signal again with
@@ -374,12 +374,7 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
             // this handler) until the program's context is back, so the
             // process dies there (core dump and all), before the faulting
             // instruction could run again, as natively.
-            let dfl = KSigaction {
-                handler: SIG_DFL,
-                flags: SA_RESTORER,
-                restorer: arch::picos_restorer as *const () as usize,
-                mask: 0,
-            };
+            let dfl = host_default();
             let _ = host::rt_sigaction(sig, Some(&dfl), None);
             let _ = host::tgkill(host::getpid(), host::gettid(), sig);
             uc.sigmask = host_mask(t.sig_mask.get()) & !bit(sig);
@@ -457,15 +452,20 @@ pub fn die_of(sig: i32) -> ! {
     host::exit_group(128 + sig)
 }
 
-/// Runs signal `sig`'s default action on the host (terminate, core, stop),
-/// returning only if the action does not end the process.
-pub fn die_by_signal(sig: i32) {
-    let dfl = KSigaction {
+/// The host disposition for a signal's default action.
+fn host_default() -> KSigaction {
+    KSigaction {
         handler: SIG_DFL,
         flags: SA_RESTORER,
         restorer: arch::picos_restorer as *const () as usize,
         mask: 0,
-    };
+    }
+}
+
+/// Runs signal `sig`'s default action on the host (terminate, core, stop),
+/// returning only if the action does not end the process.
+pub fn die_by_signal(sig: i32) {
+    let dfl = host_default();
     let mut old = KSigaction::default();
     let _ = host::rt_sigaction(sig, Some(&dfl), Some(&mut old));
     let old_mask = host::rt_sigprocmask(SIG_UNBLOCK, Some(bit(sig))).unwrap_or(RUNTIME_MASK);
@@ -537,12 +537,7 @@ pub fn altstack_view(t: &Thread, sp: u64) -> StackT {
                 0
             };
     } else {
-        ss = StackT {
-            sp: 0,
-            flags: SS_DISABLE,
-            pad: 0,
-            size: 0,
-        };
+        ss = StackT::DISABLED;
     }
     ss
 }
@@ -612,12 +607,7 @@ fn setup_frame(
     if autodisarm {
         // SS_AUTODISARM: every delivery disarms the stack until the
         // handler's rt_sigreturn restores it from the frame.
-        t.altstack.set(StackT {
-            sp: 0,
-            flags: SS_DISABLE,
-            pad: 0,
-            size: 0,
-        });
+        t.altstack.set(StackT::DISABLED);
     }
 
     let m = &mut uc.mcontext;
@@ -682,24 +672,19 @@ pub fn set_altstack(t: &Thread, ss: &StackT, cur_sp: u64) -> Result<(), crate::e
     if cur.flags & SS_AUTODISARM == 0 && on_altstack(&cur, cur_sp) {
         return Err(Errno::EPERM);
     }
-    let mode = ss.flags & !(1 << 31); // SS_AUTODISARM
+    let mode = ss.flags & !SS_AUTODISARM;
     if mode != 0 && mode != SS_DISABLE && mode != SS_ONSTACK {
         return Err(Errno::EINVAL);
     }
     if mode == SS_DISABLE {
-        t.altstack.set(StackT {
-            sp: 0,
-            flags: SS_DISABLE,
-            pad: 0,
-            size: 0,
-        });
+        t.altstack.set(StackT::DISABLED);
     } else {
         if ss.size < 2048 {
             return Err(Errno::ENOMEM);
         }
         t.altstack.set(StackT {
             sp: ss.sp,
-            flags: ss.flags & (1 << 31),
+            flags: ss.flags & SS_AUTODISARM,
             pad: 0,
             size: ss.size,
         });

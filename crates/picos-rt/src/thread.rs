@@ -374,12 +374,7 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             slot,
             sig_mask: Cell::new(sig_mask),
             saved_mask: Cell::new(None),
-            altstack: Cell::new(StackT {
-                sp: 0,
-                flags: 2, /* SS_DISABLE */
-                pad: 0,
-                size: 0,
-            }),
+            altstack: Cell::new(StackT::DISABLED),
             guest_gs: Cell::new(0),
             sighand: Cell::new(sighand),
             pending_set: AtomicU64::new(0),
