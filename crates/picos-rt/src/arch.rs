@@ -318,6 +318,7 @@ global_asm!(
     ".type picos_fast_entry,@function",
     "picos_fast_entry:",
     "    pushfq",
+    "picos_fast_entry_flags_saved:",
     "    PICOS_FAST_FRAME picos_fast_syscall",
     "    cmpl $0, %gs:{resume_on}",
     "    jne picos_resume_full",
@@ -349,11 +350,36 @@ global_asm!(
     // then returns at once; an EINTR (SA_RESTART may rewind the call) or a
     // signal that arrived meanwhile takes the full exit through a FastFrame.
     //
+    // Each records the call's number (%gs:{direct_nr}) for
+    // picos_direct_finish, which may have to run the call again.
+    //
+    // picos_dynamic_entry: a site whose number is known only at run time
+    // (musl's __syscall_cp_asm, syscall(3)): the number's class in
+    // DIRECT_CLASS (filled at start-up from the syscall table, all zero
+    // under --stats or --trace) picks the direct entry or the fast one,
+    // as `patch::entry_for` does for a fixed number. Only RCX and R11,
+    // which `syscall` clobbers anyway, are used; RFLAGS are saved first.
+    ".globl picos_dynamic_entry",
+    ".type picos_dynamic_entry,@function",
+    "picos_dynamic_entry:",
+    "    pushfq",
+    "    cmp ${nclass}, %eax",
+    "    jae picos_fast_entry_flags_saved",
+    "    mov %eax, %ecx",
+    "    lea {class}(%rip), %r11",
+    "    movzbl (%r11,%rcx), %ecx",
+    "    cmp $1, %ecx",
+    "    je picos_direct_entry_flags_saved",
+    "    cmp $2, %ecx",
+    "    je picos_direct_blocking_entry_flags_saved",
+    "    jmp picos_fast_entry_flags_saved",
     // picos_direct_entry: a call that never blocks indefinitely.
     ".globl picos_direct_entry",
     ".type picos_direct_entry,@function",
     "picos_direct_entry:",
     "    pushfq",
+    "picos_direct_entry_flags_saved:",
+    "    mov %eax, %gs:{direct_nr}",
     "    syscall",
     "    jmp 3f",
     // picos_direct_blocking_entry: a call that may block, in a window like
@@ -363,6 +389,8 @@ global_asm!(
     ".type picos_direct_blocking_entry,@function",
     "picos_direct_blocking_entry:",
     "    pushfq",
+    "picos_direct_blocking_entry_flags_saved:",
+    "    mov %eax, %gs:{direct_nr}",
     ".globl picos_direct_block_start",
     "picos_direct_block_start:",
     "    cmpl $0, %gs:{pending}",
@@ -399,6 +427,9 @@ global_asm!(
     "5:  PICOS_FAST_FRAME picos_direct_finish",
     "    jmp picos_fast_exit_start",
     gap = const FAST_FRAME_GAP,
+    nclass = const crate::patch::DIRECT_CLASSES,
+    class = sym crate::patch::DIRECT_CLASS,
+    direct_nr = const crate::thread::DIRECT_NR_OFFSET,
     site_ret = const crate::patch::RET_TO_SITE_RET,
     pending = const crate::thread::PENDING_OFFSET,
     resume_on = const crate::thread::RESUME_ON_OFFSET,
@@ -512,6 +543,7 @@ pub fn has_xsave() -> bool {
 extern "C" {
     pub fn picos_fast_entry();
     pub fn picos_direct_entry();
+    pub fn picos_dynamic_entry();
     pub fn picos_direct_blocking_entry();
     static picos_fast_exit_start: u8;
     static picos_fast_exit_end: u8;

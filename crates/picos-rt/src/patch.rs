@@ -63,15 +63,25 @@ const MAX_REGIONS: usize = 64;
 /// Offsets in a trampoline, from the return address of its `call`.
 pub const RET_TO_SITE_RET: usize = 24;
 const RET_TO_SLOW: usize = 10;
-/// The trampoline's `mov $NR, %eax` immediate ends 6 bytes (the `call`'s
-/// opcode and displacement) before the return address.
-const RET_TO_NR: usize = 10;
 /// Offsets in a region's header of the entry addresses the trampolines
 /// call: the fast entry, and the direct entries for calls the host serves
 /// unchanged (non-blocking, then blocking).
 const ENTRY_FAST: usize = 0;
 const ENTRY_DIRECT: usize = 8;
 const ENTRY_DIRECT_BLOCKING: usize = 16;
+/// The entry of sites whose number is only known at run time: it picks one
+/// of the three above by the number's [`DIRECT_CLASS`].
+const ENTRY_DYNAMIC: usize = 24;
+const ENTRIES: usize = 4;
+
+/// Call numbers `picos_dynamic_entry` looks up (all of Linux's x86-64 calls).
+pub const DIRECT_CLASSES: usize = 512;
+/// Which entry the dynamic entry takes for each call number: 0 the fast
+/// entry, 1 the direct entry, 2 the direct blocking entry (the choice
+/// [`entry_for`] makes for a fixed number). Written once by [`init`],
+/// before any site is patched; read by `arch::picos_dynamic_entry`.
+pub static DIRECT_CLASS: [core::sync::atomic::AtomicU8; DIRECT_CLASSES] =
+    [const { core::sync::atomic::AtomicU8::new(0) }; DIRECT_CLASSES];
 
 /// Pseudo syscall number the slow path uses to finish a deferred fast call.
 pub const DEFERRED_NR: u64 = 0x7069_636f; // "pico"
@@ -105,8 +115,9 @@ struct State {
     /// [`untrampoline`]), by trampoline address.
     mapped: BTreeMap<usize, TrampMap>,
     /// Addresses of the runtime's entries, stored at the start of each
-    /// region (ENTRY_FAST, ENTRY_DIRECT, ENTRY_DIRECT_BLOCKING).
-    entries: [usize; 3],
+    /// region (ENTRY_FAST, ENTRY_DIRECT, ENTRY_DIRECT_BLOCKING,
+    /// ENTRY_DYNAMIC).
+    entries: [usize; ENTRIES],
 }
 
 static STATE: crate::lock::Lock<State> = crate::lock::Lock::new(
@@ -117,7 +128,7 @@ static STATE: crate::lock::Lock<State> = crate::lock::Lock::new(
         seen: BTreeSet::new(),
         no_patch: Vec::new(),
         mapped: BTreeMap::new(),
-        entries: [0; 3],
+        entries: [0; ENTRIES],
     },
 );
 
@@ -279,10 +290,19 @@ pub fn init(vdso: usize) {
         crate::thread::current().sighand.get() as usize,
         Ordering::Relaxed,
     );
+    for (nr, class) in DIRECT_CLASS.iter().enumerate() {
+        let c = match entry_for(nr as u32) {
+            ENTRY_DIRECT => 1,
+            ENTRY_DIRECT_BLOCKING => 2,
+            _ => 0,
+        };
+        class.store(c, Ordering::Relaxed);
+    }
     state().entries = [
         crate::arch::picos_fast_entry as *const () as usize,
         crate::arch::picos_direct_entry as *const () as usize,
         crate::arch::picos_direct_blocking_entry as *const () as usize,
+        crate::arch::picos_dynamic_entry as *const () as usize,
     ];
     ENABLED.store(true, Ordering::Relaxed);
 }
@@ -498,7 +518,7 @@ fn alloc_trampoline(st: &mut State, site: usize, pun: Option<u8>) -> Option<usiz
         }
         // The region starts with the runtime's entry addresses, written
         // while it is still ours alone and writable; then it becomes code.
-        let mut header = [0u8; 24];
+        let mut header = [0u8; ENTRIES * 8];
         for (i, e) in st.entries.iter().enumerate() {
             header[i * 8..i * 8 + 8].copy_from_slice(&e.to_le_bytes());
         }
@@ -994,7 +1014,7 @@ fn trampoline_bytes(t: usize, nr: u32, site: &Site) -> Option<(Vec<u8>, usize, T
         c.extend_from_slice(&nr.to_le_bytes());
         entry_for(nr)
     } else {
-        ENTRY_FAST // the number is only known at run time
+        ENTRY_DYNAMIC // the number is only known at run time
     };
     c.extend_from_slice(&[0xff, 0x15]);
     let r = t + c.len() + 4;
@@ -1096,7 +1116,7 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext) -> Option<usize> {
             ""
         },
         match (site.fixed_nr, entry_for(nr as u32)) {
-            (false, _) => "fast entry, number from RAX",
+            (false, _) => "dynamic entry, number from RAX",
             (_, ENTRY_DIRECT) => "direct entry",
             (_, ENTRY_DIRECT_BLOCKING) => "direct blocking entry",
             _ => "fast entry",
@@ -1507,9 +1527,9 @@ extern "C" fn picos_direct_finish(f: &mut FastFrame) {
     let t = crate::thread::current();
     let ret = trampoline_ret(f);
     let site_ret = site_ret_of(ret);
-    // SAFETY: the trampoline's `mov $NR, %eax` immediate lies RET_TO_NR
-    // bytes before its return address.
-    let nr = unsafe { core::ptr::read_unaligned((ret - RET_TO_NR) as *const u32) };
+    // The entry recorded the number (a trampoline of a dynamic site has no
+    // `mov $NR, %eax` to read it from).
+    let nr = t.direct_nr.load(Ordering::Relaxed);
     f.rcx = site_ret;
     f.r11 = entry_flags(f);
     let restart = matches!(

@@ -200,6 +200,9 @@ pub struct Thread {
     /// on the host (`patch::deliver_on`): one that arrives meanwhile goes
     /// back to the host, blocked until the delivery is done.
     pub delivering: Cell<bool>,
+    /// The number of the call a direct entry is making (written by the
+    /// entry, read by `patch::picos_direct_finish`).
+    pub direct_nr: AtomicU32,
 }
 
 /// A fault-type signal taken, at first, for one sent by someone (`kill`
@@ -217,6 +220,8 @@ pub struct FaultProbe {
 /// Offsets for `arch::picos_resume_full`.
 pub const RESUME_ON_OFFSET: usize = core::mem::offset_of!(Thread, resume_on);
 pub const RESUME_OFFSET: usize = core::mem::offset_of!(Thread, resume);
+/// Offset for the direct entries (`arch`).
+pub const DIRECT_NR_OFFSET: usize = core::mem::offset_of!(Thread, direct_nr);
 
 impl Thread {
     /// The process's cached ids (see `sys::ids`).
@@ -391,6 +396,7 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             fault_probe: Cell::new(FaultProbe::default()),
             held_locks: Cell::new(0),
             delivering: Cell::new(false),
+            direct_nr: AtomicU32::new(0),
         });
         Ok(&*t)
     }
