@@ -333,6 +333,78 @@ static void temp_mask_waits(void)
     }
 }
 
+/* A temporary-mask wait that does not end with EINTR (a descriptor is
+ * ready, epoll's timeout is zero, an argument is bad) puts the old mask
+ * back at once: the signal it let through is not delivered and stays
+ * pending until the program unblocks it. pselect's sets keep what it
+ * found. Again for a signal the host holds and one picos holds. */
+static void temp_mask_no_eintr(void)
+{
+    static const int sigs[] = { SIGUSR1, SIGBUS };
+    static const char *names[] = { "ppoll_ready", "pselect_ready", "epoll_pwait_zero",
+                                   "ppoll_einval", "pselect_einval", "epoll_pwait_ebadf" };
+    int p[2];
+    if (pipe(p) != 0 || write(p[1], "x", 1) != 1) {
+        checkf("temp_mask_no_eintr_pipe", 0, "errno=%d", errno);
+        return;
+    }
+    for (unsigned k = 0; k < 2; k++) {
+        int sig = sigs[k];
+        set_handler(sig, info_handler, 0);
+        for (int call = 0; call < 6; call++) {
+            mask(SIG_BLOCK, sig);
+            hits = 0;
+            kill(getpid(), sig);
+            sigset_t open;
+            sigprocmask(SIG_BLOCK, NULL, &open);
+            sigdelset(&open, sig);
+            struct timespec ts = { 5, 0 }, bad = { 0, -1 };
+            struct pollfd pfd = { p[0], POLLIN, 0 };
+            fd_set rd;
+            FD_ZERO(&rd);
+            FD_SET(p[0], &rd);
+            int r = -2, e = 0, want = 1, want_errno = 0;
+            if (call == 0) {
+                r = ppoll(&pfd, 1, &ts, &open);
+            } else if (call == 1) {
+                r = pselect(p[0] + 1, &rd, NULL, NULL, &ts, &open);
+            } else if (call == 2) {
+                int ep = epoll_create1(0);
+                struct epoll_event ev;
+                r = epoll_pwait(ep, &ev, 1, 0, &open);
+                e = errno;
+                close(ep);
+                errno = e;
+                want = 0;
+            } else if (call == 3) {
+                r = ppoll(&pfd, 1, &bad, &open);
+                want = -1, want_errno = EINVAL;
+            } else if (call == 4) {
+                r = pselect(p[0] + 1, &rd, NULL, NULL, &bad, &open);
+                want = -1, want_errno = EINVAL;
+            } else {
+                struct epoll_event ev;
+                r = epoll_pwait(-1, &ev, 1, 5000, &open);
+                want = -1, want_errno = EBADF;
+            }
+            e = r < 0 ? errno : 0;
+            int hits_in_call = hits;
+            int still_blocked = is_blocked(sig);
+            int sets_kept = call != 1 || FD_ISSET(p[0], &rd);
+            mask(SIG_UNBLOCK, sig);
+            char name[64];
+            snprintf(name, sizeof name, "%s_temp_mask_%d", names[call], sig);
+            checkf(name, r == want && e == want_errno && hits_in_call == 0 && still_blocked &&
+                   sets_kept && hits == 1,
+                   "r=%d errno=%d hits_in_call=%d blocked=%d sets_kept=%d hits_after=%d", r, e,
+                   hits_in_call, still_blocked, sets_kept, (int)hits);
+        }
+        set_default(sig);
+    }
+    close(p[0]);
+    close(p[1]);
+}
+
 /* rt_sigprocmask changes the mask even when writing the old one fails. */
 static void sigprocmask_bad_oldset(void)
 {
@@ -468,6 +540,27 @@ static void sigsegv_exit(int sig)
     exit(conf_finish("hostile"));
 }
 
+/* arch_prctl(ARCH_SET_CPUID, 0): CPUID faults in the program; signal
+ * delivery and getcpu go on working (the runtime must not execute CPUID
+ * then). Machines without CPUID faulting say ENODEV: the case says so. */
+static void cpuid_off(void)
+{
+    if (syscall(SYS_arch_prctl, 0x1012 /* ARCH_SET_CPUID */, 0) != 0) {
+        show("cpuid_off", "skipped: no CPUID faulting on this machine (errno %d)", errno);
+        return;
+    }
+    set_handler(SIGUSR1, info_handler, 0);
+    hits = 0;
+    syscall(SYS_tkill, syscall(SYS_gettid), SIGUSR1);
+    checkf("cpuid_off_signal", hits == 1, "hits=%d", (int)hits);
+    unsigned cpu = ~0u, node = ~0u;
+    long r = syscall(SYS_getcpu, &cpu, &node, NULL);
+    checkf("cpuid_off_getcpu", r == 0 && cpu < 4096 && node < 4096, "r=%ld cpu=%u node=%u", r,
+           cpu, node);
+    set_default(SIGUSR1);
+    syscall(SYS_arch_prctl, 0x1012, 1);
+}
+
 /* prctl(PR_SET_TSC, PR_TSC_SIGSEGV): rdtsc faults in the program; calls
  * go on working (under picos the runtime stops using rdtsc). Ends the
  * program (from the SIGSEGV handler). */
@@ -484,6 +577,9 @@ static void tsc_off(void)
         sleep_ms(1);
     }
     check("tsc_off_sched_getaffinity", ok);
+    unsigned cpu = ~0u;
+    long r = syscall(SYS_getcpu, &cpu, NULL, NULL);
+    checkf("tsc_off_getcpu", r == 0 && cpu < 4096, "r=%ld cpu=%u", r, cpu);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = sigsegv_exit;
@@ -525,6 +621,8 @@ int main(int argc, char **argv)
         altstack_unmapped();
     if (all || !strcmp(mode, "temp-mask"))
         temp_mask_waits();
+    if (all || !strcmp(mode, "temp-mask-no-eintr"))
+        temp_mask_no_eintr();
     if (all || !strcmp(mode, "no-restorer"))
         no_restorer();
     if (all || !strcmp(mode, "autodisarm"))
@@ -541,6 +639,8 @@ int main(int argc, char **argv)
         high_bits();
     if (all || !strcmp(mode, "brk"))
         brk_growth();
+    if (all || !strcmp(mode, "cpuid-off"))
+        cpuid_off();
     if (!strcmp(mode, "noncanonical-handler"))
         noncanonical_handler();
     if (all || !strcmp(mode, "tsc"))

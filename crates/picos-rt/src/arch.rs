@@ -523,21 +523,47 @@ pub fn in_resume(rip: u64) -> bool {
     rip >= s && rip < e
 }
 
-/// Does the CPU (and the kernel) support XSAVE? Checked once with CPUID.
-pub fn has_xsave() -> bool {
-    use core::sync::atomic::{AtomicU8, Ordering};
-    static HAS: AtomicU8 = AtomicU8::new(0);
-    match HAS.load(Ordering::Relaxed) {
-        1 => true,
-        2 => false,
-        _ => {
-            let c = core::arch::x86_64::__cpuid(1);
-            // XSAVE (bit 26) and OSXSAVE (bit 27).
-            let yes = c.ecx & (3 << 26) == 3 << 26;
-            HAS.store(if yes { 1 } else { 2 }, Ordering::Relaxed);
-            yes
-        }
+/// What CPUID said, read once by [`probe_cpu`] at start-up: a program may
+/// make CPUID fault later (arch_prctl(ARCH_SET_CPUID, 0)), and the runtime
+/// must not execute it then.
+static CPU_FEATURES: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
+const CPU_PROBED: u8 = 1;
+const CPU_XSAVE: u8 = 2;
+const CPU_RDPID: u8 = 4;
+const CPU_RDTSCP: u8 = 8;
+
+/// Reads the CPU features the runtime uses (XSAVE, RDPID, RDTSCP) with
+/// CPUID. Called at start-up, before the program runs: execve re-enables
+/// CPUID, and nothing the program does can have disabled it yet.
+pub fn probe_cpu() -> u8 {
+    use core::sync::atomic::Ordering;
+    let f = CPU_FEATURES.load(Ordering::Relaxed);
+    if f & CPU_PROBED != 0 {
+        return f;
     }
+    let (l1, l7, ext) = (
+        core::arch::x86_64::__cpuid(1),
+        core::arch::x86_64::__cpuid_count(7, 0),
+        core::arch::x86_64::__cpuid(0x8000_0001),
+    );
+    let mut f = CPU_PROBED;
+    // XSAVE (bit 26) and OSXSAVE (bit 27): the CPU and the kernel.
+    if l1.ecx & (3 << 26) == 3 << 26 {
+        f |= CPU_XSAVE;
+    }
+    if l7.ecx & (1 << 22) != 0 {
+        f |= CPU_RDPID;
+    }
+    if ext.edx & (1 << 27) != 0 {
+        f |= CPU_RDTSCP;
+    }
+    CPU_FEATURES.store(f, Ordering::Relaxed);
+    f
+}
+
+/// Does the CPU (and the kernel) support XSAVE?
+pub fn has_xsave() -> bool {
+    probe_cpu() & CPU_XSAVE != 0
 }
 
 extern "C" {
@@ -748,40 +774,25 @@ pub fn set_gs_base(v: usize) {
     }
 }
 
-/// TSC_AUX (Linux: `node << 12 | cpu`) via `rdpid`, or `rdtscp`, if the CPU
-/// has either (checked once with CPUID).
-pub fn tsc_aux() -> Option<u32> {
-    use core::sync::atomic::{AtomicU8, Ordering};
-    // 0: unknown, 1: rdpid, 2: rdtscp, 3: neither.
-    static HOW: AtomicU8 = AtomicU8::new(0);
-    let mut how = HOW.load(Ordering::Relaxed);
-    if how == 0 {
-        let (l7, ext) = (
-            core::arch::x86_64::__cpuid_count(7, 0),
-            core::arch::x86_64::__cpuid(0x8000_0001),
-        );
-        how = if l7.ecx & (1 << 22) != 0 {
-            1
-        } else if ext.edx & (1 << 27) != 0 {
-            2
-        } else {
-            3
-        };
-        HOW.store(how, Ordering::Relaxed);
-    }
-    let v: u64;
-    match how {
+/// TSC_AUX (Linux: `node << 12 | cpu`) via `rdpid`, or `rdtscp` if the
+/// CPU lacks `rdpid` and `rdtscp_allowed` (it faults like `rdtsc` after
+/// prctl(PR_SET_TSC, PR_TSC_SIGSEGV); `rdpid` does not).
+pub fn tsc_aux(rdtscp_allowed: bool) -> Option<u32> {
+    let f = probe_cpu();
+    if f & CPU_RDPID != 0 {
+        let v: u64;
         // SAFETY: rdpid is supported (CPUID.7.0:ECX[22]); it only reads.
-        1 => unsafe { asm!("rdpid {}", out(reg) v, options(nomem, nostack, preserves_flags)) },
-        2 => {
-            let aux: u32;
-            // SAFETY: rdtscp is supported (CPUID.80000001H:EDX[27]); it only reads.
-            unsafe {
-                asm!("rdtscp", out("eax") _, out("edx") _, out("ecx") aux, options(nomem, nostack, preserves_flags))
-            };
-            v = aux as u64;
-        }
-        _ => return None,
+        unsafe { asm!("rdpid {}", out(reg) v, options(nomem, nostack, preserves_flags)) };
+        Some(v as u32)
+    } else if f & CPU_RDTSCP != 0 && rdtscp_allowed {
+        let aux: u32;
+        // SAFETY: rdtscp is supported (CPUID.80000001H:EDX[27]) and the
+        // program has not made it fault; it only reads.
+        unsafe {
+            asm!("rdtscp", out("eax") _, out("edx") _, out("ecx") aux, options(nomem, nostack, preserves_flags))
+        };
+        Some(aux)
+    } else {
+        None
     }
-    Some(v as u32)
 }

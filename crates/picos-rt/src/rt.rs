@@ -250,6 +250,19 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
         .find(|a| a.0 == loader::AT_SYSINFO_EHDR)
         .map_or(0, |a| a.1 as usize);
     crate::vdso::init(vdso);
+    // CPUID while it surely works (execve re-enables it); the program may
+    // disable it with arch_prctl(ARCH_SET_CPUID, 0).
+    crate::arch::probe_cpu();
+    // PR_SET_TSC survives execve: a program started with `rdtsc` faulting
+    // keeps the runtime off the TSC from the start.
+    const PR_GET_TSC: i32 = 25;
+    const PR_TSC_SIGSEGV: i32 = 2;
+    let mut tsc_mode: i32 = 0;
+    if crate::host::prctl(PR_GET_TSC, &raw mut tsc_mode as usize, 0, 0, 0).is_ok()
+        && tsc_mode == PR_TSC_SIGSEGV
+    {
+        crate::vdso::disable_tsc();
+    }
     if cfg.patch_syscalls {
         crate::patch::init(vdso);
     }

@@ -158,7 +158,7 @@ pub fn set_pgid(c: &mut Ctx<'_>) -> SysResult {
 /// Implements getcpu(2) with `rdtscp`/`rdpid`: Linux keeps
 /// `node << 12 | cpu` in the TSC_AUX register of each CPU.
 pub fn getcpu(c: &mut Ctx<'_>) -> SysResult {
-    let Some(aux) = crate::arch::tsc_aux() else {
+    let Some(aux) = crate::arch::tsc_aux(!crate::vdso::tsc_disabled()) else {
         return c.host();
     };
     let (cpu, node) = (aux & 0xfff, aux >> 12);

@@ -9,6 +9,8 @@ use crate::host::KSigaction;
 use crate::signal::{self as sig, bit, SIGKILL, SIGSTOP};
 use crate::thread::NSIG;
 use crate::user::{self, UserPtr};
+use alloc::vec;
+use alloc::vec::Vec;
 
 fn check_sigsetsize(n: usize) -> Result<(), Errno> {
     if n != 8 {
@@ -123,13 +125,78 @@ pub fn rt_sigtimedwait(c: &mut Ctx<'_>) -> SysResult {
     c.host_blocking()
 }
 
+/// The calls that take a temporary signal mask, and how each one's
+/// arguments name its timeout (see [`wait_with_mask`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum MaskedWait {
+    /// ppoll(fds, nfds, tsp, sigmask, size)
+    Ppoll,
+    /// pselect6(n, in, out, ex, tsp, {sigmask, size})
+    Pselect6,
+    /// epoll_pwait(epfd, events, maxevents, timeout_ms, sigmask, size)
+    EpollPwait,
+    /// epoll_pwait2(epfd, events, maxevents, tsp, sigmask, size)
+    EpollPwait2,
+}
+
+/// A timeout of zero, for the probe of [`wait_with_mask`].
+static ZERO_TIMESPEC: [i64; 2] = [0, 0];
+
+impl MaskedWait {
+    /// The argument that points at a timespec timeout, if the call has one.
+    fn timespec_arg(self) -> Option<usize> {
+        match self {
+            MaskedWait::Ppoll => Some(2),
+            MaskedWait::Pselect6 => Some(4),
+            MaskedWait::EpollPwait => None,
+            MaskedWait::EpollPwait2 => Some(3),
+        }
+    }
+
+    /// Does a wait that finds nothing ready end with EINTR when a signal is
+    /// pending? poll and select check for signals even with a zero timeout;
+    /// epoll returns 0 at once when its timeout is zero.
+    fn interrupted_when_idle(self, args: &[usize; 6]) -> Result<bool, Errno> {
+        Ok(match self {
+            MaskedWait::Ppoll | MaskedWait::Pselect6 => true,
+            MaskedWait::EpollPwait => args[3] as i32 != 0,
+            MaskedWait::EpollPwait2 => {
+                args[3] == 0 || UserPtr::<[i64; 2]>::new(args[3]).read()? != [0, 0]
+            }
+        })
+    }
+}
+
+/// Checks a timespec timeout as Linux's `poll_select_set_timeout` does,
+/// before the temporary mask is read.
+fn check_timeout(ptr: usize) -> Result<(), Errno> {
+    if ptr != 0 {
+        let ts = UserPtr::<[i64; 2]>::new(ptr).read()?;
+        if ts[0] < 0 || !(0..1_000_000_000).contains(&ts[1]) {
+            return Err(Errno::EINVAL);
+        }
+    }
+    Ok(())
+}
+
 /// The wait of a call that takes a temporary signal mask (ppoll, pselect6,
 /// epoll_pwait, epoll_pwait2), as Linux's `set_user_sigmask` and
-/// `restore_saved_sigmask_unless`: the mask at `mask_ptr` is the program's
-/// while the call waits, signals pending in the runtime count too, and if a
-/// signal ends the wait, its handler runs with that mask in force and its
-/// frame restores the old one (as for rt_sigsuspend).
-fn wait_with_mask(c: &mut Ctx<'_>, mask_ptr: usize, size: usize) -> SysResult {
+/// `restore_saved_sigmask_unless`: the mask is the program's while the call
+/// waits, signals pending in the runtime count too, and if a signal ends
+/// the wait (EINTR), its handler runs with that mask in force and its frame
+/// restores the old one (as for rt_sigsuspend). Any other outcome (an
+/// argument error, descriptors ready, epoll's zero timeout) restores the
+/// old mask at once, and pending signals it blocks stay pending.
+///
+/// The host sees only the signals it holds itself. When the runtime holds
+/// one the temporary mask lets through, the host makes the call with a
+/// zero timeout and no mask (a probe: the same argument checks and ready
+/// descriptors), and a probe that finds nothing ready stands for the wait
+/// a pending signal interrupts.
+fn wait_with_mask(c: &mut Ctx<'_>, kind: MaskedWait, mask_ptr: usize, size: usize) -> SysResult {
+    if let Some(i) = kind.timespec_arg() {
+        check_timeout(c.arg(i))?;
+    }
     if mask_ptr == 0 {
         return c.host_blocking();
     }
@@ -138,18 +205,15 @@ fn wait_with_mask(c: &mut Ctx<'_>, mask_ptr: usize, size: usize) -> SysResult {
     let old = c.t.sig_mask.get();
     c.t.sig_mask.set(m);
     c.t.update_pending_flag();
-    let r = if c.t.has_pending() {
-        Err(Errno::EINTR)
+    let mut r = if c.t.has_pending() {
+        Err(Errno::NOT_STARTED)
     } else {
         c.host_blocking()
     };
-    // A signal the mask lets through ended the wait (or kept it from
-    // starting): EINTR, as Linux (its handler runs first), never a rerun.
-    let r = if r == Err(Errno::NOT_STARTED) {
-        Err(Errno::EINTR)
-    } else {
-        r
-    };
+    if r == Err(Errno::NOT_STARTED) {
+        // A signal the runtime holds is let through: probe.
+        r = probe_masked_wait(c, kind);
+    }
     if r == Err(Errno::EINTR) && c.t.has_pending() {
         c.t.saved_mask.set(Some(old));
     } else {
@@ -159,19 +223,95 @@ fn wait_with_mask(c: &mut Ctx<'_>, mask_ptr: usize, size: usize) -> SysResult {
     r
 }
 
+/// The probe of [`wait_with_mask`]: the call with a zero timeout and no
+/// mask. Nothing ready means the wait would have been interrupted (EINTR),
+/// unless the call returns at once anyway (epoll with a zero timeout).
+fn probe_masked_wait(c: &mut Ctx<'_>, kind: MaskedWait) -> SysResult {
+    let mut args = c.args;
+    let zero_ts = ZERO_TIMESPEC.as_ptr() as usize;
+    match kind {
+        MaskedWait::Ppoll => {
+            args[2] = zero_ts;
+            args[3] = 0;
+            args[4] = 0;
+        }
+        MaskedWait::Pselect6 => {
+            args[4] = zero_ts;
+            args[5] = 0;
+        }
+        MaskedWait::EpollPwait => {
+            args[3] = 0;
+            args[4] = 0;
+            args[5] = 0;
+        }
+        MaskedWait::EpollPwait2 => {
+            args[3] = zero_ts;
+            args[4] = 0;
+            args[5] = 0;
+        }
+    }
+    // select writes its (cleared) descriptor sets back when nothing is
+    // ready; an interrupted select leaves them as they were.
+    let sets = if kind == MaskedWait::Pselect6 {
+        fd_set_snapshot(&args)
+    } else {
+        Vec::new()
+    };
+    let r = super::host_call(c.nr, args);
+    if r == Ok(0) && kind.interrupted_when_idle(&c.args)? {
+        for (addr, bytes) in &sets {
+            let _ = user::copy_out(*addr, bytes);
+        }
+        return Err(Errno::EINTR);
+    }
+    r
+}
+
+/// The readable part of pselect6's descriptor sets (for `n` descriptors,
+/// at most Linux's own limit on descriptors), by address.
+fn fd_set_snapshot(args: &[usize; 6]) -> Vec<(usize, Vec<u8>)> {
+    const MAX_FDS: usize = 1 << 20; // fs.nr_open's default, the usual bound
+    let n = args[0] as i32;
+    if n <= 0 {
+        return Vec::new();
+    }
+    let len = (n as usize).min(MAX_FDS).div_ceil(64) * 8;
+    let mut out = Vec::new();
+    for &addr in &args[1..4] {
+        if addr == 0 {
+            continue;
+        }
+        // Page by page: the kernel reads only as far as the process's
+        // descriptor table reaches, which may be less than `n`.
+        let mut bytes = Vec::new();
+        let mut at = 0;
+        while at < len {
+            let chunk = (len - at).min(crate::mem::PAGE_SIZE - (addr + at) % crate::mem::PAGE_SIZE);
+            let mut buf = vec![0u8; chunk];
+            if user::copy_in(&mut buf, addr + at).is_err() {
+                break;
+            }
+            bytes.extend_from_slice(&buf);
+            at += chunk;
+        }
+        out.push((addr, bytes));
+    }
+    out
+}
+
 /// Implements ppoll(2) (see [`wait_with_mask`]).
 pub fn ppoll(c: &mut Ctx<'_>) -> SysResult {
-    wait_with_mask(c, c.arg(3), c.arg(4))
+    wait_with_mask(c, MaskedWait::Ppoll, c.arg(3), c.arg(4))
 }
 
 /// Implements epoll_pwait(2) (see [`wait_with_mask`]).
 pub fn epoll_pwait(c: &mut Ctx<'_>) -> SysResult {
-    wait_with_mask(c, c.arg(4), c.arg(5))
+    wait_with_mask(c, MaskedWait::EpollPwait, c.arg(4), c.arg(5))
 }
 
 /// Implements epoll_pwait2(2) (see [`wait_with_mask`]).
 pub fn epoll_pwait2(c: &mut Ctx<'_>) -> SysResult {
-    wait_with_mask(c, c.arg(4), c.arg(5))
+    wait_with_mask(c, MaskedWait::EpollPwait2, c.arg(4), c.arg(5))
 }
 
 /// Implements pselect6(2): its sixth argument points at the mask and its
@@ -181,7 +321,7 @@ pub fn pselect6(c: &mut Ctx<'_>) -> SysResult {
         return c.host_blocking();
     }
     let [ptr, size] = UserPtr::<[u64; 2]>::new(c.arg(5)).read()?;
-    wait_with_mask(c, ptr as usize, size as usize)
+    wait_with_mask(c, MaskedWait::Pselect6, ptr as usize, size as usize)
 }
 
 /// Implements rt_sigreturn(2) for frames the runtime built.
