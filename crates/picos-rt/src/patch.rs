@@ -830,6 +830,11 @@ fn reg_value(regs: &SigContext, r: u8) -> u64 {
     }
 }
 
+/// The registers the `syscall` instruction itself overwrites (RCX with the
+/// return address, R11 with RFLAGS): their values at a trapped call say
+/// nothing of what the program put there.
+const CLOBBERED_BY_SYSCALL: [u8; 2] = [1, 11];
+
 /// Recognises libc's generic system call entries, whose number is not an
 /// immediate but RAX as the caller set it: glibc's `syscall(3)` (`mov
 /// 0x8(%rsp), %r9; syscall`), musl's internal `__syscall` (`sccp`: register
@@ -883,7 +888,24 @@ fn match_dynamic(
             continue;
         }
         let word = stack(disp as i64);
+        // `syscall` overwrites RCX and R11 (with the return address and
+        // RFLAGS), so the trapped registers cannot confirm a store of
+        // either: the instruction just before the store must then be a
+        // stack load the registers do confirm, ending exactly where the
+        // store begins (musl's `__syscall_cp_asm`: `mov 0x10(%rsp),%r9;
+        // mov %r11,0x8(%rsp); syscall`).
+        let confirmed_before = || {
+            (x.saturating_sub(9)..=x.saturating_sub(5)).any(|y| {
+                matches!(stack_move(&code[y..x]),
+                    Some((n, d, StackValue::Reg(r2))) if y + n == x
+                        && !CLOBBERED_BY_SYSCALL.contains(&r2)
+                        && d != disp
+                        && written & (1 << r2) == 0
+                        && stack(d as i64) == Some(reg_value(regs, r2)))
+            })
+        };
         let ok = match value {
+            StackValue::Reg(r) if CLOBBERED_BY_SYSCALL.contains(&r) => confirmed_before(),
             StackValue::Reg(r) => written & (1 << r) == 0 && word == Some(reg_value(regs, r)),
             StackValue::Imm32(v) => word.map(|w| w as u32) == Some(v),
             StackValue::Imm64(v) => word == Some(v),
@@ -1781,18 +1803,30 @@ mod tests {
         bad[20..23].copy_from_slice(&[0x49, 0x89, 0xc9]); // mov %rcx,%r9
         assert!(match_dynamic(&bad, 0x6000, 0x6000 + 25, &regs, &word(0x55)).is_none());
         // musl's __syscall_cp_asm: ...; mov 0x10(%rsp),%r9; mov %r11,0x8(%rsp);
-        // syscall; ret. The jump covers the store (checked: the stack word
-        // is R11's value at the call).
+        // syscall; ret. The jump covers the store. R11 at the trapped call
+        // is RFLAGS (`syscall` put it there), so the load before the store
+        // is what confirms the shape: the word at 0x10 is R9's value.
         let code = [
             0x4c, 0x8b, 0x4c, 0x24, 0x10, 0x4c, 0x89, 0x5c, 0x24, 0x08, 0x0f, 0x05, 0xc3,
         ];
-        let cp = SigContext { r11: 0x77, ..regs };
-        let s = match_dynamic(&code, 0x7000, 0x700c, &cp, &word(0x77)).unwrap();
+        let cp = SigContext { r11: 0x246, ..regs };
+        let words = |at10: u64| {
+            move |off: i64| match off {
+                8 => Some(0x7fff_0000),
+                0x10 => Some(at10),
+                _ => None,
+            }
+        };
+        let s = match_dynamic(&code, 0x7000, 0x700c, &cp, &words(0x55)).unwrap();
         assert_eq!(
             (s.start, s.pre.as_slice(), s.moves.len()),
             (0x7005, &code[5..10], 0)
         );
-        assert!(match_dynamic(&code, 0x7000, 0x700c, &cp, &word(0x78)).is_none());
+        assert!(match_dynamic(&code, 0x7000, 0x700c, &cp, &words(0x56)).is_none());
+        // Without a confirmed load before it, a store of R11 is not taken.
+        let mut lone = code;
+        lone[..5].copy_from_slice(&[0x90; 5]);
+        assert!(match_dynamic(&lone, 0x7000, 0x700c, &cp, &words(0x55)).is_none());
         // musl's syscall(3) from gcc: movl $8,(%rsp); mov 0x10(%rdx),%rsi;
         // mov 0x18(%rdx),%rdx; syscall. The jump covers the store; the
         // loads run in the trampoline.
