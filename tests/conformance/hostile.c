@@ -418,6 +418,72 @@ static void sigprocmask_bad_oldset(void)
     mask(SIG_UNBLOCK, SIGUSR2);
 }
 
+/* The order in which pending signals are taken (Linux's dequeue_signal):
+ * those sent to the thread (tgkill, faults) before those sent to the
+ * process (kill), and in each the synchronous ones (SIGSEGV, SIGBUS,
+ * SIGILL, SIGTRAP, SIGFPE, SIGSYS) before lower-numbered others. Picos
+ * holds the fault types itself (the host never blocks them): the order
+ * must still be Linux's. Checked with sigtimedwait (which takes one even
+ * when it then fails with EFAULT) and with delivery to handlers. */
+static volatile sig_atomic_t order[4], norder;
+static void order_handler(int sig)
+{
+    if (norder < 4)
+        order[norder] = sig;
+    norder++;
+}
+
+static void pending_order(void)
+{
+    pid_t pid = getpid();
+    long tid = syscall(SYS_gettid);
+    sigset_t both;
+    sigemptyset(&both);
+    sigaddset(&both, SIGILL);
+    sigaddset(&both, SIGFPE);
+    sigprocmask(SIG_BLOCK, &both, NULL);
+    /* SIGILL to the process, SIGFPE to the thread: SIGFPE first. */
+    kill(pid, SIGILL);
+    syscall(SYS_tgkill, pid, tid, SIGFPE);
+    struct timespec ts = { 0, 0 };
+    int first = sigtimedwait(&both, NULL, &ts);
+    int second = sigtimedwait(&both, NULL, &ts);
+    checkf("pending_order_thread_first", first == SIGFPE && second == SIGILL,
+           "first=%d second=%d", first, second);
+    /* The same with a sigtimedwait whose siginfo cannot be written: the
+     * signal is taken all the same (EFAULT). */
+    kill(pid, SIGILL);
+    syscall(SYS_tgkill, pid, tid, SIGFPE);
+    long r = syscall(SYS_rt_sigtimedwait, &both, (void *)8, &ts, 8);
+    int e = errno;
+    second = sigtimedwait(&both, NULL, &ts);
+    int third = sigtimedwait(&both, NULL, &ts);
+    checkf("pending_order_efault_takes", r == -1 && e == EFAULT && second == SIGILL && third == -1,
+           "r=%ld errno=%d second=%d third=%d", r, e, second, third);
+    /* Both to the process, with SIGHUP too: the synchronous SIGILL comes
+     * before the lower SIGHUP, delivered to handlers in that order. */
+    sigaddset(&both, SIGHUP);
+    sigprocmask(SIG_BLOCK, &both, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = order_handler;
+    sigfillset(&sa.sa_mask);
+    sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGILL, &sa, NULL);
+    sigaction(SIGFPE, &sa, NULL);
+    norder = 0;
+    kill(pid, SIGHUP);
+    kill(pid, SIGILL);
+    syscall(SYS_tgkill, pid, tid, SIGFPE);
+    sigprocmask(SIG_UNBLOCK, &both, NULL);
+    checkf("pending_order_delivery", norder == 3 && order[0] == SIGFPE && order[1] == SIGILL &&
+           order[2] == SIGHUP,
+           "n=%d order=%d,%d,%d", (int)norder, (int)order[0], (int)order[1], (int)order[2]);
+    set_default(SIGHUP);
+    set_default(SIGILL);
+    set_default(SIGFPE);
+}
+
 static char *child_stack;
 
 static int on_stack_fn(void *arg)
@@ -629,6 +695,8 @@ int main(int argc, char **argv)
         altstack_autodisarm();
     if (all || !strcmp(mode, "sigprocmask"))
         sigprocmask_bad_oldset();
+    if (all || !strcmp(mode, "pending-order"))
+        pending_order();
     if (all || !strcmp(mode, "clone-stack"))
         clone_new_stack();
     if (all || !strcmp(mode, "clone3"))

@@ -169,6 +169,10 @@ pub struct Thread {
     pub sighand: Cell<*const SigHand>,
     /// Signals the host delivered while the runtime was busy on this thread.
     pub pending_set: AtomicU64,
+    /// The signals of `pending_set` that were sent to this thread (a
+    /// fault, `tkill`/`tgkill`) rather than to the process: Linux takes
+    /// those first (its private queue before the shared one).
+    pub pending_private: AtomicU64,
     pub pending_info: UnsafeCell<[SigInfo; NSIG]>,
     /// Further queued instances of real-time signals already pending, in
     /// arrival order (real-time signals queue; standard ones coalesce).
@@ -236,7 +240,8 @@ impl Thread {
         unsafe { &*self.sighand.get() }
     }
 
-    /// Records a signal the host delivered while the runtime ran.
+    /// Records a signal the host delivered while the runtime ran (or one
+    /// the program blocks that the host cannot hold).
     pub fn add_pending(&self, info: &SigInfo) {
         let sig = info.signo();
         if !(1..=NSIG as i32).contains(&sig) {
@@ -248,6 +253,11 @@ impl Thread {
             // signal handlers that call this do not nest (async signals are
             // blocked inside them).
             unsafe { (*self.pending_info.get())[(sig - 1) as usize] = *info };
+            if thread_directed(info) {
+                self.pending_private.fetch_or(bit, Ordering::Relaxed);
+            } else {
+                self.pending_private.fetch_and(!bit, Ordering::Relaxed);
+            }
             self.pending_set.fetch_or(bit, Ordering::Relaxed);
         } else if sig >= 32 {
             let n = self.pending_extra_len.get();
@@ -275,13 +285,21 @@ impl Thread {
         self.pending.store(deliverable as u32, Ordering::Relaxed);
     }
 
-    /// Takes the lowest pending signal not in `blocked`.
+    /// Takes a pending signal not in `blocked`, in the order of Linux's
+    /// `dequeue_signal`: those sent to the thread before those sent to the
+    /// process, and in each, the synchronous (fault-type) signals first,
+    /// then the lowest number.
     pub fn take_pending(&self, blocked: u64) -> Option<SigInfo> {
         let set = self.pending_set.load(Ordering::Relaxed) & !blocked;
         if set == 0 {
             return None;
         }
-        let i = set.trailing_zeros() as usize;
+        let private = set & self.pending_private.load(Ordering::Relaxed);
+        let mut pick = if private != 0 { private } else { set };
+        if pick & SYNCHRONOUS_MASK != 0 {
+            pick &= SYNCHRONOUS_MASK;
+        }
+        let i = pick.trailing_zeros() as usize;
         // SAFETY: as in add_pending.
         let info = unsafe { (*self.pending_info.get())[i] };
         // The next queued instance of the same signal, if any, takes its place.
@@ -383,6 +401,7 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             guest_gs: Cell::new(0),
             sighand: Cell::new(sighand),
             pending_set: AtomicU64::new(0),
+            pending_private: AtomicU64::new(0),
             pending_info: UnsafeCell::new([SigInfo::default(); NSIG]),
             pending_extra: UnsafeCell::new([SigInfo::default(); EXTRA_QUEUED]),
             pending_extra_len: Cell::new(0),
@@ -525,4 +544,26 @@ pub fn for_each_live(mut f: impl FnMut(&Thread)) {
             f(t);
         }
     }
+}
+
+/// Linux's `SYNCHRONOUS_MASK`: SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE and
+/// SIGSYS, taken before other pending signals.
+const SYNCHRONOUS_MASK: u64 = (1 << (11 - 1))
+    | (1 << (7 - 1))
+    | (1 << (4 - 1))
+    | (1 << (5 - 1))
+    | (1 << (8 - 1))
+    | (1 << (31 - 1));
+
+/// Was this signal sent to the thread rather than to its process? A fault
+/// (a synchronous signal with a kernel `si_code`) or `tkill`/`tgkill`
+/// (`SI_TKILL`). The rest (`kill`, `sigqueue`, timers, SIGCHLD) is taken as
+/// the process's: siginfo does not say which `rt_*sigqueueinfo` sent it.
+fn thread_directed(info: &SigInfo) -> bool {
+    const SI_TKILL: i32 = -6;
+    let sig = info.signo();
+    info.code() == SI_TKILL
+        || (info.code() > 0
+            && (1..=64).contains(&sig)
+            && SYNCHRONOUS_MASK & (1u64 << (sig - 1)) != 0)
 }
