@@ -525,6 +525,8 @@ static void clone3_invalid(void)
         { "clone3_set_tid_without_size", { .exit_signal = SIGCHLD, .set_tid = (uintptr_t)&tid } },
         { "clone3_parent_with_exit_signal", { .flags = CLONE_PARENT, .exit_signal = SIGCHLD } },
         { "clone3_unknown_flag", { .flags = 1ull << 40, .exit_signal = SIGCHLD } },
+        { "clone3_detached", { .flags = 0x400000 /* CLONE_DETACHED */, .exit_signal = SIGCHLD } },
+        { "clone3_signal_in_flags", { .flags = SIGCHLD, .exit_signal = SIGCHLD } },
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         errno = 0;
@@ -539,6 +541,24 @@ static void clone3_invalid(void)
     errno = 0;
     long r = syscall(SYS_clone3, &a, 63);
     check_errno("clone3_size_63", r, errno, EINVAL);
+    /* clone3 has room for both a pidfd and the parent's copy of the tid
+     * (clone(2) shares one pointer): both are written. */
+    int pidfd = -1;
+    pid_t ptid = 0;
+    struct clone_args_ both = { .flags = CLONE_PIDFD | CLONE_PARENT_SETTID,
+                                .pidfd = (uintptr_t)&pidfd, .parent_tid = (uintptr_t)&ptid,
+                                .exit_signal = SIGCHLD };
+    r = syscall(SYS_clone3, &both, sizeof both);
+    if (r == 0)
+        _exit(7);
+    int status = 0;
+    if (r > 0)
+        waitpid((pid_t)r, &status, 0);
+    checkf("clone3_pidfd_and_parent_settid",
+           r > 0 && ptid == r && pidfd >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 7,
+           "r=%ld errno=%d ptid=%d pidfd=%d status=%#x", r, errno, (int)ptid, pidfd, status);
+    if (pidfd >= 0)
+        close(pidfd);
 }
 
 /* The 32-bit entry from a 64-bit program: i386 numbers and registers. */

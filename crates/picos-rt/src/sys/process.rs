@@ -88,7 +88,12 @@ pub fn clone3(c: &mut Ctx<'_>) -> SysResult {
     if flags & CLONE_INTO_CGROUP != 0 && (cgroup > i32::MAX as u64 || size < 88) {
         return Err(Errno::EINVAL);
     }
+    // clone3_args_valid: no CLONE_DETACHED (clone(2) ignores it) and no
+    // signal in the flags (CLONE_NEWTIME shares that byte).
+    const CLONE_DETACHED: u64 = 0x40_0000;
+    const CLONE_NEWTIME: u64 = 0x80;
     if flags & !(0xffff_ffff | CLONE_CLEAR_SIGHAND | CLONE_INTO_CGROUP) != 0
+        || flags & (CLONE_DETACHED | (0xff & !CLONE_NEWTIME)) != 0
         || flags & (CLONE_SIGHAND | CLONE_CLEAR_SIGHAND) == CLONE_SIGHAND | CLONE_CLEAR_SIGHAND
         || flags & (CLONE_THREAD | CLONE_PARENT) != 0 && exit_signal != 0
         || (stack == 0) != (stack_size == 0)
@@ -104,17 +109,21 @@ pub fn clone3(c: &mut Ctx<'_>) -> SysResult {
     if set_tid_size != 0 || flags & (CLONE_INTO_CGROUP | CLONE_CLEAR_SIGHAND) != 0 {
         return Err(Errno::EINVAL);
     }
-    if flags & 0xff != 0 {
+    if flags & CLONE_NEWTIME != 0 {
+        // A new time namespace: clone(2) reads that bit as the exit signal.
         return Err(Errno::EINVAL);
     }
-    if flags & CLONE_PIDFD != 0 && flags & CLONE_PARENT_SETTID != 0 {
-        // clone(2) shares one pointer for both; not expressible on the host path.
-        return Err(Errno::EINVAL);
-    }
-    let ptid = if flags & CLONE_PIDFD != 0 {
-        pidfd
+    // clone(2) has one pointer for the pidfd and the parent's copy of the
+    // tid; clone3 has two. With both, the host writes the pidfd and the
+    // runtime stores the tid in the parent when the call returns (Linux
+    // stores it after making the child too, and ignores a fault).
+    let settid_after = flags & CLONE_PIDFD != 0 && flags & CLONE_PARENT_SETTID != 0;
+    let (flags, ptid) = if settid_after {
+        (flags & !CLONE_PARENT_SETTID, pidfd)
+    } else if flags & CLONE_PIDFD != 0 {
+        (flags, pidfd)
     } else {
-        parent_tid
+        (flags, parent_tid)
     };
     let sp = if stack != 0 { stack + stack_size } else { 0 };
     let a = CloneArgs {
@@ -125,7 +134,13 @@ pub fn clone3(c: &mut Ctx<'_>) -> SysResult {
         ctid: child_tid as usize,
         tls: tls as usize,
     };
-    do_clone(c, a)
+    let r = do_clone(c, a);
+    if let Ok(tid) = r {
+        if settid_after && tid != 0 {
+            let _ = UserPtr::<i32>::new(parent_tid as usize).write(&(tid as i32));
+        }
+    }
+    r
 }
 
 /// The end of the user address space (`access_ok`'s limit, 47-bit).
