@@ -46,6 +46,7 @@ MEDIATED = {
   'setrlimit': 'ids::setrlimit', 'setpgid': 'ids::set_pgid', 'setsid': 'ids::set_pgid',
   'sched_setaffinity': 'ids::sched_setaffinity',
   'rt_sigtimedwait': 'signal::rt_sigtimedwait',
+  'kill': 'signal::kill', 'rt_sigqueueinfo': 'signal::rt_sigqueueinfo',
   'ppoll': 'signal::ppoll', 'pselect6': 'signal::pselect6',
   'epoll_pwait': 'signal::epoll_pwait', 'epoll_pwait2': 'signal::epoll_pwait2',
 }
@@ -99,6 +100,8 @@ NOTES = {
   'readlink': '/proc/self/exe names the program', 'readlinkat': '/proc/self/exe names the program',
   'rt_sigpending': 'host asked only for signals the program blocks (they wait there for signalfd)',
   'rt_sigtimedwait': 'signals waiting in the runtime first, then the host (blocking window)',
+  'kill': 'host; signals it sends its own process queue as the process\'s',
+  'rt_sigqueueinfo': 'host; as kill',
   'ppoll': 'temporary mask applied by the runtime too (blocking window)',
   'pselect6': 'temporary mask applied by the runtime too (blocking window)',
   'epoll_pwait': 'temporary mask applied by the runtime too (blocking window)',

@@ -460,6 +460,34 @@ static void pending_order(void)
     int third = sigtimedwait(&both, NULL, &ts);
     checkf("pending_order_efault_takes", r == -1 && e == EFAULT && second == SIGILL && third == -1,
            "r=%ld errno=%d second=%d third=%d", r, e, second, third);
+    /* A signal queued to the process with a kernel-like si_code (as a
+     * fault's) is still the process's: the thread's SIGSEGV comes first. */
+    sigset_t ts2;
+    sigemptyset(&ts2);
+    sigaddset(&ts2, SIGTRAP);
+    sigaddset(&ts2, SIGSEGV);
+    sigprocmask(SIG_BLOCK, &ts2, NULL);
+    siginfo_t qi;
+    memset(&qi, 0, sizeof qi);
+    qi.si_signo = SIGTRAP;
+    qi.si_code = 1; /* TRAP_BRKPT */
+    syscall(SYS_rt_sigqueueinfo, pid, SIGTRAP, &qi);
+    syscall(SYS_tgkill, pid, tid, SIGSEGV);
+    first = sigtimedwait(&ts2, NULL, &ts);
+    second = sigtimedwait(&ts2, NULL, &ts);
+    checkf("pending_order_queued_code", first == SIGSEGV && second == SIGTRAP,
+           "first=%d second=%d", first, second);
+    sigprocmask(SIG_UNBLOCK, &ts2, NULL);
+    /* The same standard signal waits once for the thread and once for the
+     * process: two are taken. */
+    syscall(SYS_tgkill, pid, tid, SIGILL);
+    kill(pid, SIGILL);
+    syscall(SYS_tgkill, pid, tid, SIGILL); /* coalesces with the first */
+    first = sigtimedwait(&both, NULL, &ts);
+    second = sigtimedwait(&both, NULL, &ts);
+    third = sigtimedwait(&both, NULL, &ts);
+    checkf("pending_order_two_queues", first == SIGILL && second == SIGILL && third == -1,
+           "first=%d second=%d third=%d", first, second, third);
     /* Both to the process, with SIGHUP too: the synchronous SIGILL comes
      * before the lower SIGHUP, delivered to handlers in that order. */
     sigaddset(&both, SIGHUP);

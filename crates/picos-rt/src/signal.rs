@@ -426,11 +426,9 @@ pub fn deliver_pending(t: &Thread, uc: &mut UContext) {
 
 /// Does the first signal that would be delivered now have SA_RESTART?
 pub fn pending_wants_restart(t: &Thread) -> bool {
-    let set = t.pending_set.load(core::sync::atomic::Ordering::Relaxed) & !t.sig_mask.get();
-    if set == 0 {
+    let Some(sig) = t.peek_pending(t.sig_mask.get()) else {
         return false;
-    }
-    let sig = set.trailing_zeros() as i32 + 1;
+    };
     let act = t.sighand().get(sig);
     act.handler > SIG_IGN && act.flags & SA_RESTART != 0
 }

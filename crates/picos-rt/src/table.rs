@@ -464,9 +464,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 62,
         name: "kill",
-        serve: Serve::Host,
+        serve: Serve::Mediated(sys::signal::kill),
         args: "dg",
-        note: "",
+        note: "host; signals it sends its own process queue as the process's",
     },
     SyscallDef {
         nr: 63,
@@ -933,9 +933,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 129,
         name: "rt_sigqueueinfo",
-        serve: Serve::Host,
+        serve: Serve::Mediated(sys::signal::rt_sigqueueinfo),
         args: "dgp",
-        note: "",
+        note: "host; as kill",
     },
     SyscallDef {
         nr: 130,

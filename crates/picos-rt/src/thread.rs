@@ -167,13 +167,21 @@ pub struct Thread {
     pub guest_gs: Cell<usize>,
     /// Signal dispositions (shared per process).
     pub sighand: Cell<*const SigHand>,
-    /// Signals the host delivered while the runtime was busy on this thread.
+    /// Signals the host delivered while the runtime was busy on this
+    /// thread, or that the program blocks and the host cannot hold: the
+    /// union of the two queues below.
     pub pending_set: AtomicU64,
-    /// The signals of `pending_set` that were sent to this thread (a
-    /// fault, `tkill`/`tgkill`) rather than to the process: Linux takes
-    /// those first (its private queue before the shared one).
+    /// Those sent to this thread (a fault, `tkill`/`tgkill`): Linux's
+    /// private queue, taken before the shared one.
     pub pending_private: AtomicU64,
     pub pending_info: UnsafeCell<[SigInfo; NSIG]>,
+    /// Those sent to the process (`kill`, `sigqueue`, timers): Linux's
+    /// shared queue. A standard signal can wait once in each queue.
+    pub pending_shared: AtomicU64,
+    pub shared_info: UnsafeCell<[SigInfo; NSIG]>,
+    /// Set while the program's kill(2) or rt_sigqueueinfo(2) runs on the
+    /// host: a signal that arrives meanwhile was sent to the process.
+    pub sending_to_process: Cell<bool>,
     /// Further queued instances of real-time signals already pending, in
     /// arrival order (real-time signals queue; standard ones coalesce).
     pub pending_extra: UnsafeCell<[SigInfo; EXTRA_QUEUED]>,
@@ -241,23 +249,25 @@ impl Thread {
     }
 
     /// Records a signal the host delivered while the runtime ran (or one
-    /// the program blocks that the host cannot hold).
+    /// the program blocks that the host cannot hold), in the private or
+    /// the shared queue as Linux would have queued it.
     pub fn add_pending(&self, info: &SigInfo) {
         let sig = info.signo();
         if !(1..=NSIG as i32).contains(&sig) {
             return;
         }
         let bit = 1u64 << (sig - 1);
-        if self.pending_set.load(Ordering::Relaxed) & bit == 0 {
-            // SAFETY: only this thread touches its pending_info, and the
+        let (set, infos) = if thread_directed(info) && !self.sending_to_process.get() {
+            (&self.pending_private, &self.pending_info)
+        } else {
+            (&self.pending_shared, &self.shared_info)
+        };
+        if set.load(Ordering::Relaxed) & bit == 0 {
+            // SAFETY: only this thread touches its pending queues, and the
             // signal handlers that call this do not nest (async signals are
             // blocked inside them).
-            unsafe { (*self.pending_info.get())[(sig - 1) as usize] = *info };
-            if thread_directed(info) {
-                self.pending_private.fetch_or(bit, Ordering::Relaxed);
-            } else {
-                self.pending_private.fetch_and(!bit, Ordering::Relaxed);
-            }
+            unsafe { (*infos.get())[(sig - 1) as usize] = *info };
+            set.fetch_or(bit, Ordering::Relaxed);
             self.pending_set.fetch_or(bit, Ordering::Relaxed);
         } else if sig >= 32 {
             let n = self.pending_extra_len.get();
@@ -274,6 +284,8 @@ impl Thread {
     /// Linux; the runtime's pending set was copied with the parent's memory).
     pub fn clear_pending(&self) {
         self.pending_set.store(0, Ordering::Relaxed);
+        self.pending_private.store(0, Ordering::Relaxed);
+        self.pending_shared.store(0, Ordering::Relaxed);
         self.pending_extra_len.set(0);
         self.update_pending_flag();
     }
@@ -285,36 +297,59 @@ impl Thread {
         self.pending.store(deliverable as u32, Ordering::Relaxed);
     }
 
+    /// The signal [`Thread::take_pending`] would take, and from which
+    /// queue (true: the private one).
+    fn next_pending(&self, blocked: u64) -> Option<(i32, bool)> {
+        for (set, private) in [(&self.pending_private, true), (&self.pending_shared, false)] {
+            let mut x = set.load(Ordering::Relaxed) & !blocked;
+            if x == 0 {
+                continue;
+            }
+            if x & SYNCHRONOUS_MASK != 0 {
+                x &= SYNCHRONOUS_MASK;
+            }
+            return Some((x.trailing_zeros() as i32 + 1, private));
+        }
+        None
+    }
+
+    /// The number of the signal [`Thread::take_pending`] would take.
+    pub fn peek_pending(&self, blocked: u64) -> Option<i32> {
+        self.next_pending(blocked).map(|(sig, _)| sig)
+    }
+
     /// Takes a pending signal not in `blocked`, in the order of Linux's
-    /// `dequeue_signal`: those sent to the thread before those sent to the
-    /// process, and in each, the synchronous (fault-type) signals first,
-    /// then the lowest number.
+    /// `dequeue_signal`: the private queue before the shared one, and in
+    /// each the synchronous (fault-type) signals first, then the lowest
+    /// number.
     pub fn take_pending(&self, blocked: u64) -> Option<SigInfo> {
-        let set = self.pending_set.load(Ordering::Relaxed) & !blocked;
-        if set == 0 {
-            return None;
-        }
-        let private = set & self.pending_private.load(Ordering::Relaxed);
-        let mut pick = if private != 0 { private } else { set };
-        if pick & SYNCHRONOUS_MASK != 0 {
-            pick &= SYNCHRONOUS_MASK;
-        }
-        let i = pick.trailing_zeros() as usize;
+        let (sig, private) = self.next_pending(blocked)?;
+        let i = (sig - 1) as usize;
+        let (set, infos) = if private {
+            (&self.pending_private, &self.pending_info)
+        } else {
+            (&self.pending_shared, &self.shared_info)
+        };
         // SAFETY: as in add_pending.
-        let info = unsafe { (*self.pending_info.get())[i] };
+        let info = unsafe { (*infos.get())[i] };
         // The next queued instance of the same signal, if any, takes its place.
         let n = self.pending_extra_len.get();
         // SAFETY: as in add_pending.
         let extra = unsafe { &mut *self.pending_extra.get() };
-        match extra[..n].iter().position(|e| e.signo() == i as i32 + 1) {
+        match extra[..n].iter().position(|e| e.signo() == sig) {
             Some(k) => {
                 // SAFETY: as in add_pending.
-                unsafe { (*self.pending_info.get())[i] = extra[k] };
+                unsafe { (*infos.get())[i] = extra[k] };
                 extra.copy_within(k + 1..n, k);
                 self.pending_extra_len.set(n - 1);
             }
             None => {
-                self.pending_set.fetch_and(!(1u64 << i), Ordering::Relaxed);
+                set.fetch_and(!(1u64 << i), Ordering::Relaxed);
+                let both = self.pending_private.load(Ordering::Relaxed)
+                    | self.pending_shared.load(Ordering::Relaxed);
+                if both & (1u64 << i) == 0 {
+                    self.pending_set.fetch_and(!(1u64 << i), Ordering::Relaxed);
+                }
             }
         }
         self.update_pending_flag();
@@ -403,6 +438,9 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             pending_set: AtomicU64::new(0),
             pending_private: AtomicU64::new(0),
             pending_info: UnsafeCell::new([SigInfo::default(); NSIG]),
+            pending_shared: AtomicU64::new(0),
+            shared_info: UnsafeCell::new([SigInfo::default(); NSIG]),
+            sending_to_process: Cell::new(false),
             pending_extra: UnsafeCell::new([SigInfo::default(); EXTRA_QUEUED]),
             pending_extra_len: Cell::new(0),
             in_fast: Cell::new(false),
@@ -556,9 +594,11 @@ const SYNCHRONOUS_MASK: u64 = (1 << (11 - 1))
     | (1 << (31 - 1));
 
 /// Was this signal sent to the thread rather than to its process? A fault
-/// (a synchronous signal with a kernel `si_code`) or `tkill`/`tgkill`
-/// (`SI_TKILL`). The rest (`kill`, `sigqueue`, timers, SIGCHLD) is taken as
-/// the process's: siginfo does not say which `rt_*sigqueueinfo` sent it.
+/// (a synchronous signal with a kernel `si_code`), `tkill`/`tgkill`
+/// (`SI_TKILL`) or `rt_tgsigqueueinfo` with such a code. The rest (`kill`,
+/// `sigqueue`, timers, SIGCHLD) is the process's; the program's own
+/// `kill` and `rt_sigqueueinfo` set [`Thread::sending_to_process`], since a
+/// positive `si_code` it chose would look like a fault's.
 fn thread_directed(info: &SigInfo) -> bool {
     const SI_TKILL: i32 = -6;
     let sig = info.signo();

@@ -100,6 +100,25 @@ pub fn rt_sigprocmask(c: &mut Ctx<'_>) -> SysResult {
     Ok(0)
 }
 
+/// Implements kill(2) on the host. A signal that arrives while it runs
+/// (the one sent, when the program signals its own process) is queued as
+/// sent to the process (see [`crate::thread::Thread::add_pending`]).
+pub fn kill(c: &mut Ctx<'_>) -> SysResult {
+    send_to_process(c)
+}
+
+/// Implements rt_sigqueueinfo(2) on the host, as [`kill`].
+pub fn rt_sigqueueinfo(c: &mut Ctx<'_>) -> SysResult {
+    send_to_process(c)
+}
+
+fn send_to_process(c: &mut Ctx<'_>) -> SysResult {
+    c.t.sending_to_process.set(true);
+    let r = c.host();
+    c.t.sending_to_process.set(false);
+    r
+}
+
 /// Implements rt_sigtimedwait(2): a signal of the set that waits in the
 /// runtime (one the host never blocks: SIGSYS and the fault types, or one
 /// that arrived while the runtime ran) is taken first, as Linux would take
