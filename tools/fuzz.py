@@ -551,7 +551,11 @@ def main():
 
 def print_report(args, rep, elapsed, picos, binaries, workdir):
     def repro(k, variant=None):
-        b = binaries.get(variant) or next(iter(binaries.values()))
+        if variant is None:
+            # The chunk's variant: chunks take turns (see do_chunk).
+            names = list(binaries)
+            variant = names[((k - args.first) // args.chunk) % len(names)]
+        b = binaries[variant]
         a = f" -A {args.avoid}" if args.avoid else ""
         return f"{picos} run -- {b} -s {args.seed} -f {k} -c 1 -n {args.per_child}{a}"
 

@@ -405,6 +405,39 @@ static void temp_mask_no_eintr(void)
     close(p[1]);
 }
 
+/* The same with a signal whose action is the default (terminate): a wait
+ * that fails or finds a descriptor ready never delivers it, so the
+ * process lives on with the signal pending. In a child, since a wrong
+ * delivery ends it. */
+static void temp_mask_default_action(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int p[2];
+        if (pipe(p) != 0 || write(p[1], "x", 1) != 1)
+            _exit(2);
+        set_default(SIGPROF);
+        mask(SIG_BLOCK, SIGPROF);
+        kill(getpid(), SIGPROF);
+        sigset_t open;
+        sigprocmask(SIG_BLOCK, NULL, &open);
+        sigdelset(&open, SIGPROF);
+        struct timespec bad = { 0, -1 }, ts = { 5, 0 };
+        struct pollfd pfd = { p[0], POLLIN, 0 };
+        struct epoll_event ev;
+        int bad_poll = ppoll(&pfd, 1, &bad, &open) == -1 && errno == EINVAL;
+        int bad_epoll = epoll_pwait(-1, &ev, 1, 5000, &open) == -1 && errno == EBADF;
+        int ready = ppoll(&pfd, 1, &ts, &open) == 1;
+        sigset_t pend;
+        sigpending(&pend);
+        _exit(bad_poll && bad_epoll && ready && sigismember(&pend, SIGPROF) ? 0 : 3);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    checkf("temp_mask_default_action", WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "status=%#x", status);
+}
+
 /* rt_sigprocmask changes the mask even when writing the old one fails. */
 static void sigprocmask_bad_oldset(void)
 {
@@ -737,6 +770,8 @@ int main(int argc, char **argv)
         temp_mask_waits();
     if (all || !strcmp(mode, "temp-mask-no-eintr"))
         temp_mask_no_eintr();
+    if (all || !strcmp(mode, "temp-mask-default"))
+        temp_mask_default_action();
     if (all || !strcmp(mode, "no-restorer"))
         no_restorer();
     if (all || !strcmp(mode, "autodisarm"))

@@ -222,6 +222,12 @@ fn wait_with_mask(c: &mut Ctx<'_>, kind: MaskedWait, mask_ptr: usize, size: usiz
     check_sigsetsize(size)?;
     let m = UserPtr::<u64>::new(mask_ptr).read()? & !(bit(SIGKILL) | bit(SIGSTOP));
     let old = c.t.sig_mask.get();
+    // Signals the host holds pending that the temporary mask lets through
+    // move to the runtime first: the host must not see them unblocked
+    // before the call has checked its arguments (with SIG_DFL the host
+    // would end the process where Linux fails the call and never
+    // delivers), so they take the probe's way like those the runtime holds.
+    take_host_pending(c.t, crate::signal::host_mask(old & !m));
     c.t.sig_mask.set(m);
     c.t.update_pending_flag();
     let mut r = if c.t.has_pending() {
@@ -240,6 +246,44 @@ fn wait_with_mask(c: &mut Ctx<'_>, kind: MaskedWait, mask_ptr: usize, size: usiz
         c.t.update_pending_flag();
     }
     r
+}
+
+/// Moves the signals of `set` that wait on the host (for the thread or
+/// the process) to the runtime's pending queues, with their siginfo: one
+/// host `rt_sigpending`, and a zero-timeout `rt_sigtimedwait` for each.
+fn take_host_pending(t: &crate::thread::Thread, set: u64) {
+    if set == 0 {
+        return;
+    }
+    let mut host: u64 = 0;
+    if super::host_call(127, [&mut host as *mut u64 as usize, 8, 0, 0, 0, 0]).is_err() {
+        return;
+    }
+    let mut want = host & set;
+    while want != 0 {
+        let mut info = crate::arch::SigInfo::default();
+        let r = super::host_call(
+            128,
+            [
+                &want as *const u64 as usize,
+                info.0.as_mut_ptr() as usize,
+                ZERO_TIMESPEC.as_ptr() as usize,
+                8,
+                0,
+                0,
+            ],
+        );
+        match r {
+            Ok(sig) if (1..=64).contains(&sig) => {
+                t.add_pending(&info);
+                // A real-time signal may be queued more than once.
+                if sig < 32 {
+                    want &= !(1u64 << (sig - 1));
+                }
+            }
+            _ => break,
+        }
+    }
 }
 
 /// The probe of [`wait_with_mask`]: the call with a zero timeout and no
