@@ -47,6 +47,7 @@ MEDIATED = {
   'sched_setaffinity': 'ids::sched_setaffinity',
   'rt_sigtimedwait': 'signal::rt_sigtimedwait',
   'kill': 'signal::kill', 'rt_sigqueueinfo': 'signal::rt_sigqueueinfo',
+  'rt_tgsigqueueinfo': 'signal::rt_tgsigqueueinfo',
   'ppoll': 'signal::ppoll', 'pselect6': 'signal::pselect6',
   'epoll_pwait': 'signal::epoll_pwait', 'epoll_pwait2': 'signal::epoll_pwait2',
 }
@@ -102,6 +103,7 @@ NOTES = {
   'rt_sigtimedwait': 'signals waiting in the runtime first, then the host (blocking window)',
   'kill': 'host; signals it sends its own process queue as the process\'s',
   'rt_sigqueueinfo': 'host; as kill',
+  'rt_tgsigqueueinfo': 'host; signals it sends its own thread queue as the thread\'s',
   'ppoll': 'temporary mask applied by the runtime too (blocking window)',
   'pselect6': 'temporary mask applied by the runtime too (blocking window)',
   'epoll_pwait': 'temporary mask applied by the runtime too (blocking window)',

@@ -521,6 +521,22 @@ static void pending_order(void)
     third = sigtimedwait(&both, NULL, &ts);
     checkf("pending_order_two_queues", first == SIGILL && second == SIGILL && third == -1,
            "first=%d second=%d third=%d", first, second, third);
+    /* A child's exit signal is the process's even with a positive si_code
+     * (CLD_EXITED): a SIGSEGV exit signal merges with a SIGSEGV that kill
+     * left pending, and the handler runs once. */
+    mask(SIG_BLOCK, SIGSEGV);
+    set_handler(SIGSEGV, info_handler, 0);
+    hits = 0;
+    kill(pid, SIGSEGV);
+    pid_t c = (pid_t)syscall(SYS_clone, (long)SIGSEGV, 0L, 0L, 0L, 0L);
+    if (c == 0)
+        _exit(0);
+    if (c > 0)
+        waitpid(c, NULL, __WALL);
+    mask(SIG_UNBLOCK, SIGSEGV);
+    checkf("pending_order_exit_signal_merges", c > 0 && hits == 1, "c=%d hits=%d", (int)c,
+           (int)hits);
+    set_default(SIGSEGV);
     /* Both to the process, with SIGHUP too: the synchronous SIGILL comes
      * before the lower SIGHUP, delivered to handlers in that order. */
     sigaddset(&both, SIGHUP);

@@ -400,8 +400,13 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
     // Through the pending set: an instance of the same standard signal that
     // is already pending (queued while the runtime ran) merges with this
     // one, signals go out in order, and the pending flag is brought up to
-    // date with the handler's mask.
-    t.add_pending(info);
+    // date with the handler's mask. A fault goes first (the thread's own
+    // queue); a sent fault type with a handler is delivered at once anyway.
+    if maybe_fault {
+        t.add_fault(info);
+    } else {
+        t.add_pending(info);
+    }
     deliver_pending(t, uc);
 }
 
@@ -440,7 +445,7 @@ pub fn force_sig(t: &Thread, sig: i32, code: i32) {
     if t.sig_mask.get() & bit(sig) != 0 || t.sighand().get(sig).handler == SIG_IGN {
         die_of(sig);
     }
-    t.add_pending(&SigInfo::kernel(sig, code));
+    t.add_fault(&SigInfo::kernel(sig, code));
 }
 
 /// Ends the process of signal `sig` (its default action on the host; the

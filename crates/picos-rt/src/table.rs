@@ -2109,9 +2109,9 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 297,
         name: "rt_tgsigqueueinfo",
-        serve: Serve::Host,
+        serve: Serve::Mediated(sys::signal::rt_tgsigqueueinfo),
         args: "ddgp",
-        note: "",
+        note: "host; signals it sends its own thread queue as the thread's",
     },
     SyscallDef {
         nr: 298,

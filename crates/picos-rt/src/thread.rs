@@ -179,9 +179,9 @@ pub struct Thread {
     /// shared queue. A standard signal can wait once in each queue.
     pub pending_shared: AtomicU64,
     pub shared_info: UnsafeCell<[SigInfo; NSIG]>,
-    /// Set while the program's kill(2) or rt_sigqueueinfo(2) runs on the
-    /// host: a signal that arrives meanwhile was sent to the process.
-    pub sending_to_process: Cell<bool>,
+    /// What the program's own signal-sending call that runs on the host
+    /// sends: a signal that arrives meanwhile is queued as that.
+    pub sending: Cell<Sending>,
     /// Further queued instances of real-time signals already pending, in
     /// arrival order (real-time signals queue; standard ones coalesce).
     pub pending_extra: UnsafeCell<[SigInfo; EXTRA_QUEUED]>,
@@ -252,12 +252,28 @@ impl Thread {
     /// the program blocks that the host cannot hold), in the private or
     /// the shared queue as Linux would have queued it.
     pub fn add_pending(&self, info: &SigInfo) {
+        const SI_TKILL: i32 = -6;
+        let private = match self.sending.get() {
+            Sending::ToProcess => false,
+            Sending::ToThread => true,
+            Sending::Nothing => info.code() == SI_TKILL,
+        };
+        self.add_pending_to(info, private);
+    }
+
+    /// Records a fault the kernel would force on this thread (Linux's
+    /// `force_sig`): it waits in the thread's own queue.
+    pub fn add_fault(&self, info: &SigInfo) {
+        self.add_pending_to(info, true);
+    }
+
+    fn add_pending_to(&self, info: &SigInfo, private: bool) {
         let sig = info.signo();
         if !(1..=NSIG as i32).contains(&sig) {
             return;
         }
         let bit = 1u64 << (sig - 1);
-        let (set, infos) = if thread_directed(info) && !self.sending_to_process.get() {
+        let (set, infos) = if private {
             (&self.pending_private, &self.pending_info)
         } else {
             (&self.pending_shared, &self.shared_info)
@@ -440,7 +456,7 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             pending_info: UnsafeCell::new([SigInfo::default(); NSIG]),
             pending_shared: AtomicU64::new(0),
             shared_info: UnsafeCell::new([SigInfo::default(); NSIG]),
-            sending_to_process: Cell::new(false),
+            sending: Cell::new(Sending::Nothing),
             pending_extra: UnsafeCell::new([SigInfo::default(); EXTRA_QUEUED]),
             pending_extra_len: Cell::new(0),
             in_fast: Cell::new(false),
@@ -593,17 +609,14 @@ const SYNCHRONOUS_MASK: u64 = (1 << (11 - 1))
     | (1 << (8 - 1))
     | (1 << (31 - 1));
 
-/// Was this signal sent to the thread rather than to its process? A fault
-/// (a synchronous signal with a kernel `si_code`), `tkill`/`tgkill`
-/// (`SI_TKILL`) or `rt_tgsigqueueinfo` with such a code. The rest (`kill`,
-/// `sigqueue`, timers, SIGCHLD) is the process's; the program's own
-/// `kill` and `rt_sigqueueinfo` set [`Thread::sending_to_process`], since a
-/// positive `si_code` it chose would look like a fault's.
-fn thread_directed(info: &SigInfo) -> bool {
-    const SI_TKILL: i32 = -6;
-    let sig = info.signo();
-    info.code() == SI_TKILL
-        || (info.code() > 0
-            && (1..=64).contains(&sig)
-            && SYNCHRONOUS_MASK & (1u64 << (sig - 1)) != 0)
+/// Which queue a signal that arrives while the program's own kill(2),
+/// rt_sigqueueinfo(2) or rt_tgsigqueueinfo(2) runs belongs to. Otherwise a
+/// signal is the thread's only if `tkill`/`tgkill` sent it (`SI_TKILL`) or
+/// it is a fault ([`Thread::add_fault`]): a positive `si_code` alone says
+/// nothing (a child's exit signal has one, and so may a queued signal).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Sending {
+    Nothing,
+    ToProcess,
+    ToThread,
 }

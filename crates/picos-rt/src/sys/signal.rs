@@ -7,7 +7,7 @@ use crate::arch::StackT;
 use crate::errno::Errno;
 use crate::host::KSigaction;
 use crate::signal::{self as sig, bit, SIGKILL, SIGSTOP};
-use crate::thread::NSIG;
+use crate::thread::{Sending, NSIG};
 use crate::user::{self, UserPtr};
 use alloc::vec;
 use alloc::vec::Vec;
@@ -102,20 +102,26 @@ pub fn rt_sigprocmask(c: &mut Ctx<'_>) -> SysResult {
 
 /// Implements kill(2) on the host. A signal that arrives while it runs
 /// (the one sent, when the program signals its own process) is queued as
-/// sent to the process (see [`crate::thread::Thread::add_pending`]).
+/// sent to the process (see [`crate::thread::Sending`]).
 pub fn kill(c: &mut Ctx<'_>) -> SysResult {
-    send_to_process(c)
+    sending(c, Sending::ToProcess)
 }
 
 /// Implements rt_sigqueueinfo(2) on the host, as [`kill`].
 pub fn rt_sigqueueinfo(c: &mut Ctx<'_>) -> SysResult {
-    send_to_process(c)
+    sending(c, Sending::ToProcess)
 }
 
-fn send_to_process(c: &mut Ctx<'_>) -> SysResult {
-    c.t.sending_to_process.set(true);
+/// Implements rt_tgsigqueueinfo(2) on the host: what arrives meanwhile is
+/// queued as sent to the thread, whatever `si_code` the program chose.
+pub fn rt_tgsigqueueinfo(c: &mut Ctx<'_>) -> SysResult {
+    sending(c, Sending::ToThread)
+}
+
+fn sending(c: &mut Ctx<'_>, what: Sending) -> SysResult {
+    c.t.sending.set(what);
     let r = c.host();
-    c.t.sending_to_process.set(false);
+    c.t.sending.set(Sending::Nothing);
     r
 }
 
