@@ -10,6 +10,7 @@
  */
 #include "conformance.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -17,6 +18,7 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/select.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -438,6 +440,72 @@ static void temp_mask_default_action(void)
            "status=%#x", status);
 }
 
+/* execve's checks in the kernel's order: a file open for writing cannot
+ * be executed (ETXTBSY), a bad argv is EFAULT only once the file opened
+ * (a missing file is ENOENT first), and execveat's AT_EXECVE_CHECK
+ * (Linux 6.14+) checks without executing (what it says is shown: it
+ * depends on the kernel and the user, and must be the same under picos). */
+static void exec_checks(void)
+{
+    char path[] = "/tmp/picos-exec-checks-XXXXXX";
+    int fd = mkstemp(path);
+    int src = open("/bin/true", O_RDONLY); /* not /proc/self/exe: under picos that is the runtime */
+    char buf[65536];
+    ssize_t n;
+    while (fd >= 0 && src >= 0 && (n = read(src, buf, sizeof buf)) > 0)
+        if (write(fd, buf, (size_t)n) != n)
+            break;
+    if (src >= 0)
+        close(src);
+    fchmod(fd, 0755);
+    char *argv[] = { path, NULL };
+    errno = 0;
+    long r = syscall(SYS_execve, path, argv, environ);
+    check_errno("exec_open_for_writing", r, errno, ETXTBSY);
+    close(fd);
+    errno = 0;
+    r = syscall(SYS_execve, "/nonexistent/picos", (void *)8, environ);
+    check_errno("exec_missing_before_bad_argv", r, errno, ENOENT);
+    errno = 0;
+    r = syscall(SYS_execve, path, (void *)8, environ);
+    check_errno("exec_bad_argv", r, errno, EFAULT);
+    errno = 0;
+    r = syscall(SYS_execveat, AT_FDCWD, path, argv, environ, 0x10000 /* AT_EXECVE_CHECK */);
+    int e = errno;
+    show("exec_check_flag_executable", "r=%ld errno=%s", r, r < 0 ? errno_name(e) : "0");
+    errno = 0;
+    r = syscall(SYS_execveat, AT_FDCWD, "/etc/hostname", argv, environ, 0x10000);
+    e = errno;
+    show("exec_check_flag_not_executable", "r=%ld errno=%s", r, r < 0 ? errno_name(e) : "0");
+    unlink(path);
+}
+
+/* Argument checks in Linux's order where the runtime answers itself:
+ * mprotect's GROWS bits before the range, sched_getaffinity's length in
+ * 32-bit arithmetic, pkey_mprotect's key before the mappings (over a range
+ * that covers the runtime's memory too; the errno depends on the CPU's
+ * protection keys, so it is shown). */
+static void errno_order(void)
+{
+    void *page = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    errno = 0;
+    long r = syscall(SYS_mprotect, page, -1L, PROT_READ | 0x03000000L);
+    check_errno("mprotect_grows_both_first", r, errno, EINVAL);
+    munmap(page, 4096);
+    char mask[64];
+    errno = 0;
+    r = syscall(SYS_sched_getaffinity, 0, 0x80000000UL, mask);
+    check_errno("sched_getaffinity_len_wraps", r, errno, EINVAL);
+    errno = 0;
+    r = syscall(SYS_pkey_mprotect, 0, (1UL << 47) - 4096, PROT_READ, 0);
+    int e = errno;
+    show("pkey_mprotect_key_0_everything", "r=%ld errno=%s", r, errno_name(e));
+    errno = 0;
+    r = syscall(SYS_pkey_mprotect, 0, (1UL << 47) - 4096, PROT_READ, 5);
+    e = errno;
+    show("pkey_mprotect_key_5_everything", "r=%ld errno=%s", r, errno_name(e));
+}
+
 /* rt_sigprocmask changes the mask even when writing the old one fails. */
 static void sigprocmask_bad_oldset(void)
 {
@@ -788,6 +856,10 @@ int main(int argc, char **argv)
         temp_mask_no_eintr();
     if (all || !strcmp(mode, "temp-mask-default"))
         temp_mask_default_action();
+    if (all || !strcmp(mode, "exec-checks"))
+        exec_checks();
+    if (all || !strcmp(mode, "errno-order"))
+        errno_order();
     if (all || !strcmp(mode, "no-restorer"))
         no_restorer();
     if (all || !strcmp(mode, "autodisarm"))

@@ -477,7 +477,9 @@ impl Default for AffinityCache {
 pub fn sched_getaffinity(c: &mut Ctx<'_>) -> SysResult {
     // `len` is an unsigned int for Linux: the upper half is ignored.
     let (pid, len, ptr) = (c.arg(0) as i32, c.arg(1) as u32 as usize, c.arg(2));
-    if (pid != 0 && pid != c.t.tid()) || len % 8 != 0 {
+    // Linux checks `len * 8 < nr_cpu_ids` in 32 bits: a length whose
+    // product wraps is the host's to judge (EINVAL unless it wraps high).
+    if (pid != 0 && pid != c.t.tid()) || len % 8 != 0 || (len as u32).checked_mul(8).is_none() {
         return c.host(); // the host's own errors (ESRCH, EINVAL) and answers
     }
     if crate::vdso::tsc_disabled() {

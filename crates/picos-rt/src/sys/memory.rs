@@ -164,10 +164,19 @@ fn advice_range(addr: usize, len: usize) -> Result<Option<usize>, Errno> {
 pub fn mprotect(c: &mut Ctx<'_>) -> SysResult {
     const PROT_GROWS: usize = 0x0100_0000 | 0x0200_0000;
     let (addr, len, prot) = (c.arg(0), c.arg(1), c.arg(2));
+    // Linux's order (do_mprotect_pkey): both GROWS bits, the range, the
+    // other bits, the protection key, and only then the mappings.
+    if prot & PROT_GROWS == PROT_GROWS {
+        return Err(Errno::EINVAL);
+    }
     match mprotect_range(addr, len) {
         Ok(Some(end)) if mem::owns(addr, end - addr) => {
-            // PROT_READ|WRITE|EXEC|SEM, at most one of the GROWS bits.
-            if prot & !(7 | 8 | PROT_GROWS) != 0 || prot & PROT_GROWS == PROT_GROWS {
+            // PROT_READ|WRITE|EXEC|SEM.
+            if prot & !(7 | 8 | PROT_GROWS) != 0 {
+                return Err(Errno::EINVAL);
+            }
+            let pkey = c.arg(3) as i32;
+            if c.nr == PKEY_MPROTECT && pkey != -1 && !pkey_allocated(pkey) {
                 return Err(Errno::EINVAL);
             }
             Err(Errno::ENOMEM)
@@ -175,6 +184,15 @@ pub fn mprotect(c: &mut Ctx<'_>) -> SysResult {
         Err(e) => Err(e),
         _ => c.host(),
     }
+}
+
+const PKEY_MPROTECT: usize = 329;
+
+/// Is protection key `pkey` allocated (pkey_alloc, or key 0 where the CPU
+/// has keys)? Asked of the host with a page at address 0, which is never
+/// mapped: Linux checks the key (EINVAL) before the mappings (ENOMEM).
+fn pkey_allocated(pkey: i32) -> bool {
+    host_call(PKEY_MPROTECT, [0, mem::PAGE_SIZE, 0, pkey as usize, 0, 0]) != Err(Errno::EINVAL)
 }
 
 /// Implements pkey_mprotect(2), as mprotect.

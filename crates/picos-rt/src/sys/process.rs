@@ -305,6 +305,8 @@ pub fn execveat(c: &mut Ctx<'_>) -> SysResult {
 
 const AT_EMPTY_PATH: i32 = 0x1000;
 const AT_SYMLINK_NOFOLLOW: i32 = 0x100;
+/// execveat(2): check that the file may be executed, without executing it.
+const AT_EXECVE_CHECK: i32 = 0x10000;
 
 fn exec_common(
     c: &mut Ctx<'_>,
@@ -317,12 +319,39 @@ fn exec_common(
     // Linux's order: the path (EFAULT, ENAMETOOLONG), the flags, opening
     // the file (ENOENT, EACCES, ...), then argv and envp (EFAULT, E2BIG),
     // and only then the binary's format and its interpreters (ENOEXEC).
+    let path_ptr = path;
     let path = user::read_cstr(path, user::PATH_MAX)?;
     if path.is_empty() && flags & AT_EMPTY_PATH == 0 {
         return Err(Errno::ENOENT); // getname's own check, before the flags
     }
-    if flags & !(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0 {
+    if flags & !(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_EXECVE_CHECK) != 0 {
         return Err(Errno::EINVAL);
+    }
+    if flags & AT_EXECVE_CHECK != 0 {
+        // Only the checks (Linux 6.14+): the host makes them and never
+        // executes anything, so the runtime stays.
+        return c.host();
+    }
+    // The kernel's own checks, in its order, where it has them (Linux
+    // 6.14+): opening the file (ENOENT, EACCES, ETXTBSY for a file open
+    // for writing), then argv and envp (EFAULT, E2BIG), executing nothing.
+    // An older kernel refuses the flag (EINVAL): the runtime's checks below
+    // then stand alone.
+    const EXECVEAT: usize = 322;
+    if let Err(e) = host_call(
+        EXECVEAT,
+        [
+            dirfd as usize,
+            path_ptr,
+            argv,
+            envp,
+            (flags | AT_EXECVE_CHECK) as usize,
+            0,
+        ],
+    ) {
+        if e != Errno::EINVAL {
+            return Err(e);
+        }
     }
     let full = crate::rt::exec_path(dirfd, &path, flags & AT_EMPTY_PATH != 0)?;
     // The check opens the files of the chain: in a table of its own, so
