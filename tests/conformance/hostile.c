@@ -506,6 +506,43 @@ static void errno_order(void)
     show("pkey_mprotect_key_5_everything", "r=%ld errno=%s", r, errno_name(e));
 }
 
+/* Output the program never wrote must not reach it as a signal. Under
+ * picos a call picos does not serve prints a warning on descriptor 2:
+ * with 2 a file at RLIMIT_FSIZE (SIGXFSZ) or a pipe nobody reads
+ * (SIGPIPE), both at their default action (ending the process), the
+ * calls must still just fail with ENOSYS, as natively. In a child. */
+static void diag_write(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        char path[] = "/tmp/picos-diag-XXXXXX";
+        int f = mkstemp(path);
+        unlink(path);
+        if (f < 0 || write(f, "x", 1) != 1)
+            _exit(2);
+        struct rlimit rl = { 1, RLIM_INFINITY };
+        setrlimit(RLIMIT_FSIZE, &rl);
+        dup2(f, 2);
+        long r1 = syscall(185 /* security */);
+        int e1 = errno;
+        int p[2];
+        if (pipe(p) != 0)
+            _exit(3);
+        close(p[0]);
+        dup2(p[1], 2);
+        long r2 = syscall(184 /* tuxcall */);
+        int e2 = errno;
+        sigset_t pend;
+        sigpending(&pend);
+        int clean = !sigismember(&pend, SIGXFSZ) && !sigismember(&pend, SIGPIPE);
+        _exit(r1 == -1 && e1 == ENOSYS && r2 == -1 && e2 == ENOSYS && clean ? 0 : 4);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    checkf("diagnostics_raise_no_signal", WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "status=%#x", status);
+}
+
 /* rt_sigprocmask changes the mask even when writing the old one fails. */
 static void sigprocmask_bad_oldset(void)
 {
@@ -860,6 +897,8 @@ int main(int argc, char **argv)
         exec_checks();
     if (all || !strcmp(mode, "errno-order"))
         errno_order();
+    if (all || !strcmp(mode, "diag-write"))
+        diag_write();
     if (all || !strcmp(mode, "no-restorer"))
         no_restorer();
     if (all || !strcmp(mode, "autodisarm"))

@@ -104,6 +104,7 @@ pub mod nr {
     pub const PRCTL: usize = 157;
     pub const ARCH_PRCTL: usize = 158;
     pub const RT_SIGTIMEDWAIT: usize = 128;
+    pub const RT_SIGPENDING: usize = 127;
     pub const GETTID: usize = 186;
     pub const FUTEX: usize = 202;
     pub const EXIT_GROUP: usize = 231;
@@ -134,6 +135,60 @@ pub fn write_all(fd: i32, mut buf: &[u8]) {
             Err(_) => return,
         }
     }
+}
+
+/// Writes the runtime's own output (warnings, traces, statistics) to `fd`,
+/// which the program may have made anything: a file at its RLIMIT_FSIZE
+/// (the kernel answers SIGXFSZ), a pipe nobody reads (SIGPIPE). The
+/// program never made this write, so those signals must not reach it, nor
+/// end it through a default action: both are blocked around the write, and
+/// one the write raised is taken back (unless one was pending before, which
+/// stays the program's).
+pub fn write_diagnostic(fd: i32, buf: &[u8]) {
+    const SIGPIPE: i32 = 13;
+    const SIGXFSZ: i32 = 25;
+    const SIG_BLOCK: i32 = 0;
+    const SIG_SETMASK: i32 = 2;
+    let ours = (1u64 << (SIGPIPE - 1)) | (1u64 << (SIGXFSZ - 1));
+    let Ok(old) = rt_sigprocmask(SIG_BLOCK, Some(ours)) else {
+        return write_all(fd, buf);
+    };
+    let mut pending_before: u64 = 0;
+    // SAFETY: the pointer references a live local.
+    let _ = unsafe { sc!(nr::RT_SIGPENDING, &mut pending_before as *mut u64, 8) };
+    let mut raised = 0u64;
+    let mut rest = buf;
+    while !rest.is_empty() {
+        match write(fd, rest) {
+            Ok(0) => break,
+            Ok(n) => rest = &rest[n..],
+            Err(Errno::EINTR) => {}
+            Err(e) => {
+                if e == Errno::EFBIG {
+                    raised |= 1u64 << (SIGXFSZ - 1);
+                } else if e == Errno::EPIPE {
+                    raised |= 1u64 << (SIGPIPE - 1);
+                }
+                break;
+            }
+        }
+    }
+    let take = raised & !pending_before;
+    if take != 0 {
+        let zero = [0i64; 2];
+        let mut info = [0u8; 128];
+        // SAFETY: pointers reference live locals; a zero timeout.
+        let _ = unsafe {
+            sc!(
+                nr::RT_SIGTIMEDWAIT,
+                &take as *const u64,
+                info.as_mut_ptr(),
+                zero.as_ptr(),
+                8
+            )
+        };
+    }
+    let _ = rt_sigprocmask(SIG_SETMASK, Some(old));
 }
 
 /// pread64(2) into a slice.

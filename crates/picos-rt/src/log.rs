@@ -55,7 +55,7 @@ impl LineBuf {
         if self.len == self.buf.len() {
             self.buf[self.len - 1] = b'\n';
         }
-        host::write_all(2, &self.buf[..self.len]);
+        host::write_diagnostic(2, &self.buf[..self.len]);
         self.len = 0;
     }
 }

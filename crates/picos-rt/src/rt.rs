@@ -753,7 +753,7 @@ pub fn stats_json_line(f: impl FnOnce(&mut crate::log::LineBuf)) {
                 ],
             )
         }? as i32;
-        host::write_all(fd, b.as_bytes());
+        host::write_diagnostic(fd, b.as_bytes());
         let _ = host::close(fd);
         Ok(())
     };
