@@ -543,6 +543,24 @@ static void diag_write(void)
            "status=%#x", status);
 }
 
+/* A SIGSYS the program sends itself with the code of a Syscall User
+ * Dispatch trap (any si_code is allowed for the own thread) is a signal
+ * like any other: its handler runs, and the sending call returns 0. */
+static void forged_sigsys(void)
+{
+    set_handler(SIGSYS, info_handler, 0);
+    hits = 0;
+    got_code = 0;
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = SIGSYS;
+    si.si_code = 2; /* SYS_USER_DISPATCH */
+    long r = syscall(SYS_rt_tgsigqueueinfo, getpid(), syscall(SYS_gettid), SIGSYS, &si);
+    checkf("forged_sigsys_is_a_signal", r == 0 && hits == 1 && got_code == 2,
+           "r=%ld errno=%d hits=%d code=%d", r, r ? errno : 0, (int)hits, (int)got_code);
+    set_default(SIGSYS);
+}
+
 /* rt_sigprocmask changes the mask even when writing the old one fails. */
 static void sigprocmask_bad_oldset(void)
 {
@@ -899,6 +917,8 @@ int main(int argc, char **argv)
         errno_order();
     if (all || !strcmp(mode, "diag-write"))
         diag_write();
+    if (all || !strcmp(mode, "forged-sigsys"))
+        forged_sigsys();
     if (all || !strcmp(mode, "no-restorer"))
         no_restorer();
     if (all || !strcmp(mode, "autodisarm"))

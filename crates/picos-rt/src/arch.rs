@@ -102,6 +102,10 @@ impl SigInfo {
     pub fn addr(&self) -> u64 {
         u64::from_ne_bytes(self.0[16..24].try_into().unwrap())
     }
+    /// `si_syscall` of a SIGSYS: the trapped call's number.
+    pub fn syscall(&self) -> i32 {
+        i32::from_ne_bytes(self.0[24..28].try_into().unwrap())
+    }
     pub fn set_addr(&mut self, addr: u64) {
         self.0[16..24].copy_from_slice(&addr.to_ne_bytes());
     }

@@ -162,7 +162,15 @@ pub fn init_dispositions(t: &Thread) {
 extern "C" fn sigsys_handler(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
     // SAFETY: the kernel passes valid, exclusive siginfo and ucontext pointers.
     let (info, uc) = unsafe { (&*info, &mut *uc) };
-    if info.code() != SYS_USER_DISPATCH {
+    // A trap describes the call it stopped (Linux's SUD: si_call_addr is
+    // the address after the `syscall`, si_syscall its number, as in the
+    // context); a SIGSYS the program sent itself with that si_code
+    // (rt_tgsigqueueinfo allows any code for the own thread) does not,
+    // and is a signal like any other.
+    let trap = info.code() == SYS_USER_DISPATCH
+        && info.addr() == uc.mcontext.rip
+        && info.syscall() == uc.mcontext.rax as i32;
+    if !trap {
         if info.code() == 0 && crate::rt::is_parent_death(info) {
             return;
         }
