@@ -561,6 +561,15 @@ static void forged_sigsys(void)
     set_default(SIGSYS);
 }
 
+/* arch_prctl(ARCH_SET_GS) takes bases below the last user page only
+ * (picos emulates GS: it keeps its own pointer there). */
+static void gs_base_limit(void)
+{
+    errno = 0;
+    long r = syscall(SYS_arch_prctl, 0x1001 /* ARCH_SET_GS */, 0x7ffffffff000UL);
+    check_errno("arch_set_gs_last_page", r, errno, EPERM);
+}
+
 /* rt_sigprocmask changes the mask even when writing the old one fails. */
 static void sigprocmask_bad_oldset(void)
 {
@@ -741,6 +750,22 @@ static void clone3_invalid(void)
     errno = 0;
     long r = syscall(SYS_clone3, &a, 63);
     check_errno("clone3_size_63", r, errno, EINVAL);
+    /* A larger struct whose extra bytes are not zero is E2BIG even when
+     * it runs into an unmapped page after the non-zero byte. */
+    char *two = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (two != MAP_FAILED) {
+        munmap(two + 4096, 4096);
+        char *at = two + 4096 - 200;
+        memset(at, 0, 200);
+        ((struct clone_args_ *)at)->exit_signal = SIGCHLD;
+        at[100] = 1;
+        errno = 0;
+        r = syscall(SYS_clone3, at, 4096);
+        if (r == 0)
+            _exit(0);
+        check_errno("clone3_nonzero_tail_before_fault", r, errno, E2BIG);
+        munmap(two, 4096);
+    }
     /* clone3 has room for both a pidfd and the parent's copy of the tid
      * (clone(2) shares one pointer): both are written. */
     int pidfd = -1;
@@ -919,6 +944,8 @@ int main(int argc, char **argv)
         diag_write();
     if (all || !strcmp(mode, "forged-sigsys"))
         forged_sigsys();
+    if (all || !strcmp(mode, "gs-limit"))
+        gs_base_limit();
     if (all || !strcmp(mode, "no-restorer"))
         no_restorer();
     if (all || !strcmp(mode, "autodisarm"))

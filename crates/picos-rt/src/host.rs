@@ -153,9 +153,7 @@ pub fn write_diagnostic(fd: i32, buf: &[u8]) {
     let Ok(old) = rt_sigprocmask(SIG_BLOCK, Some(ours)) else {
         return write_all(fd, buf);
     };
-    let mut pending_before: u64 = 0;
-    // SAFETY: the pointer references a live local.
-    let _ = unsafe { sc!(nr::RT_SIGPENDING, &mut pending_before as *mut u64, 8) };
+    let pending_before = rt_sigpending().unwrap_or(0);
     let mut raised = 0u64;
     let mut rest = buf;
     while !rest.is_empty() {
@@ -175,18 +173,7 @@ pub fn write_diagnostic(fd: i32, buf: &[u8]) {
     }
     let take = raised & !pending_before;
     if take != 0 {
-        let zero = [0i64; 2];
-        let mut info = [0u8; 128];
-        // SAFETY: pointers reference live locals; a zero timeout.
-        let _ = unsafe {
-            sc!(
-                nr::RT_SIGTIMEDWAIT,
-                &take as *const u64,
-                info.as_mut_ptr(),
-                zero.as_ptr(),
-                8
-            )
-        };
+        let _ = rt_sigtake(take, &mut [0u8; 128]);
     }
     let _ = rt_sigprocmask(SIG_SETMASK, Some(old));
 }
@@ -369,6 +356,15 @@ pub fn tkill(tid: i32, sig: i32) -> HostResult {
 pub fn rt_tgsigqueueinfo(tgid: i32, tid: i32, sig: i32, info: &[u8; 128]) -> HostResult {
     // SAFETY: `info` is a live 128-byte siginfo.
     unsafe { sc!(nr::RT_TGSIGQUEUEINFO, tgid, tid, sig, info.as_ptr()) }
+}
+
+/// rt_sigpending(2) on the host: the signals pending for the thread or the
+/// process (blocked ones, since others would have been delivered).
+pub fn rt_sigpending() -> Result<u64, Errno> {
+    let mut set: u64 = 0;
+    // SAFETY: the pointer references a live local.
+    unsafe { sc!(nr::RT_SIGPENDING, &mut set as *mut u64, 8) }?;
+    Ok(set)
 }
 
 /// rt_sigtimedwait(2) with a zero timeout: takes a pending signal of `set`

@@ -65,10 +65,17 @@ pub fn clone3(c: &mut Ctx<'_>) -> SysResult {
     user::copy_in(&mut bytes[..n], c.arg(0))?;
     if size > 88 {
         // A larger struct from a newer ABI: its extra bytes must be zero.
-        let mut rest = [0u8; 4096 - 88];
-        user::copy_in(&mut rest[..size - 88], c.arg(0) + 88)?;
-        if rest[..size - 88].iter().any(|&b| b != 0) {
-            return Err(Errno::E2BIG);
+        // Read up to each page's end as Linux's check_zeroed_user does: a
+        // non-zero byte is E2BIG before a later page can fault.
+        let (mut at, end) = (c.arg(0) + 88, c.arg(0) + size);
+        while at < end {
+            let n = (end - at).min(crate::mem::PAGE_SIZE - at % crate::mem::PAGE_SIZE);
+            let mut chunk = [0u8; 4096];
+            user::copy_in(&mut chunk[..n], at)?;
+            if chunk[..n].iter().any(|&b| b != 0) {
+                return Err(Errno::E2BIG);
+            }
+            at += n;
         }
     }
     for (i, w) in raw.iter_mut().enumerate() {
@@ -394,7 +401,8 @@ const ARCH_GET_GS: usize = 0x1004;
 pub fn arch_prctl(c: &mut Ctx<'_>) -> SysResult {
     match c.arg(0) {
         ARCH_SET_GS => {
-            if c.arg(1) >= 0x0000_8000_0000_0000 {
+            // TASK_SIZE_MAX: the last user page is never a valid base.
+            if c.arg(1) >= 0x7fff_ffff_f000 {
                 return Err(Errno::EPERM);
             }
             c.t.guest_gs.set(c.arg(1));

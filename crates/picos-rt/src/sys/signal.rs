@@ -261,25 +261,13 @@ fn take_host_pending(t: &crate::thread::Thread, set: u64) {
     if set == 0 {
         return;
     }
-    let mut host: u64 = 0;
-    if super::host_call(127, [&mut host as *mut u64 as usize, 8, 0, 0, 0, 0]).is_err() {
+    let Ok(host) = crate::host::rt_sigpending() else {
         return;
-    }
+    };
     let mut want = host & set;
     while want != 0 {
         let mut info = crate::arch::SigInfo::default();
-        let r = super::host_call(
-            128,
-            [
-                &want as *const u64 as usize,
-                info.0.as_mut_ptr() as usize,
-                ZERO_TIMESPEC.as_ptr() as usize,
-                8,
-                0,
-                0,
-            ],
-        );
-        match r {
+        match crate::host::rt_sigtake(want, &mut info.0) {
             Ok(sig) if (1..=64).contains(&sig) => {
                 t.add_pending(&info);
                 // A real-time signal may be queued more than once.
@@ -463,9 +451,7 @@ pub fn rt_sigpending(c: &mut Ctx<'_>) -> SysResult {
     let blocked = c.t.sig_mask.get();
     let mut set = c.t.pending_set.load(core::sync::atomic::Ordering::Relaxed);
     if crate::signal::host_mask(blocked) != 0 {
-        let mut host: u64 = 0;
-        super::host_call(127, [&mut host as *mut u64 as usize, 8, 0, 0, 0, 0])?;
-        set |= host;
+        set |= crate::host::rt_sigpending()?;
     }
     user::copy_out(c.arg(0), &(set & blocked).to_ne_bytes()[..size])?;
     Ok(0)
