@@ -105,6 +105,7 @@ pub mod nr {
     pub const ARCH_PRCTL: usize = 158;
     pub const RT_SIGTIMEDWAIT: usize = 128;
     pub const RT_SIGPENDING: usize = 127;
+    pub const RT_SIGQUEUEINFO: usize = 129;
     pub const GETTID: usize = 186;
     pub const FUTEX: usize = 202;
     pub const EXIT_GROUP: usize = 231;
@@ -356,6 +357,12 @@ pub fn tkill(tid: i32, sig: i32) -> HostResult {
 pub fn rt_tgsigqueueinfo(tgid: i32, tid: i32, sig: i32, info: &[u8; 128]) -> HostResult {
     // SAFETY: `info` is a live 128-byte siginfo.
     unsafe { sc!(nr::RT_TGSIGQUEUEINFO, tgid, tid, sig, info.as_ptr()) }
+}
+
+/// rt_sigqueueinfo(2): queues `info` for the process `tgid`.
+pub fn rt_sigqueueinfo(tgid: i32, sig: i32, info: &[u8; 128]) -> HostResult {
+    // SAFETY: `info` is a live 128-byte siginfo.
+    unsafe { sc!(nr::RT_SIGQUEUEINFO, tgid, sig, info.as_ptr()) }
 }
 
 /// rt_sigpending(2) on the host: the signals pending for the thread or the

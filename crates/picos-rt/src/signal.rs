@@ -421,7 +421,7 @@ extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
 /// Delivers every pending signal the program does not block, on top of the
 /// program context in `uc`; re-queues the rest on the host.
 pub fn deliver_pending(t: &Thread, uc: &mut UContext) {
-    while let Some(info) = t.take_pending(t.sig_mask.get()) {
+    while let Some(info) = t.take_for_delivery(t.sig_mask.get()) {
         deliver(t, &info, uc);
     }
     if let Some(saved) = t.saved_mask.take() {

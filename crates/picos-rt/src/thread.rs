@@ -179,6 +179,10 @@ pub struct Thread {
     /// shared queue. A standard signal can wait once in each queue.
     pub pending_shared: AtomicU64,
     pub shared_info: UnsafeCell<[SigInfo; NSIG]>,
+    /// When each signal of the private queue arrived (a count), for the
+    /// queue order Linux's `dequeue_synchronous_signal` follows.
+    pub private_arrival: UnsafeCell<[u64; NSIG]>,
+    pub arrivals: Cell<u64>,
     /// What the program's own signal-sending call that runs on the host
     /// sends: a signal that arrives meanwhile is queued as that.
     pub sending: Cell<Sending>,
@@ -283,6 +287,12 @@ impl Thread {
             // signal handlers that call this do not nest (async signals are
             // blocked inside them).
             unsafe { (*infos.get())[(sig - 1) as usize] = *info };
+            if private {
+                let n = self.arrivals.get() + 1;
+                self.arrivals.set(n);
+                // SAFETY: as above.
+                unsafe { (*self.private_arrival.get())[(sig - 1) as usize] = n };
+            }
             set.fetch_or(bit, Ordering::Relaxed);
             self.pending_set.fetch_or(bit, Ordering::Relaxed);
         } else if sig >= 32 {
@@ -334,12 +344,46 @@ impl Thread {
         self.next_pending(blocked).map(|(sig, _)| sig)
     }
 
+    /// Would [`Thread::take_pending`] take a signal sent to the process
+    /// (none of the thread's own being pending)?
+    pub fn next_is_shared(&self, blocked: u64) -> bool {
+        self.next_pending(blocked)
+            .is_some_and(|(_, private)| !private)
+    }
+
+    /// Takes the signal to deliver to a handler now, as Linux's `get_signal`
+    /// picks it: first `dequeue_synchronous_signal`, which, once a
+    /// synchronous signal of the thread's queue is deliverable, takes the
+    /// first synchronous signal queued there with a positive `si_code`
+    /// (a fault's), blocked or not; otherwise [`Thread::take_pending`].
+    pub fn take_for_delivery(&self, blocked: u64) -> Option<SigInfo> {
+        let private = self.pending_private.load(Ordering::Relaxed);
+        if private & !blocked & SYNCHRONOUS_MASK != 0 {
+            // SAFETY: as in add_pending.
+            let (infos, arrival) =
+                unsafe { (&*self.pending_info.get(), &*self.private_arrival.get()) };
+            let first = (0..NSIG)
+                .filter(|&i| private & SYNCHRONOUS_MASK & (1u64 << i) != 0 && infos[i].code() > 0)
+                .min_by_key(|&i| arrival[i]);
+            if let Some(i) = first {
+                return self.take_from(i as i32 + 1, true);
+            }
+        }
+        self.take_pending(blocked)
+    }
+
     /// Takes a pending signal not in `blocked`, in the order of Linux's
     /// `dequeue_signal`: the private queue before the shared one, and in
     /// each the synchronous (fault-type) signals first, then the lowest
     /// number.
     pub fn take_pending(&self, blocked: u64) -> Option<SigInfo> {
         let (sig, private) = self.next_pending(blocked)?;
+        self.take_from(sig, private)
+    }
+
+    /// Takes signal `sig` from the private or the shared queue (it is
+    /// pending there).
+    fn take_from(&self, sig: i32, private: bool) -> Option<SigInfo> {
         let i = (sig - 1) as usize;
         let (set, infos) = if private {
             (&self.pending_private, &self.pending_info)
@@ -456,6 +500,8 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             pending_info: UnsafeCell::new([SigInfo::default(); NSIG]),
             pending_shared: AtomicU64::new(0),
             shared_info: UnsafeCell::new([SigInfo::default(); NSIG]),
+            private_arrival: UnsafeCell::new([0; NSIG]),
+            arrivals: Cell::new(0),
             sending: Cell::new(Sending::Nothing),
             pending_extra: UnsafeCell::new([SigInfo::default(); EXTRA_QUEUED]),
             pending_extra_len: Cell::new(0),

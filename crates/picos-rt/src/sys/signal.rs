@@ -140,6 +140,16 @@ pub fn rt_sigtimedwait(c: &mut Ctx<'_>) -> SysResult {
             return Err(Errno::EINVAL);
         }
     }
+    // Linux takes the thread's own signals before the process's: if the
+    // runtime has only one of the process's, one the host holds for the
+    // thread comes first (the host's own call then takes it, in order).
+    let host_set = crate::signal::host_mask(set);
+    if host_set != 0
+        && c.t.next_is_shared(!set)
+        && host_thread_pending(c.t.tid()).is_some_and(|p| p & host_set != 0)
+    {
+        return c.host_blocking();
+    }
     if let Some(info) = c.t.take_pending(!set) {
         // Taken even if the copy then fails (EFAULT), as on Linux.
         if c.arg(1) != 0 {
@@ -149,6 +159,48 @@ pub fn rt_sigtimedwait(c: &mut Ctx<'_>) -> SysResult {
     }
     c.host_blocking()
 }
+
+/// The signals pending on the host for thread `tid` alone (Linux's
+/// private queue, `SigPnd` in /proc/PID/task/TID/status); None if that
+/// cannot be read.
+fn host_thread_pending(tid: i32) -> Option<u64> {
+    use core::fmt::Write;
+    let mut path = crate::log::LineBuf::new();
+    let _ = write!(
+        path,
+        "/proc/{}/task/{}/status\0",
+        crate::host::getpid(),
+        tid
+    );
+    let path = core::ffi::CStr::from_bytes_with_nul(path.as_bytes()).ok()?;
+    crate::rt::with_transient_fds(|| {
+        let fd = crate::host::openat(crate::host::AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0)? as i32;
+        let mut buf = [0u8; 2048];
+        let r = crate::host::pread(fd, &mut buf, 0);
+        let _ = crate::host::close(fd);
+        Ok(parse_sigpnd(&buf[..r?.min(buf.len())]))
+    })
+    .ok()
+    .flatten()
+}
+
+/// The `SigPnd:` field of a /proc status file.
+fn parse_sigpnd(text: &[u8]) -> Option<u64> {
+    let at = text.windows(7).position(|w| w == b"SigPnd:")? + 7;
+    let mut v: u64 = 0;
+    let mut digits = 0;
+    for &b in text[at..].iter().skip_while(|b| b.is_ascii_whitespace()) {
+        let Some(d) = (b as char).to_digit(16) else {
+            break;
+        };
+        v = v << 4 | d as u64;
+        digits += 1;
+    }
+    (digits > 0).then_some(v)
+}
+
+const O_RDONLY: i32 = 0;
+const O_CLOEXEC: i32 = 0o2000000;
 
 /// The calls that take a temporary signal mask, and how each one's
 /// arguments name its timeout (see [`wait_with_mask`]).
@@ -233,7 +285,7 @@ fn wait_with_mask(c: &mut Ctx<'_>, kind: MaskedWait, mask_ptr: usize, size: usiz
     // before the call has checked its arguments (with SIG_DFL the host
     // would end the process where Linux fails the call and never
     // delivers), so they take the probe's way like those the runtime holds.
-    take_host_pending(c.t, crate::signal::host_mask(old & !m));
+    let moved = take_host_pending(c.t, crate::signal::host_mask(old & !m));
     c.t.sig_mask.set(m);
     c.t.update_pending_flag();
     let mut r = if c.t.has_pending() {
@@ -249,35 +301,54 @@ fn wait_with_mask(c: &mut Ctx<'_>, kind: MaskedWait, mask_ptr: usize, size: usiz
         c.t.saved_mask.set(Some(old));
     } else {
         c.t.sig_mask.set(old);
+        // Not delivered: what moved from the host goes back there, to wait
+        // where signalfd, sigwaitinfo and the other threads find it.
+        while let Some(info) = c.t.take_pending(!moved) {
+            requeue_on_host(c.t, &info);
+        }
         c.t.update_pending_flag();
     }
     r
 }
 
-/// Moves the signals of `set` that wait on the host (for the thread or
-/// the process) to the runtime's pending queues, with their siginfo: one
-/// host `rt_sigpending`, and a zero-timeout `rt_sigtimedwait` for each.
-fn take_host_pending(t: &crate::thread::Thread, set: u64) {
+/// Queues a signal the runtime took from the host there again: for the
+/// thread if `tkill`/`tgkill` sent it, otherwise for the process.
+fn requeue_on_host(t: &crate::thread::Thread, info: &crate::arch::SigInfo) {
+    const SI_TKILL: i32 = -6;
+    let pid = crate::host::getpid();
+    let _ = if info.code() == SI_TKILL {
+        crate::host::rt_tgsigqueueinfo(pid, t.tid(), info.signo(), &info.0)
+    } else {
+        crate::host::rt_sigqueueinfo(pid, info.signo(), &info.0)
+    };
+}
+
+/// Moves one instance of each signal of `set` that waits on the host (for
+/// the thread or the process) to the runtime's pending queues, with its
+/// siginfo: one host `rt_sigpending`, and a zero-timeout `rt_sigtimedwait`
+/// for each. Returns the signals moved.
+fn take_host_pending(t: &crate::thread::Thread, set: u64) -> u64 {
     if set == 0 {
-        return;
+        return 0;
     }
     let Ok(host) = crate::host::rt_sigpending() else {
-        return;
+        return 0;
     };
-    let mut want = host & set;
+    let moved = host & set;
+    let mut want = moved;
     while want != 0 {
         let mut info = crate::arch::SigInfo::default();
         match crate::host::rt_sigtake(want, &mut info.0) {
             Ok(sig) if (1..=64).contains(&sig) => {
                 t.add_pending(&info);
-                // A real-time signal may be queued more than once.
-                if sig < 32 {
-                    want &= !(1u64 << (sig - 1));
-                }
+                // One instance each: further queued real-time instances stay
+                // on the host (the runtime's queue for them is short).
+                want &= !(1u64 << (sig - 1));
             }
             _ => break,
         }
     }
+    moved
 }
 
 /// The probe of [`wait_with_mask`]: the call with a zero timeout and no
@@ -464,4 +535,19 @@ pub fn uretprobe(c: &mut Ctx<'_>) -> SysResult {
     const SI_KERNEL: i32 = 0x80;
     sig::force_sig(c.t, sig::SIGILL, SI_KERNEL);
     Err(Errno::EPERM)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_sigpnd;
+
+    #[test]
+    fn sigpnd_field() {
+        let status =
+            b"Name:\tx\nShdPnd:\t0000000000000100\nSigPnd:\t0000000400000080\nSigBlk:\t0\n";
+        // ShdPnd comes first in some kernels' order; SigPnd is the thread's.
+        assert_eq!(parse_sigpnd(status), Some(0x4_0000_0080));
+        assert_eq!(parse_sigpnd(b"SigPnd:\t\n"), None);
+        assert_eq!(parse_sigpnd(b"Name:\tx\n"), None);
+    }
 }
