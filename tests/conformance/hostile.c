@@ -20,6 +20,7 @@
 #include <sys/select.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -931,6 +932,47 @@ static void brk_growth(void)
     check("brk_shrinks", (unsigned long)syscall(SYS_brk, start) == start);
 }
 
+/* The initial break is randomized as Linux does it (randomize_va_space
+ * 2, no ADDR_NO_RANDOMIZE): four runs of this program put their break at
+ * no fewer than two distances from the end of their data. */
+extern char end;
+static void brk_random(const char *self)
+{
+    int fd = open("/proc/sys/kernel/randomize_va_space", O_RDONLY);
+    char c = 0;
+    if (fd < 0 || read(fd, &c, 1) != 1 || c != '2' ||
+        (personality(0xffffffff) & ADDR_NO_RANDOMIZE)) {
+        show("brk_random", "skipped: address randomization is off here");
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    close(fd);
+    unsigned long seen[4];
+    for (int i = 0; i < 4; i++) {
+        int p[2];
+        if (pipe(p) != 0)
+            return;
+        pid_t pid = fork();
+        if (pid == 0) {
+            dup2(p[1], 1);
+            execl(self, self, "brk-offset", (char *)NULL);
+            _exit(127);
+        }
+        close(p[1]);
+        char buf[32] = { 0 };
+        ssize_t n = read(p[0], buf, sizeof buf - 1);
+        close(p[0]);
+        waitpid(pid, NULL, 0);
+        seen[i] = n > 0 ? strtoul(buf, NULL, 16) : 0;
+    }
+    int distinct = 1;
+    for (int i = 1; i < 4; i++)
+        distinct += seen[i] != seen[0];
+    checkf("brk_random", seen[0] && distinct >= 2, "offsets %#lx %#lx %#lx %#lx", seen[0],
+           seen[1], seen[2], seen[3]);
+}
+
 static void sigsegv_exit(int sig)
 {
     (void)sig;
@@ -1008,6 +1050,11 @@ int main(int argc, char **argv)
 {
     conf_init();
     const char *mode = argc > 1 ? argv[1] : "all";
+    if (!strcmp(mode, "brk-offset")) {
+        /* For brk_random: this run's break, from the end of its data. */
+        printf("%lx\n", (unsigned long)syscall(SYS_brk, 0) - (unsigned long)&end);
+        return 0;
+    }
     int all = !strcmp(mode, "all");
     if (all || !strcmp(mode, "queued-fault"))
         queued_fault();
@@ -1055,6 +1102,8 @@ int main(int argc, char **argv)
         high_bits();
     if (all || !strcmp(mode, "brk"))
         brk_growth();
+    if (all || !strcmp(mode, "brk-random"))
+        brk_random(argv[0]);
     if (all || !strcmp(mode, "cpuid-off"))
         cpuid_off();
     if (!strcmp(mode, "noncanonical-handler"))

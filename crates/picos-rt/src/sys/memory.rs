@@ -29,15 +29,45 @@ pub static BRK: crate::lock::Lock<Brk> = crate::lock::Lock::new(
     },
 );
 
-/// Sets the initial break (called by the loader).
+/// Sets the initial break (called by the loader): after the executable,
+/// moved up by a random number of pages below 1 GiB where Linux would
+/// randomize it (`arch_randomize_brk`: `randomize_va_space` 2 and no
+/// ADDR_NO_RANDOMIZE personality), so the heap is no easier to find
+/// under picos than natively.
 pub fn init_brk(start: usize) {
-    let start = page_up(start);
+    let mut start = page_up(start);
+    if brk_randomized() {
+        let mut r = [0u8; 8];
+        crate::host::getrandom(&mut r);
+        let pages = (1usize << 30) / mem::PAGE_SIZE;
+        start += (u64::from_ne_bytes(r) as usize % pages) * mem::PAGE_SIZE;
+    }
     mem::set_brk_start(start);
     *BRK.lock() = Brk {
         start,
         cur: start,
         mapped_end: start,
     };
+}
+
+/// Does Linux randomize the break of this process?
+fn brk_randomized() -> bool {
+    const PERSONALITY: usize = 135;
+    const ADDR_NO_RANDOMIZE: usize = 0x0040000;
+    if host_call(PERSONALITY, [0xffff_ffff, 0, 0, 0, 0, 0])
+        .is_ok_and(|p| p & ADDR_NO_RANDOMIZE != 0)
+    {
+        return false;
+    }
+    let path = c"/proc/sys/kernel/randomize_va_space";
+    crate::rt::with_transient_fds(|| {
+        let fd = crate::host::openat(crate::host::AT_FDCWD, path, 0o2000000, 0)? as i32;
+        let mut b = [0u8; 4];
+        let r = crate::host::pread(fd, &mut b, 0);
+        let _ = crate::host::close(fd);
+        Ok(r? >= 1 && b[0] == b'2')
+    })
+    .unwrap_or(false)
 }
 
 /// Implements brk(2): returns the new break, or the old one on failure.
