@@ -642,6 +642,44 @@ static void temp_mask_signalfd(void)
     close(p[1]);
 }
 
+/* pselect whose descriptor sets are readable but not writable: a signal
+ * its mask lets through ends it with EINTR (an interrupted select writes
+ * nothing back), and its handler runs. PR_SET_SYSCALL_USER_DISPATCH off is
+ * accepted (the program's dispatch is off). */
+static void pselect_readonly_sets(void)
+{
+    int p[2];
+    if (pipe(p) != 0)
+        return;
+    fd_set *ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (ro == MAP_FAILED)
+        return;
+    FD_ZERO(ro);
+    FD_SET(p[0], ro);
+    mprotect(ro, 4096, PROT_READ);
+    set_handler(SIGUSR1, info_handler, 0);
+    mask(SIG_BLOCK, SIGUSR1);
+    hits = 0;
+    kill(getpid(), SIGUSR1);
+    sigset_t open;
+    sigprocmask(SIG_BLOCK, NULL, &open);
+    sigdelset(&open, SIGUSR1);
+    struct timespec ts = { 5, 0 };
+    errno = 0;
+    int r = pselect(p[0] + 1, ro, NULL, NULL, &ts, &open);
+    int e = errno;
+    checkf("pselect_readonly_sets_eintr", r == -1 && e == EINTR && hits == 1,
+           "r=%d errno=%d hits=%d", r, e, (int)hits);
+    mask(SIG_UNBLOCK, SIGUSR1);
+    set_default(SIGUSR1);
+    munmap(ro, 4096);
+    close(p[0]);
+    close(p[1]);
+    errno = 0;
+    long rr = prctl(59 /* PR_SET_SYSCALL_USER_DISPATCH */, 0 /* OFF */, 0, 0, 0);
+    checkf("sud_off_accepted", rr == 0, "r=%ld errno=%d", rr, rr ? errno : 0);
+}
+
 /* rt_sigprocmask changes the mask even when writing the old one fails. */
 static void sigprocmask_bad_oldset(void)
 {
@@ -1084,6 +1122,8 @@ int main(int argc, char **argv)
         sync_quirk();
     if (all || !strcmp(mode, "temp-mask-signalfd"))
         temp_mask_signalfd();
+    if (all || !strcmp(mode, "pselect-readonly"))
+        pselect_readonly_sets();
     if (all || !strcmp(mode, "no-restorer"))
         no_restorer();
     if (all || !strcmp(mode, "autodisarm"))

@@ -551,8 +551,21 @@ fn root_gone() -> bool {
 }
 
 /// The start of what `/proc/PID/exe` reads for every picoprocess: the
-/// runtime, run from the CLI's memfd (`run.rs`, `runtime_fd`).
+/// runtime, run from the CLI's memfd (`run.rs`, `runtime_fd`), whose name
+/// goes on with the root's pid and the time it started.
 const RUNTIME_EXE: &[u8] = b"/memfd:picos-rt";
+
+/// Is `link` (what `/proc/PID/exe` reads) the runtime of this very tree?
+/// The memfd's name is unique to the tree, so a pid reused by a process of
+/// another tree (or anything else) reads differently. No allocation.
+fn same_tree(link: &[u8]) -> bool {
+    let mut own = [0u8; 128];
+    match host::readlink(c"/proc/self/exe", &mut own) {
+        Ok(len) if own[..len].starts_with(RUNTIME_EXE) => link == &own[..len],
+        // Not run from the CLI's memfd: fall back to the prefix.
+        _ => link.starts_with(RUNTIME_EXE),
+    }
+}
 
 /// Has process `pid` ended? Asks `/proc/PID/exe`, which reads ENOENT from
 /// the moment a process has let go of its memory on its way out: for a
@@ -586,9 +599,9 @@ fn gone(pid: u32, picoprocess: bool) -> bool {
     let Ok(path) = core::ffi::CStr::from_bytes_with_nul(&path[..n]) else {
         return false;
     };
-    let mut link = [0u8; 64];
+    let mut link = [0u8; 128];
     match host::readlink(path, &mut link) {
-        Ok(len) => picoprocess && !link[..len].starts_with(RUNTIME_EXE),
+        Ok(len) => picoprocess && !same_tree(&link[..len]),
         // No such process (or one without memory any more), if /proc is there.
         Err(Errno::ENOENT) => host::readlink(c"/proc/self/exe", &mut link).is_ok(),
         Err(_) => false,

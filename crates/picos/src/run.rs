@@ -388,10 +388,22 @@ fn check_stats_json(path: &Path) -> Result<(), RunError> {
         .map_err(|e| RunError::StatsJson(path.to_path_buf(), e))
 }
 
-/// Writes the runtime into a sealed memfd; returns the fd.
+/// Writes the runtime into a sealed memfd; returns the fd. Its name is
+/// unique to this picoprocess tree (this pid, which becomes the root's, and
+/// the time): every process of the tree runs this very file, so
+/// `/proc/PID/exe` of any of them reads `/memfd:picos-rt-PID-TIME`, and a
+/// process that reads another name is not of this tree, even if it got the
+/// pid of a root that has ended (the runtime's `rt::gone`).
 fn runtime_fd() -> std::io::Result<std::os::fd::OwnedFd> {
     use rustix::fs::{fcntl_add_seals, memfd_create, MemfdFlags, SealFlags};
-    let fd = memfd_create("picos-rt", MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)?;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let name = format!("picos-rt-{}-{:x}", std::process::id(), stamp);
+    let fd = memfd_create(
+        name.as_str(),
+        MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
+    )?;
     let mut f = std::fs::File::from(fd);
     f.write_all(RUNTIME)?;
     let fd = std::os::fd::OwnedFd::from(f);
@@ -407,18 +419,36 @@ fn cstring(b: &[u8]) -> Result<std::ffi::CString, RunError> {
         .map_err(|_| RunError::Spawn(std::io::Error::other("argument contains a NUL byte")))
 }
 
-/// Checks that this process could arm Syscall User Dispatch, as the
-/// runtime must, by turning it off (which it is): Linux 5.11+ accepts that,
-/// an older kernel does not know the option, and picos (when this CLI runs
-/// under picos) refuses it. The runtime would fail later with a less clear
-/// message (under picos it is not even started: the outer runtime's execve
-/// of `/proc/self/fd/N`, our close-on-exec memfd, fails once N is closed).
+/// Checks that this process can arm Syscall User Dispatch, as the runtime
+/// must: turns it on with a selector that allows every call, then off
+/// again. Linux 5.11+ accepts both; an older kernel does not know the
+/// option, and picos (when this CLI runs under picos) refuses to turn it
+/// on (a program's dispatch would be the runtime's own). The runtime would
+/// fail later with a less clear message (under picos it is not even
+/// started: the outer runtime's execve of `/proc/self/fd/N`, our
+/// close-on-exec memfd, fails once N is closed).
 fn check_syscall_user_dispatch() -> Result<(), RunError> {
     const PR_SET_SYSCALL_USER_DISPATCH: libc::c_int = 59;
     const PR_SYS_DISPATCH_OFF: libc::c_ulong = 0;
-    // SAFETY: prctl with integer arguments only; turning dispatch off in a
-    // process where it is off changes nothing.
-    let r = unsafe {
+    const PR_SYS_DISPATCH_ON: libc::c_ulong = 1;
+    const SYSCALL_DISPATCH_FILTER_ALLOW: u8 = 0;
+    let selector: u8 = SYSCALL_DISPATCH_FILTER_ALLOW;
+    // SAFETY: prctl with integer arguments and a pointer to a live byte
+    // that says "allow": while dispatch is on, every call still goes to
+    // the kernel; it is turned off again at once, on this thread, before
+    // the selector goes out of scope.
+    let on = unsafe {
+        libc::prctl(
+            PR_SET_SYSCALL_USER_DISPATCH,
+            PR_SYS_DISPATCH_ON,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            &selector as *const u8 as libc::c_ulong,
+        )
+    };
+    let err = std::io::Error::last_os_error();
+    // SAFETY: integer arguments only; turning dispatch off.
+    let off = unsafe {
         libc::prctl(
             PR_SET_SYSCALL_USER_DISPATCH,
             PR_SYS_DISPATCH_OFF,
@@ -427,8 +457,10 @@ fn check_syscall_user_dispatch() -> Result<(), RunError> {
             0 as libc::c_ulong,
         )
     };
-    if r == 0 {
+    if on == 0 && off == 0 {
         Ok(())
+    } else if on != 0 {
+        Err(RunError::NoDispatch(err))
     } else {
         Err(RunError::NoDispatch(std::io::Error::last_os_error()))
     }

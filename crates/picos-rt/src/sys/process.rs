@@ -427,7 +427,17 @@ const PR_TSC_SIGSEGV: usize = 2;
 /// program; a faulting `rdtsc` (PR_SET_TSC) makes the runtime stop using it.
 pub fn prctl(c: &mut Ctx<'_>) -> SysResult {
     match c.arg(0) {
-        PR_SET_SYSCALL_USER_DISPATCH => Err(Errno::EINVAL),
+        PR_SET_SYSCALL_USER_DISPATCH => {
+            // The program's dispatch is always off: turning it off is
+            // accepted with Linux's checks (offset, length and selector 0);
+            // turning it on is refused (the runtime's own dispatch).
+            const PR_SYS_DISPATCH_OFF: usize = 0;
+            if c.arg(1) == PR_SYS_DISPATCH_OFF && c.arg(2) == 0 && c.arg(3) == 0 && c.arg(4) == 0 {
+                Ok(0)
+            } else {
+                Err(Errno::EINVAL)
+            }
+        }
         PR_SET_PDEATHSIG => {
             let sig = c.arg(1);
             if sig > 64 {

@@ -379,31 +379,61 @@ fn probe_masked_wait(c: &mut Ctx<'_>, kind: MaskedWait) -> SysResult {
         }
     }
     // select writes its (cleared) descriptor sets back when nothing is
-    // ready; an interrupted select leaves them as they were.
-    let sets = if kind == MaskedWait::Pselect6 {
+    // ready; an interrupted select leaves them as they were (and so never
+    // faults on sets it may read but not write). When every set can be
+    // read whole, the probe works on copies, and the program's sets get
+    // the result only if something is ready.
+    let mut sets = if kind == MaskedWait::Pselect6 {
         fd_set_snapshot(&args)
     } else {
         Vec::new()
     };
+    let whole = fd_set_len(&args);
+    let on_copies = !sets.is_empty() && sets.iter().all(|(_, b)| b.len() == whole);
+    if on_copies {
+        let mut k = 0;
+        for slot in 1..4 {
+            if args[slot] != 0 {
+                args[slot] = sets[k].1.as_mut_ptr() as usize;
+                k += 1;
+            }
+        }
+    }
     let r = super::host_call(c.nr, args);
     if r == Ok(0) && kind.interrupted_when_idle(&c.args)? {
-        for (addr, bytes) in &sets {
-            let _ = user::copy_out(*addr, bytes);
+        if !on_copies {
+            for (addr, bytes) in &sets {
+                let _ = user::copy_out(*addr, bytes);
+            }
         }
         return Err(Errno::EINTR);
     }
+    if on_copies && r.is_ok() {
+        for (addr, bytes) in &sets {
+            user::copy_out(*addr, bytes)?;
+        }
+    }
     r
+}
+
+/// The bytes of each of pselect6's descriptor sets for its `n`, at most
+/// Linux's own limit on descriptors.
+fn fd_set_len(args: &[usize; 6]) -> usize {
+    const MAX_FDS: usize = 1 << 20; // fs.nr_open's default, the usual bound
+    let n = args[0] as i32;
+    if n <= 0 {
+        return 0;
+    }
+    (n as usize).min(MAX_FDS).div_ceil(64) * 8
 }
 
 /// The readable part of pselect6's descriptor sets (for `n` descriptors,
 /// at most Linux's own limit on descriptors), by address.
 fn fd_set_snapshot(args: &[usize; 6]) -> Vec<(usize, Vec<u8>)> {
-    const MAX_FDS: usize = 1 << 20; // fs.nr_open's default, the usual bound
-    let n = args[0] as i32;
-    if n <= 0 {
+    let len = fd_set_len(args);
+    if len == 0 {
         return Vec::new();
     }
-    let len = (n as usize).min(MAX_FDS).div_ceil(64) * 8;
     let mut out = Vec::new();
     for &addr in &args[1..4] {
         if addr == 0 {
