@@ -795,6 +795,36 @@ static void pending_order(void)
     checkf("pending_order_thread_rt_before_process_fpe",
            first == SIGRTMIN + 1 && second == SIGFPE, "first=%d second=%d", first, second);
     sigprocmask(SIG_UNBLOCK, &rt, NULL);
+    /* Of two SIGCHLDs (a child's exit, the process's; a tkill, the
+     * thread's) a handler takes the thread's; the process's stays so,
+     * and below the lower SIGUSR2 the process was sent. */
+    sigset_t cu;
+    sigemptyset(&cu);
+    sigaddset(&cu, SIGCHLD);
+    sigaddset(&cu, SIGUSR2);
+    sigprocmask(SIG_BLOCK, &cu, NULL);
+    set_handler(SIGCHLD, info_handler, 0);
+    pid_t kid = fork();
+    if (kid == 0)
+        _exit(0);
+    waitid(P_PID, kid, NULL, WEXITED | WNOWAIT);
+    syscall(SYS_tkill, tid, SIGCHLD);
+    hits = 0;
+    got_code = 0;
+    sigset_t only_chld;
+    sigprocmask(SIG_BLOCK, NULL, &only_chld);
+    sigdelset(&only_chld, SIGCHLD);
+    sigsuspend(&only_chld);
+    int code_first = got_code;
+    kill(pid, SIGUSR2);
+    first = sigtimedwait(&cu, NULL, &ts);
+    second = sigtimedwait(&cu, NULL, &ts);
+    waitpid(kid, NULL, 0);
+    checkf("pending_order_requeued_stays_process",
+           hits == 1 && code_first == SI_TKILL && first == SIGUSR2 && second == SIGCHLD,
+           "hits=%d code=%d first=%d second=%d", (int)hits, code_first, first, second);
+    sigprocmask(SIG_UNBLOCK, &cu, NULL);
+    set_default(SIGCHLD);
     /* Both to the process, with SIGHUP too: the synchronous SIGILL comes
      * before the lower SIGHUP, delivered to handlers in that order. */
     sigaddset(&both, SIGHUP);

@@ -430,11 +430,23 @@ pub fn deliver_pending(t: &Thread, uc: &mut UContext) {
     t.fault_probe.set(thread::FaultProbe::default());
     // What the program blocks goes back to the host, except the signals the
     // host never blocks: those wait here until the program unblocks them.
-    while let Some(info) = t.take_pending(NEVER_BLOCKED) {
-        let _ = host::rt_tgsigqueueinfo(host::getpid(), t.tid(), info.signo(), &info.0);
+    while let Some((info, private)) = t.take_pending_queued(NEVER_BLOCKED) {
+        requeue_on_host(t, &info, private);
     }
     uc.sigmask = host_mask(t.sig_mask.get());
     t.update_pending_flag();
+}
+
+/// Queues a signal the runtime holds on the host again, in the queue it
+/// was in: the thread's (`rt_tgsigqueueinfo`) or the process's
+/// (`rt_sigqueueinfo`; either takes any `si_code` for the own process).
+pub fn requeue_on_host(t: &Thread, info: &SigInfo, private: bool) {
+    let pid = host::getpid();
+    let _ = if private {
+        host::rt_tgsigqueueinfo(pid, t.tid(), info.signo(), &info.0)
+    } else {
+        host::rt_sigqueueinfo(pid, info.signo(), &info.0)
+    };
 }
 
 /// Does the first signal that would be delivered now have SA_RESTART?

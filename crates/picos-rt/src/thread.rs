@@ -377,8 +377,14 @@ impl Thread {
     /// each the synchronous (fault-type) signals first, then the lowest
     /// number.
     pub fn take_pending(&self, blocked: u64) -> Option<SigInfo> {
+        self.take_pending_queued(blocked).map(|(info, _)| info)
+    }
+
+    /// As [`Thread::take_pending`], with the queue it came from (true: the
+    /// thread's own).
+    pub fn take_pending_queued(&self, blocked: u64) -> Option<(SigInfo, bool)> {
         let (sig, private) = self.next_pending(blocked)?;
-        self.take_from(sig, private)
+        self.take_from(sig, private).map(|info| (info, private))
     }
 
     /// Takes signal `sig` from the private or the shared queue (it is

@@ -303,24 +303,12 @@ fn wait_with_mask(c: &mut Ctx<'_>, kind: MaskedWait, mask_ptr: usize, size: usiz
         c.t.sig_mask.set(old);
         // Not delivered: what moved from the host goes back there, to wait
         // where signalfd, sigwaitinfo and the other threads find it.
-        while let Some(info) = c.t.take_pending(!moved) {
-            requeue_on_host(c.t, &info);
+        while let Some((info, private)) = c.t.take_pending_queued(!moved) {
+            sig::requeue_on_host(c.t, &info, private);
         }
         c.t.update_pending_flag();
     }
     r
-}
-
-/// Queues a signal the runtime took from the host there again: for the
-/// thread if `tkill`/`tgkill` sent it, otherwise for the process.
-fn requeue_on_host(t: &crate::thread::Thread, info: &crate::arch::SigInfo) {
-    const SI_TKILL: i32 = -6;
-    let pid = crate::host::getpid();
-    let _ = if info.code() == SI_TKILL {
-        crate::host::rt_tgsigqueueinfo(pid, t.tid(), info.signo(), &info.0)
-    } else {
-        crate::host::rt_sigqueueinfo(pid, info.signo(), &info.0)
-    };
 }
 
 /// Moves one instance of each signal of `set` that waits on the host (for
