@@ -118,6 +118,9 @@ pub mod nr {
 }
 
 pub const AT_FDCWD: isize = -100;
+/// openat(2) flags.
+pub const O_RDONLY: i32 = 0;
+pub const O_CLOEXEC: i32 = 0o2000000;
 
 /// write(2) to a host fd.
 pub fn write(fd: i32, buf: &[u8]) -> HostResult {
@@ -125,17 +128,18 @@ pub fn write(fd: i32, buf: &[u8]) -> HostResult {
     unsafe { sc!(nr::WRITE, fd, buf.as_ptr(), buf.len()) }
 }
 
-/// Writes all of `buf`, retrying on short writes and EINTR; errors are dropped
-/// (used for diagnostics only).
-pub fn write_all(fd: i32, mut buf: &[u8]) {
+/// Writes all of `buf`, retrying on short writes and EINTR; stops at the
+/// first error, which it returns (or at a write of nothing).
+pub fn write_all(fd: i32, mut buf: &[u8]) -> Result<(), Errno> {
     while !buf.is_empty() {
         match write(fd, buf) {
-            Ok(0) => return,
+            Ok(0) => return Ok(()),
             Ok(n) => buf = &buf[n..],
             Err(Errno::EINTR) => {}
-            Err(_) => return,
+            Err(e) => return Err(e),
         }
     }
+    Ok(())
 }
 
 /// Writes the runtime's own output (warnings, traces, statistics) to `fd`,
@@ -152,26 +156,15 @@ pub fn write_diagnostic(fd: i32, buf: &[u8]) {
     const SIG_SETMASK: i32 = 2;
     let ours = (1u64 << (SIGPIPE - 1)) | (1u64 << (SIGXFSZ - 1));
     let Ok(old) = rt_sigprocmask(SIG_BLOCK, Some(ours)) else {
-        return write_all(fd, buf);
+        let _ = write_all(fd, buf);
+        return;
     };
     let pending_before = rt_sigpending().unwrap_or(0);
-    let mut raised = 0u64;
-    let mut rest = buf;
-    while !rest.is_empty() {
-        match write(fd, rest) {
-            Ok(0) => break,
-            Ok(n) => rest = &rest[n..],
-            Err(Errno::EINTR) => {}
-            Err(e) => {
-                if e == Errno::EFBIG {
-                    raised |= 1u64 << (SIGXFSZ - 1);
-                } else if e == Errno::EPIPE {
-                    raised |= 1u64 << (SIGPIPE - 1);
-                }
-                break;
-            }
-        }
-    }
+    let raised = match write_all(fd, buf) {
+        Err(Errno::EFBIG) => 1u64 << (SIGXFSZ - 1),
+        Err(Errno::EPIPE) => 1u64 << (SIGPIPE - 1),
+        _ => 0,
+    };
     let take = raised & !pending_before;
     if take != 0 {
         let _ = rt_sigtake(take, &mut [0u8; 128]);

@@ -29,9 +29,7 @@ const PT_PHDR: u32 = 6;
 const PF_X: u32 = 1;
 const PF_W: u32 = 2;
 const PF_R: u32 = 4;
-const O_RDONLY: i32 = 0;
 const O_NONBLOCK: i32 = 0o4000;
-const O_CLOEXEC: i32 = 0o2000000;
 const X_OK: i32 = 1;
 const S_IFMT: u32 = 0o170000;
 const S_IFREG: u32 = 0o100000;
@@ -173,10 +171,13 @@ fn open_exec(path: &[u8]) -> Result<(Fd, Vec<u8>), ExecError> {
     }
     // O_NONBLOCK: should the path be replaced by a FIFO after the stat,
     // the open does not wait for a writer (and the fstat below refuses it).
-    let fd = Fd(
-        host::openat(host::AT_FDCWD, cs, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0)
-            .map_err(ExecError::Open)? as i32,
-    );
+    let fd = Fd(host::openat(
+        host::AT_FDCWD,
+        cs,
+        host::O_RDONLY | host::O_CLOEXEC | O_NONBLOCK,
+        0,
+    )
+    .map_err(ExecError::Open)? as i32);
     let st = host::fstat(fd.0).map_err(ExecError::Open)?;
     if st.st_mode & S_IFMT != S_IFREG {
         return Err(ExecError::NotExecutable(Errno::EACCES));

@@ -665,6 +665,19 @@ pub fn with_transient_fds<R>(f: impl Fn() -> Result<R, Errno>) -> Result<R, Errn
     with_own_fds(&f).and_then(|r| r)
 }
 
+/// The first bytes (at most `N`) of a small file such as a /proc or /sys
+/// one, and how many there are, read through a descriptor the program
+/// never sees ([`with_transient_fds`]).
+pub fn read_small_file<const N: usize>(path: &core::ffi::CStr) -> Result<([u8; N], usize), Errno> {
+    with_transient_fds(|| {
+        let fd = host::openat(host::AT_FDCWD, path, host::O_RDONLY | host::O_CLOEXEC, 0)? as i32;
+        let mut buf = [0u8; N];
+        let r = host::pread(fd, &mut buf, 0);
+        let _ = host::close(fd);
+        Ok((buf, r?.min(N)))
+    })
+}
+
 /// Stack of the transient thread of [`with_own_fds`].
 const OWN_FDS_STACK: usize = 256 << 10;
 

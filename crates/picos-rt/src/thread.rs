@@ -149,7 +149,8 @@ impl Default for SigHand {
 pub struct Thread {
     /// Points at itself (offset 0), a cheap sanity check of the GS base.
     pub self_ptr: usize,
-    /// Non-zero while signals wait in `pending_set` (offset 8, read by asm).
+    /// Non-zero while a signal the program does not block waits in the
+    /// runtime's queues (offset 8, read by asm).
     pub pending: AtomicU32,
     /// Host thread id (0 until known). Once the thread has exited, `tkill`
     /// on it fails and its stack slot may be reused.
@@ -168,11 +169,10 @@ pub struct Thread {
     /// Signal dispositions (shared per process).
     pub sighand: Cell<*const SigHand>,
     /// Signals the host delivered while the runtime was busy on this
-    /// thread, or that the program blocks and the host cannot hold: the
-    /// union of the two queues below.
-    pub pending_set: AtomicU64,
-    /// Those sent to this thread (a fault, `tkill`/`tgkill`): Linux's
-    /// private queue, taken before the shared one.
+    /// thread, or that the program blocks and the host cannot hold, in two
+    /// queues ([`Thread::pending_bits`] is both). Those sent to this thread
+    /// (a fault, `tkill`/`tgkill`): Linux's private queue, taken before the
+    /// shared one.
     pub pending_private: AtomicU64,
     pub pending_info: UnsafeCell<[SigInfo; NSIG]>,
     /// Those sent to the process (`kill`, `sigqueue`, timers): Linux's
@@ -294,7 +294,6 @@ impl Thread {
                 unsafe { (*self.private_arrival.get())[(sig - 1) as usize] = n };
             }
             set.fetch_or(bit, Ordering::Relaxed);
-            self.pending_set.fetch_or(bit, Ordering::Relaxed);
         } else if sig >= 32 {
             let n = self.pending_extra_len.get();
             if n < EXTRA_QUEUED {
@@ -309,7 +308,6 @@ impl Thread {
     /// Forgets every pending signal (a fork child starts with none, as on
     /// Linux; the runtime's pending set was copied with the parent's memory).
     pub fn clear_pending(&self) {
-        self.pending_set.store(0, Ordering::Relaxed);
         self.pending_private.store(0, Ordering::Relaxed);
         self.pending_shared.store(0, Ordering::Relaxed);
         self.pending_extra_len.set(0);
@@ -319,7 +317,7 @@ impl Thread {
     /// The `pending` flag says whether a pending signal is deliverable now
     /// (not blocked by the program): blocking calls are cut short for those.
     pub fn update_pending_flag(&self) {
-        let deliverable = self.pending_set.load(Ordering::Relaxed) & !self.sig_mask.get() != 0;
+        let deliverable = self.pending_bits() & !self.sig_mask.get() != 0;
         self.pending.store(deliverable as u32, Ordering::Relaxed);
     }
 
@@ -411,25 +409,25 @@ impl Thread {
             }
             None => {
                 set.fetch_and(!(1u64 << i), Ordering::Relaxed);
-                let both = self.pending_private.load(Ordering::Relaxed)
-                    | self.pending_shared.load(Ordering::Relaxed);
-                if both & (1u64 << i) == 0 {
-                    self.pending_set.fetch_and(!(1u64 << i), Ordering::Relaxed);
-                }
             }
         }
         self.update_pending_flag();
         Some(info)
     }
 
+    /// The signals pending in the runtime, in either queue.
+    pub fn pending_bits(&self) -> u64 {
+        self.pending_private.load(Ordering::Relaxed) | self.pending_shared.load(Ordering::Relaxed)
+    }
+
     /// Is signal `sig` pending in the runtime?
     pub fn is_pending(&self, sig: i32) -> bool {
-        self.pending_set.load(Ordering::Relaxed) & (1u64 << (sig - 1)) != 0
+        self.pending_bits() & (1u64 << (sig - 1)) != 0
     }
 
     /// Is a signal pending that the program does not block?
     pub fn has_pending(&self) -> bool {
-        self.pending_set.load(Ordering::Relaxed) & !self.sig_mask.get() != 0
+        self.pending_bits() & !self.sig_mask.get() != 0
     }
 
     /// Host thread id.
@@ -501,7 +499,6 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             altstack: Cell::new(StackT::DISABLED),
             guest_gs: Cell::new(0),
             sighand: Cell::new(sighand),
-            pending_set: AtomicU64::new(0),
             pending_private: AtomicU64::new(0),
             pending_info: UnsafeCell::new([SigInfo::default(); NSIG]),
             pending_shared: AtomicU64::new(0),

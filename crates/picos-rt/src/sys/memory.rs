@@ -59,15 +59,8 @@ fn brk_randomized() -> bool {
     {
         return false;
     }
-    let path = c"/proc/sys/kernel/randomize_va_space";
-    crate::rt::with_transient_fds(|| {
-        let fd = crate::host::openat(crate::host::AT_FDCWD, path, 0o2000000, 0)? as i32;
-        let mut b = [0u8; 4];
-        let r = crate::host::pread(fd, &mut b, 0);
-        let _ = crate::host::close(fd);
-        Ok(r? >= 1 && b[0] == b'2')
-    })
-    .unwrap_or(false)
+    crate::rt::read_small_file::<4>(c"/proc/sys/kernel/randomize_va_space")
+        .is_ok_and(|(b, n)| n >= 1 && b[0] == b'2')
 }
 
 /// Implements brk(2): returns the new break, or the old one on failure.

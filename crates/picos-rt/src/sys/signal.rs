@@ -173,15 +173,8 @@ fn host_thread_pending(tid: i32) -> Option<u64> {
         tid
     );
     let path = core::ffi::CStr::from_bytes_with_nul(path.as_bytes()).ok()?;
-    crate::rt::with_transient_fds(|| {
-        let fd = crate::host::openat(crate::host::AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0)? as i32;
-        let mut buf = [0u8; 2048];
-        let r = crate::host::pread(fd, &mut buf, 0);
-        let _ = crate::host::close(fd);
-        Ok(parse_sigpnd(&buf[..r?.min(buf.len())]))
-    })
-    .ok()
-    .flatten()
+    let (buf, n) = crate::rt::read_small_file::<2048>(path).ok()?;
+    parse_sigpnd(&buf[..n])
 }
 
 /// The `SigPnd:` field of a /proc status file.
@@ -198,9 +191,6 @@ fn parse_sigpnd(text: &[u8]) -> Option<u64> {
     }
     (digits > 0).then_some(v)
 }
-
-const O_RDONLY: i32 = 0;
-const O_CLOEXEC: i32 = 0o2000000;
 
 /// The calls that take a temporary signal mask, and how each one's
 /// arguments name its timeout (see [`wait_with_mask`]).
@@ -379,12 +369,13 @@ fn probe_masked_wait(c: &mut Ctx<'_>, kind: MaskedWait) -> SysResult {
     let whole = fd_set_len(&args);
     let on_copies = !sets.is_empty() && sets.iter().all(|(_, b)| b.len() == whole);
     if on_copies {
-        let mut k = 0;
-        for slot in 1..4 {
-            if args[slot] != 0 {
-                args[slot] = sets[k].1.as_mut_ptr() as usize;
-                k += 1;
-            }
+        // The snapshot holds the non-null sets in argument order.
+        for (arg, (_, copy)) in args[1..4]
+            .iter_mut()
+            .filter(|a| **a != 0)
+            .zip(sets.iter_mut())
+        {
+            *arg = copy.as_mut_ptr() as usize;
         }
     }
     let r = super::host_call(c.nr, args);
@@ -538,7 +529,7 @@ pub fn rt_sigpending(c: &mut Ctx<'_>) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let blocked = c.t.sig_mask.get();
-    let mut set = c.t.pending_set.load(core::sync::atomic::Ordering::Relaxed);
+    let mut set = c.t.pending_bits();
     if crate::signal::host_mask(blocked) != 0 {
         set |= crate::host::rt_sigpending()?;
     }
