@@ -80,6 +80,20 @@ static void mask(int how, int sig)
     sigprocmask(how, &s, NULL);
 }
 
+/* Leaves `sig` pending and blocked (sent to the process, `hits` reset)
+ * and returns the current mask without it: the temporary mask of a wait
+ * that lets it through. */
+static sigset_t pend_blocked(int sig)
+{
+    mask(SIG_BLOCK, sig);
+    hits = 0;
+    kill(getpid(), sig);
+    sigset_t open;
+    sigprocmask(SIG_BLOCK, NULL, &open);
+    sigdelset(&open, sig);
+    return open;
+}
+
 /* A fault-type signal queued with a positive si_code (as a kernel fault
  * has) reaches the handler like any other. */
 static void queued_fault(void)
@@ -304,12 +318,7 @@ static void temp_mask_waits(void)
         int sig = sigs[k];
         set_handler(sig, info_handler, 0);
         for (int call = 0; call < 3; call++) {
-            mask(SIG_BLOCK, sig);
-            hits = 0;
-            kill(getpid(), sig);
-            sigset_t open;
-            sigprocmask(SIG_BLOCK, NULL, &open);
-            sigdelset(&open, sig);
+            sigset_t open = pend_blocked(sig);
             struct timespec ts = { 5, 0 };
             int r = -2, e = 0;
             if (call == 0) {
@@ -356,12 +365,7 @@ static void temp_mask_no_eintr(void)
         int sig = sigs[k];
         set_handler(sig, info_handler, 0);
         for (int call = 0; call < 6; call++) {
-            mask(SIG_BLOCK, sig);
-            hits = 0;
-            kill(getpid(), sig);
-            sigset_t open;
-            sigprocmask(SIG_BLOCK, NULL, &open);
-            sigdelset(&open, sig);
+            sigset_t open = pend_blocked(sig);
             struct timespec ts = { 5, 0 }, bad = { 0, -1 };
             struct pollfd pfd = { p[0], POLLIN, 0 };
             fd_set rd;
@@ -421,11 +425,7 @@ static void temp_mask_default_action(void)
         if (pipe(p) != 0 || write(p[1], "x", 1) != 1)
             _exit(2);
         set_default(SIGPROF);
-        mask(SIG_BLOCK, SIGPROF);
-        kill(getpid(), SIGPROF);
-        sigset_t open;
-        sigprocmask(SIG_BLOCK, NULL, &open);
-        sigdelset(&open, SIGPROF);
+        sigset_t open = pend_blocked(SIGPROF);
         struct timespec bad = { 0, -1 }, ts = { 5, 0 };
         struct pollfd pfd = { p[0], POLLIN, 0 };
         struct epoll_event ev;
@@ -578,8 +578,10 @@ static void gs_base_limit(void)
  * first, even while blocked (a SIGBUS queued with BUS_ADRALN). Kernel
  * behaviour, reproduced by picos for the signals it holds. */
 static volatile sig_atomic_t quirk_bus, quirk_sys;
-static void quirk_handler(int sig)
+static void quirk_handler(int sig, siginfo_t *si, void *uc)
 {
+    (void)si;
+    (void)uc;
     if (sig == SIGBUS)
         quirk_bus++;
     else
@@ -588,11 +590,8 @@ static void quirk_handler(int sig)
 
 static void sync_quirk(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = quirk_handler;
-    sigaction(SIGBUS, &sa, NULL);
-    sigaction(SIGSYS, &sa, NULL);
+    set_handler(SIGBUS, quirk_handler, 0);
+    set_handler(SIGSYS, quirk_handler, 0);
     mask(SIG_BLOCK, SIGBUS);
     siginfo_t si;
     memset(&si, 0, sizeof si);
@@ -616,12 +615,7 @@ static void temp_mask_signalfd(void)
     if (pipe(p) != 0 || write(p[1], "x", 1) != 1)
         return;
     set_handler(SIGUSR2, info_handler, 0);
-    mask(SIG_BLOCK, SIGUSR2);
-    hits = 0;
-    kill(getpid(), SIGUSR2);
-    sigset_t open;
-    sigprocmask(SIG_BLOCK, NULL, &open);
-    sigdelset(&open, SIGUSR2);
+    sigset_t open = pend_blocked(SIGUSR2);
     struct pollfd pfd = { p[0], POLLIN, 0 };
     struct timespec ts = { 5, 0 };
     int r = ppoll(&pfd, 1, &ts, &open);
@@ -658,12 +652,7 @@ static void pselect_readonly_sets(void)
     FD_SET(p[0], ro);
     mprotect(ro, 4096, PROT_READ);
     set_handler(SIGUSR1, info_handler, 0);
-    mask(SIG_BLOCK, SIGUSR1);
-    hits = 0;
-    kill(getpid(), SIGUSR1);
-    sigset_t open;
-    sigprocmask(SIG_BLOCK, NULL, &open);
-    sigdelset(&open, SIGUSR1);
+    sigset_t open = pend_blocked(SIGUSR1);
     struct timespec ts = { 5, 0 };
     errno = 0;
     int r = pselect(p[0] + 1, ro, NULL, NULL, &ts, &open);
