@@ -4,11 +4,26 @@
 //! the `picos` CLI embeds and starts, and for the host so that `cargo test`
 //! exercises its pure logic and the CLI can print the syscall table.
 //!
-//! `unsafe` code lives only in `host` (raw syscalls), `arch` (assembly and the
-//! signal-frame layout), `user` (program memory), `mem` (the runtime's
-//! memory), `thread` (per-thread state), `signal` (kernel signal frames),
-//! `loader` (mapping programs) and `rt` (start-up). The syscall semantics in
-//! `sys` deny it.
+//! The modules are layers (docs/ARCHITECTURE.md, "Layers"); each may use
+//! only the layers listed before it, which `tools/check_layers.py` checks:
+//!
+//! | layer | what it is |
+//! |---|---|
+//! | `host` | raw host system calls, errno, the Linux ABI's types and numbers |
+//! | `arch` | x86-64: assembly stubs, CPU features, the signal-frame layout |
+//! | `diag::log` | messages |
+//! | `sync` | the runtime's ranked locks |
+//! | `mm` | the runtime's own memory and the program's memory |
+//! | `diag::stats` | `--stats` counters |
+//! | `patch` | syscall-site decoding, trampolines, code writing |
+//! | `kernel` | the library OS's state: threads, processes, signals, exec, files, time |
+//! | `sys` | system call semantics: handlers and the syscall table |
+//! | `diag::trace` | `--trace` lines |
+//! | `entry` | entry from and exit to the program: trap, fast, direct, resume |
+//! | `boot` | start-up |
+//!
+//! `unsafe` is denied here and allowed only in `host`, `arch` and `mm`
+//! (each block with a `// SAFETY:` line).
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -16,21 +31,13 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
-pub mod log;
-
 pub mod arch;
-pub mod errno;
+pub mod boot;
+pub mod diag;
+pub mod entry;
 pub mod host;
-pub mod loader;
-pub mod lock;
-pub mod mem;
+pub mod kernel;
+pub mod mm;
 pub mod patch;
-pub mod rt;
-pub mod signal;
-pub mod stats;
+pub mod sync;
 pub mod sys;
-pub mod table;
-pub mod table_types;
-pub mod thread;
-pub mod user;
-pub mod vdso;

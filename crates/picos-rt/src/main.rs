@@ -70,14 +70,14 @@ mod entry {
         // SAFETY: first code of the process, with the kernel's values.
         unsafe {
             relocate(base, dynamic);
-            picos_rt::rt::start(sp, base, end - base)
+            picos_rt::boot::start(sp, base, end - base)
         }
     }
 
     #[panic_handler]
     fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
-        picos_rt::log::log_line(
-            picos_rt::log::LogLevel::Error,
+        picos_rt::diag::log::log_line(
+            picos_rt::diag::log::LogLevel::Error,
             format_args!("internal error: {}", info),
         );
         picos_rt::host::exit_group(70)

@@ -6,8 +6,10 @@
 use crate::manifest::{LogLevel, Manifest, ManifestError};
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use picos_abi::{LaunchConfig, CONFIG_ENV};
-use picos_rt::errno::Errno;
-use picos_rt::loader::{check_executable, check_executable_chain, ExecError, ExecFailure, Via};
+use picos_rt::host::errno::Errno;
+use picos_rt::kernel::exec::loader::{
+    check_executable, check_executable_chain, ExecError, ExecFailure, Via,
+};
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io::Write;

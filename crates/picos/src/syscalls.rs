@@ -1,6 +1,6 @@
 //! `picos syscalls`: prints the runtime's declarative syscall table.
 
-use picos_rt::table::TABLE;
+use picos_rt::sys::table::TABLE;
 
 /// Prints the table as aligned text or JSON.
 pub fn print(json: bool) {

@@ -3,7 +3,7 @@
 #![deny(unsafe_code)]
 
 use super::{Ctx, SysResult};
-use crate::user;
+use crate::mm::user;
 
 /// Is `path` a name for the calling process's executable link?
 pub fn is_self_exe(path: &[u8], pid: i32) -> bool {
@@ -31,9 +31,9 @@ fn self_exe_link(path_addr: usize, buf: usize, size: usize) -> Option<SysResult>
     if !is_self_exe(&path, crate::host::getpid()) {
         return None;
     }
-    let exe = crate::rt::exe_path();
+    let exe = crate::boot::exe_path();
     if (size as isize) <= 0 {
-        return Some(Err(crate::errno::Errno::EINVAL));
+        return Some(Err(crate::host::errno::Errno::EINVAL));
     }
     let n = exe.len().min(size);
     Some(user::copy_out(buf, &exe[..n]).map(|_| n))

@@ -10,8 +10,8 @@
 #![deny(unsafe_code)]
 
 use super::{host_call, Ctx, SysResult};
-use crate::errno::Errno;
-use crate::user::{self, UserPtr};
+use crate::host::errno::Errno;
+use crate::mm::user::{self, UserPtr};
 use alloc::vec::Vec;
 use core::cell::Cell;
 use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
@@ -39,9 +39,9 @@ pub struct IdCache {
     pub umask: AtomicI32,
     /// The program's own parent-death signal (prctl), emulated.
     pub guest_pdeathsig: AtomicI32,
-    pub creds: crate::lock::Lock<Option<Creds>>,
-    pub uname: crate::lock::Lock<Option<[u8; 390]>>,
-    pub rlimits: crate::lock::Lock<[Option<[u64; 2]>; 16]>,
+    pub creds: crate::sync::Lock<Option<Creds>>,
+    pub uname: crate::sync::Lock<Option<[u8; 390]>>,
+    pub rlimits: crate::sync::Lock<[Option<[u64; 2]>; 16]>,
 }
 
 impl IdCache {
@@ -54,9 +54,9 @@ impl IdCache {
             pgid_cacheable: core::sync::atomic::AtomicBool::new(false),
             umask: AtomicI32::new(-1),
             guest_pdeathsig: AtomicI32::new(0),
-            creds: crate::lock::Lock::new(crate::lock::Rank::Ids, None),
-            uname: crate::lock::Lock::new(crate::lock::Rank::Ids, None),
-            rlimits: crate::lock::Lock::new(crate::lock::Rank::Ids, [None; 16]),
+            creds: crate::sync::Lock::new(crate::sync::Rank::Ids, None),
+            uname: crate::sync::Lock::new(crate::sync::Rank::Ids, None),
+            rlimits: crate::sync::Lock::new(crate::sync::Rank::Ids, [None; 16]),
         }
     }
 
@@ -69,9 +69,9 @@ impl IdCache {
         let uname = *self.uname.lock();
         let rlimits = *self.rlimits.lock();
         let c = IdCache {
-            creds: crate::lock::Lock::new(crate::lock::Rank::Ids, creds),
-            uname: crate::lock::Lock::new(crate::lock::Rank::Ids, uname),
-            rlimits: crate::lock::Lock::new(crate::lock::Rank::Ids, rlimits),
+            creds: crate::sync::Lock::new(crate::sync::Rank::Ids, creds),
+            uname: crate::sync::Lock::new(crate::sync::Rank::Ids, uname),
+            rlimits: crate::sync::Lock::new(crate::sync::Rank::Ids, rlimits),
             ..IdCache::new()
         };
         c.umask
@@ -158,7 +158,7 @@ pub fn set_pgid(c: &mut Ctx<'_>) -> SysResult {
 /// Implements getcpu(2) with `rdtscp`/`rdpid`: Linux keeps
 /// `node << 12 | cpu` in the TSC_AUX register of each CPU.
 pub fn getcpu(c: &mut Ctx<'_>) -> SysResult {
-    let Some(aux) = crate::arch::tsc_aux(!crate::vdso::tsc_disabled()) else {
+    let Some(aux) = crate::arch::tsc_aux(!crate::kernel::time::tsc_disabled()) else {
         return c.host();
     };
     let (cpu, node) = (aux & 0xfff, aux >> 12);
@@ -359,7 +359,7 @@ pub fn prlimit64(c: &mut Ctx<'_>) -> SysResult {
 /// Implements clock_gettime(2) through the vDSO.
 pub fn clock_gettime(c: &mut Ctx<'_>) -> SysResult {
     let mut ts = [0i64; 2];
-    match crate::vdso::clock_gettime(c.arg(0) as i32, &mut ts) {
+    match crate::kernel::time::clock_gettime(c.arg(0) as i32, &mut ts) {
         Some(0) => {
             user::write(c.arg(1), &ts)?;
             Ok(0)
@@ -375,7 +375,7 @@ pub fn gettimeofday(c: &mut Ctx<'_>) -> SysResult {
         return c.host(); // the obsolete timezone argument
     }
     let mut tv = [0i64; 2];
-    match crate::vdso::gettimeofday(&mut tv) {
+    match crate::kernel::time::gettimeofday(&mut tv) {
         Some(0) => {
             if c.arg(0) != 0 {
                 user::write(c.arg(0), &tv)?;
@@ -388,7 +388,7 @@ pub fn gettimeofday(c: &mut Ctx<'_>) -> SysResult {
 
 /// Implements time(2) through the vDSO.
 pub fn time(c: &mut Ctx<'_>) -> SysResult {
-    match crate::vdso::time() {
+    match crate::kernel::time::time() {
         Some(t) => {
             if c.arg(0) != 0 {
                 user::write(c.arg(0), &t)?;
@@ -482,7 +482,7 @@ pub fn sched_getaffinity(c: &mut Ctx<'_>) -> SysResult {
     if (pid != 0 && pid != c.t.tid()) || len % 8 != 0 || (len as u32).checked_mul(8).is_none() {
         return c.host(); // the host's own errors (ESRCH, EINVAL) and answers
     }
-    if crate::vdso::tsc_disabled() {
+    if crate::kernel::time::tsc_disabled() {
         // rdtsc would fault (the cache's clock): no cache.
         return c.host();
     }

@@ -15,7 +15,7 @@
 #![deny(unsafe_code)]
 
 use crate::arch::{SigInfo, UContext};
-use crate::thread::Thread;
+use crate::kernel::thread::Thread;
 
 /// `si_arch` of a trapped `int $0x80`.
 pub const AUDIT_ARCH_I386: u32 = 0x4000_0003;
@@ -114,7 +114,7 @@ pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
     let nr = orig.rax as u32;
     let Some((nr64, signed)) = translate(nr) else {
         super::warn_unsupported_int80(nr);
-        uc.mcontext.rax = crate::errno::Errno::ENOSYS.to_ret() as u64;
+        uc.mcontext.rax = crate::host::errno::Errno::ENOSYS.to_ret() as u64;
         return;
     };
     let regs = [orig.rbx, orig.rcx, orig.rdx, orig.rsi, orig.rdi, orig.rbp];

@@ -1,11 +1,11 @@
 //! Memory-map calls. The program may map, unmap and protect anything except
-//! the runtime's own memory (`mem::owns`); there it gets the error Linux gives
+//! the runtime's own memory (`runtime::owns`); there it gets the error Linux gives
 //! for a range that is not the program's to change.
 #![deny(unsafe_code)]
 
 use super::{host_call, Ctx, SysResult};
-use crate::errno::Errno;
-use crate::mem::{
+use crate::host::errno::Errno;
+use crate::mm::runtime::{
     self, page_up, MAP_ANONYMOUS, MAP_FIXED, MAP_FIXED_NOREPLACE, MAP_PRIVATE, PROT_READ,
     PROT_WRITE,
 };
@@ -20,8 +20,8 @@ pub struct Brk {
     pub mapped_end: usize,
 }
 
-pub static BRK: crate::lock::Lock<Brk> = crate::lock::Lock::new(
-    crate::lock::Rank::Brk,
+pub static BRK: crate::sync::Lock<Brk> = crate::sync::Lock::new(
+    crate::sync::Rank::Brk,
     Brk {
         start: 0,
         cur: 0,
@@ -39,10 +39,10 @@ pub fn init_brk(start: usize) {
     if brk_randomized() {
         let mut r = [0u8; 8];
         crate::host::getrandom(&mut r);
-        let pages = (1usize << 30) / mem::PAGE_SIZE;
-        start += (u64::from_ne_bytes(r) as usize % pages) * mem::PAGE_SIZE;
+        let pages = (1usize << 30) / runtime::PAGE_SIZE;
+        start += (u64::from_ne_bytes(r) as usize % pages) * runtime::PAGE_SIZE;
     }
-    mem::set_brk_start(start);
+    runtime::set_brk_start(start);
     *BRK.lock() = Brk {
         start,
         cur: start,
@@ -59,7 +59,7 @@ fn brk_randomized() -> bool {
     {
         return false;
     }
-    crate::rt::read_small_file::<4>(c"/proc/sys/kernel/randomize_va_space")
+    crate::boot::read_small_file::<4>(c"/proc/sys/kernel/randomize_va_space")
         .is_ok_and(|(b, n)| n >= 1 && b[0] == b'2')
 }
 
@@ -73,7 +73,7 @@ pub fn brk(c: &mut Ctx<'_>) -> SysResult {
     let want_end = page_up(want);
     if want_end > b.mapped_end {
         let len = want_end - b.mapped_end;
-        if mem::owns(b.mapped_end, len) {
+        if runtime::owns(b.mapped_end, len) {
             return Ok(b.cur);
         }
         let r = host_call(
@@ -112,7 +112,7 @@ pub fn brk(c: &mut Ctx<'_>) -> SysResult {
 /// (EINVAL, EBADF, EACCES ...), and only then ENOMEM.
 pub fn mmap(c: &mut Ctx<'_>) -> SysResult {
     let (addr, len, flags) = (c.arg(0), c.arg(1), c.arg(3) as i32);
-    if flags & MAP_FIXED != 0 && flags & MAP_FIXED_NOREPLACE == 0 && mem::owns(addr, len) {
+    if flags & MAP_FIXED != 0 && flags & MAP_FIXED_NOREPLACE == 0 && runtime::owns(addr, len) {
         let mut a = c.args;
         a[3] = ((flags & !MAP_FIXED) | MAP_FIXED_NOREPLACE) as u32 as usize;
         return match host_call(c.nr, a) {
@@ -129,7 +129,7 @@ pub fn mmap(c: &mut Ctx<'_>) -> SysResult {
     if flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0 {
         crate::patch::forget_range(r, len);
     }
-    if flags & crate::mem::MAP_SHARED != 0 {
+    if flags & crate::mm::runtime::MAP_SHARED != 0 {
         crate::patch::note_shared_mapping(r, len);
     }
     Ok(r)
@@ -137,7 +137,7 @@ pub fn mmap(c: &mut Ctx<'_>) -> SysResult {
 
 /// Implements munmap(2): runtime memory gives EINVAL.
 pub fn munmap(c: &mut Ctx<'_>) -> SysResult {
-    if mem::owns(c.arg(0), c.arg(1)) {
+    if runtime::owns(c.arg(0), c.arg(1)) {
         return Err(Errno::EINVAL);
     }
     let r = c.host()?;
@@ -145,7 +145,7 @@ pub fn munmap(c: &mut Ctx<'_>) -> SysResult {
     Ok(r)
 }
 
-const PAGE_MASK: usize = mem::PAGE_SIZE - 1;
+const PAGE_MASK: usize = runtime::PAGE_SIZE - 1;
 
 /// The range checks mprotect(2) makes before it looks at the mappings:
 /// EINVAL for an unaligned start, Ok(None) for an empty range (the call
@@ -193,7 +193,7 @@ pub fn mprotect(c: &mut Ctx<'_>) -> SysResult {
         return Err(Errno::EINVAL);
     }
     match mprotect_range(addr, len) {
-        Ok(Some(end)) if mem::owns(addr, end - addr) => {
+        Ok(Some(end)) if runtime::owns(addr, end - addr) => {
             // PROT_READ|WRITE|EXEC|SEM.
             if prot & !(7 | 8 | PROT_GROWS) != 0 {
                 return Err(Errno::EINVAL);
@@ -215,7 +215,10 @@ const PKEY_MPROTECT: usize = 329;
 /// has keys)? Asked of the host with a page at address 0, which is never
 /// mapped: Linux checks the key (EINVAL) before the mappings (ENOMEM).
 fn pkey_allocated(pkey: i32) -> bool {
-    host_call(PKEY_MPROTECT, [0, mem::PAGE_SIZE, 0, pkey as usize, 0, 0]) != Err(Errno::EINVAL)
+    host_call(
+        PKEY_MPROTECT,
+        [0, runtime::PAGE_SIZE, 0, pkey as usize, 0, 0],
+    ) != Err(Errno::EINVAL)
 }
 
 /// Implements pkey_mprotect(2), as mprotect.
@@ -231,7 +234,7 @@ pub fn mseal(c: &mut Ctx<'_>) -> SysResult {
         return Err(Errno::EINVAL);
     }
     match advice_range(addr, len)? {
-        Some(end) if mem::owns(addr, end - addr) => Err(Errno::ENOMEM),
+        Some(end) if runtime::owns(addr, end - addr) => Err(Errno::ENOMEM),
         _ => c.host(),
     }
 }
@@ -251,7 +254,7 @@ pub fn madvise(c: &mut Ctx<'_>) -> SysResult {
     const MADV_REMOVE: usize = 9;
     let (addr, len, advice) = (c.arg(0), c.arg(1), c.arg(2));
     if let Some(end) = advice_range(addr, len)? {
-        if mem::owns(addr, end - addr) {
+        if runtime::owns(addr, end - addr) {
             return Err(if known_advice(advice) {
                 Errno::ENOMEM
             } else {
@@ -302,7 +305,7 @@ pub fn shmat(c: &mut Ctx<'_>) -> SysResult {
         } else {
             addr
         };
-        if at & PAGE_MASK == 0 && at != 0 && mem::owns(at, size?.max(1)) {
+        if at & PAGE_MASK == 0 && at != 0 && runtime::owns(at, size?.max(1)) {
             return Err(Errno::EINVAL);
         }
     }
@@ -334,10 +337,10 @@ pub fn mremap(c: &mut Ctx<'_>) -> SysResult {
     if new_len.wrapping_add(PAGE_MASK) & !PAGE_MASK == 0 {
         return Err(Errno::EINVAL);
     }
-    if mem::owns(old, old_len.max(1)) {
+    if runtime::owns(old, old_len.max(1)) {
         return Err(Errno::EFAULT);
     }
-    if flags & MREMAP_FIXED != 0 && mem::owns(new, new_len) {
+    if flags & MREMAP_FIXED != 0 && runtime::owns(new, new_len) {
         return Err(Errno::EINVAL);
     }
     let r = c.host()?;

@@ -5,20 +5,21 @@
 //! through `host`.
 #![deny(unsafe_code)]
 
+pub mod def;
 pub mod fs;
 pub mod ids;
 pub mod int80;
 pub mod memory;
 pub mod process;
 pub mod signal;
-pub mod trace;
+pub mod table;
 
 use crate::arch::UContext;
-use crate::errno::Errno;
+use crate::diag::log::LogLevel;
 use crate::host;
-use crate::log::LogLevel;
-use crate::table_types::{lookup, Serve, MAX_NR};
-use crate::thread::Thread;
+use crate::host::errno::Errno;
+use crate::kernel::thread::Thread;
+use crate::sys::def::{lookup, Serve, MAX_NR};
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// What a handler returns: the call's result or an errno.
@@ -52,7 +53,7 @@ impl Ctx<'_> {
 
 /// A host call with the program's arguments.
 pub fn host_call(nr: usize, args: [usize; 6]) -> SysResult {
-    crate::stats::host_call();
+    crate::diag::stats::host_call();
     #[allow(unsafe_code)]
     // SAFETY: the arguments are the program's own; the kernel validates
     // program pointers (EFAULT) exactly as it would for the program.
@@ -68,23 +69,23 @@ pub fn host_blocking(t: &Thread, nr: usize, args: [usize; 6]) -> SysResult {
         // Entered from a patched site: the program's mask is already the host's.
         return blocking_raw(nr, args);
     }
-    let mask = crate::signal::host_mask(t.sig_mask.get());
+    let mask = crate::kernel::signal::host_mask(t.sig_mask.get());
     host_blocking_with_mask(nr, args, mask)
 }
 
 /// As [`host_blocking`], with an explicit host mask during the call.
 pub fn host_blocking_with_mask(nr: usize, args: [usize; 6], mask: u64) -> SysResult {
-    let old = host::rt_sigprocmask(crate::signal::SIG_SETMASK, Some(mask))
-        .unwrap_or(crate::signal::RUNTIME_MASK);
+    let old = host::rt_sigprocmask(crate::kernel::signal::SIG_SETMASK, Some(mask))
+        .unwrap_or(crate::kernel::signal::RUNTIME_MASK);
     let r = blocking_raw(nr, args);
-    let _ = host::rt_sigprocmask(crate::signal::SIG_SETMASK, Some(old));
+    let _ = host::rt_sigprocmask(crate::kernel::signal::SIG_SETMASK, Some(old));
     r
 }
 
 /// The blocking-syscall stub with whatever host mask is in force (the
 /// program's own on the fast path).
 fn blocking_raw(nr: usize, args: [usize; 6]) -> SysResult {
-    crate::stats::host_call();
+    crate::diag::stats::host_call();
     let a = [nr, args[0], args[1], args[2], args[3], args[4], args[5]];
     #[allow(unsafe_code)]
     // SAFETY: as for host_call; the stub only reads `a`.
@@ -149,7 +150,7 @@ impl Served {
 /// entries (`patch::picos_direct_finish`).
 pub fn rewinds(t: &Thread, err: Option<Errno>, restart: bool) -> bool {
     err == Some(Errno::NOT_STARTED)
-        || err == Some(Errno::EINTR) && restart && crate::signal::pending_wants_restart(t)
+        || err == Some(Errno::EINTR) && restart && crate::kernel::signal::pending_wants_restart(t)
 }
 
 /// Runs the call's handler as the table says; returns the result, how it
@@ -157,7 +158,7 @@ pub fn rewinds(t: &Thread, err: Option<Errno>, restart: bool) -> bool {
 #[inline(always)]
 fn serve(
     ctx: &mut Ctx<'_>,
-    def: Option<&'static crate::table_types::SyscallDef>,
+    def: Option<&'static crate::sys::def::SyscallDef>,
 ) -> (SysResult, Served, bool) {
     let (res, served, restart) = match def.map(|d| d.serve) {
         Some(Serve::Emulated(h)) => (h(ctx), Served::Emulated, false),
@@ -169,7 +170,7 @@ fn serve(
             (Err(Errno::ENOSYS), Served::Unsupported, false)
         }
     };
-    crate::stats::syscall(ctx.t, ctx.nr, served == Served::Emulated);
+    crate::diag::stats::syscall(ctx.t, ctx.nr, served == Served::Emulated);
     (res, served, restart)
 }
 
@@ -179,9 +180,9 @@ fn serve(
 #[inline(never)]
 fn serve_traced(
     ctx: &mut Ctx<'_>,
-    def: Option<&'static crate::table_types::SyscallDef>,
+    def: Option<&'static crate::sys::def::SyscallDef>,
 ) -> (SysResult, Served, bool) {
-    let pre = trace::Pre::capture(ctx.t, ctx.nr, def, &ctx.args);
+    let pre = crate::diag::trace::Pre::capture(ctx.t, ctx.nr, def, &ctx.args);
     let (res, served, restart) = serve(ctx, def);
     pre.finish(&res, served, ctx.keep_regs);
     (res, served, restart)
@@ -204,7 +205,7 @@ pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
         args,
         keep_regs: false,
     };
-    let (res, _, restart) = if crate::log::enabled(LogLevel::Trace) {
+    let (res, _, restart) = if crate::diag::log::enabled(LogLevel::Trace) {
         serve_traced(&mut ctx, def)
     } else {
         serve(&mut ctx, def)

@@ -3,10 +3,10 @@
 #![deny(unsafe_code)]
 
 use super::{host_call, Ctx, SysResult};
-use crate::errno::Errno;
 use crate::host;
-use crate::thread::{self, SigHand};
-use crate::user::{self, UserPtr};
+use crate::host::errno::Errno;
+use crate::kernel::thread::{self, SigHand};
+use crate::mm::user::{self, UserPtr};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
@@ -69,7 +69,8 @@ pub fn clone3(c: &mut Ctx<'_>) -> SysResult {
         // non-zero byte is E2BIG before a later page can fault.
         let (mut at, end) = (c.arg(0) + 88, c.arg(0) + size);
         while at < end {
-            let n = (end - at).min(crate::mem::PAGE_SIZE - at % crate::mem::PAGE_SIZE);
+            let n =
+                (end - at).min(crate::mm::runtime::PAGE_SIZE - at % crate::mm::runtime::PAGE_SIZE);
             let mut chunk = [0u8; 4096];
             user::copy_in(&mut chunk[..n], at)?;
             if chunk[..n].iter().any(|&b| b != 0) {
@@ -158,7 +159,7 @@ pub fn fork(c: &mut Ctx<'_>) -> SysResult {
     do_clone(
         c,
         CloneArgs {
-            exit_signal: crate::signal::SIGCHLD as u64,
+            exit_signal: crate::kernel::signal::SIGCHLD as u64,
             ..Default::default()
         },
     )
@@ -170,7 +171,7 @@ pub fn vfork(c: &mut Ctx<'_>) -> SysResult {
         c,
         CloneArgs {
             flags: CLONE_VM | CLONE_VFORK,
-            exit_signal: crate::signal::SIGCHLD as u64,
+            exit_signal: crate::kernel::signal::SIGCHLD as u64,
             ..Default::default()
         },
     )
@@ -184,7 +185,7 @@ fn do_clone(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     }
     if a.flags & CLONE_FILES != 0 {
         // Program code may now run while the runtime works in this table.
-        crate::rt::note_shared_fds();
+        crate::boot::note_shared_fds();
     }
     if a.flags & CLONE_VM == 0 {
         fork_process(c, a)
@@ -208,9 +209,9 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
         // thread patching a site).
         let _acts = t.sighand().actions.lock();
         let _brk = super::memory::BRK.lock();
-        let _stats = crate::stats::fork_guard();
+        let _stats = crate::diag::stats::fork_guard();
         let _patch = crate::patch::fork_guard();
-        let _heap = crate::mem::heap_guard();
+        let _heap = crate::mm::runtime::heap_guard();
         host_call(
             host::nr::CLONE,
             [
@@ -224,7 +225,7 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
         )
     }?;
     if r == 0 {
-        crate::rt::after_fork_child(t, parent);
+        crate::boot::after_fork_child(t, parent);
         if a.stack != 0 {
             // The child returns to the program on the stack it was given.
             c.uc.mcontext.rsp = a.stack as u64;
@@ -267,7 +268,7 @@ fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     }
     uc.mcontext.rcx = uc.mcontext.rip;
     uc.mcontext.r11 = uc.mcontext.eflags;
-    uc.sigmask = crate::signal::host_mask(parent.sig_mask.get());
+    uc.sigmask = crate::kernel::signal::host_mask(parent.sig_mask.get());
     let sp = thread::prepare_child(child, &uc);
     // CLONE_CHILD_SETTID/CLEARTID go to the host as asked: the kernel must
     // clear the tid only once the thread is really gone (glibc frees the
@@ -360,14 +361,15 @@ fn exec_common(
             return Err(e);
         }
     }
-    let full = crate::rt::exec_path(dirfd, &path, flags & AT_EMPTY_PATH != 0)?;
+    let full = crate::boot::exec_path(dirfd, &path, flags & AT_EMPTY_PATH != 0)?;
     // The check opens the files of the chain: in a table of its own, so
     // that a full table does not fail the exec (the kernel's execve needs
     // no descriptor) and other threads never see the descriptors.
-    let checked = crate::rt::with_own_fds(|| crate::loader::check_executable_chain(&full))
-        .unwrap_or_else(|_| crate::loader::check_executable_chain(&full));
+    let checked =
+        crate::boot::with_own_fds(|| crate::kernel::exec::loader::check_executable_chain(&full))
+            .unwrap_or_else(|_| crate::kernel::exec::loader::check_executable_chain(&full));
     if let Err(f) = &checked {
-        use crate::loader::ExecError::{NotExecutable, Open};
+        use crate::kernel::exec::loader::ExecError::{NotExecutable, Open};
         if f.via.is_none() && matches!(f.error, Open(_) | NotExecutable(_)) {
             return Err(f.error.errno());
         }
@@ -375,21 +377,21 @@ fn exec_common(
     let argv = user::read_cstr_array(argv)?;
     let envp = user::read_cstr_array(envp)?;
     checked.map_err(|f| f.error.errno())?;
-    crate::rt::exec_runtime(c.t, &full, &argv, &envp)
+    crate::boot::exec_runtime(c.t, &full, &argv, &envp)
 }
 
 /// Implements exit(2): ends the calling thread (the host clears and wakes
 /// its clear_child_tid word when the thread is gone, as natively).
 pub fn exit(c: &mut Ctx<'_>) -> SysResult {
     let t = c.t;
-    crate::rt::thread_exiting(t);
+    crate::boot::thread_exiting(t);
     thread::retire(t);
     host::exit_thread(c.arg(0) as i32)
 }
 
 /// Implements exit_group(2).
 pub fn exit_group(c: &mut Ctx<'_>) -> SysResult {
-    crate::rt::process_exiting();
+    crate::boot::process_exiting();
     host::exit_group(c.arg(0) as i32)
 }
 
@@ -451,7 +453,7 @@ pub fn prctl(c: &mut Ctx<'_>) -> SysResult {
         PR_SET_TSC => {
             let r = c.host()?;
             if c.arg(1) == PR_TSC_SIGSEGV {
-                crate::vdso::disable_tsc();
+                crate::kernel::time::disable_tsc();
             }
             Ok(r)
         }

@@ -1,14 +1,14 @@
 //! Signal system calls, served from the runtime's per-process dispositions
-//! and per-thread masks (see `crate::signal`).
+//! and per-thread masks (see `crate::kernel::signal`).
 #![deny(unsafe_code)]
 
 use super::{Ctx, SysResult};
 use crate::arch::StackT;
-use crate::errno::Errno;
+use crate::host::errno::Errno;
 use crate::host::KSigaction;
-use crate::signal::{self as sig, bit, SIGKILL, SIGSTOP};
-use crate::thread::{Sending, NSIG};
-use crate::user::{self, UserPtr};
+use crate::kernel::signal::{self as sig, bit, SIGKILL, SIGSTOP};
+use crate::kernel::thread::{Sending, NSIG};
+use crate::mm::user::{self, UserPtr};
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -102,7 +102,7 @@ pub fn rt_sigprocmask(c: &mut Ctx<'_>) -> SysResult {
 
 /// Implements kill(2) on the host. A signal that arrives while it runs
 /// (the one sent, when the program signals its own process) is queued as
-/// sent to the process (see [`crate::thread::Sending`]).
+/// sent to the process (see [`crate::kernel::thread::Sending`]).
 pub fn kill(c: &mut Ctx<'_>) -> SysResult {
     sending(c, Sending::ToProcess)
 }
@@ -143,7 +143,7 @@ pub fn rt_sigtimedwait(c: &mut Ctx<'_>) -> SysResult {
     // Linux takes the thread's own signals before the process's: if the
     // runtime has only one of the process's, one the host holds for the
     // thread comes first (the host's own call then takes it, in order).
-    let host_set = crate::signal::host_mask(set);
+    let host_set = crate::kernel::signal::host_mask(set);
     if host_set != 0
         && c.t.next_is_shared(!set)
         && host_thread_pending(c.t.tid()).is_some_and(|p| p & host_set != 0)
@@ -165,7 +165,7 @@ pub fn rt_sigtimedwait(c: &mut Ctx<'_>) -> SysResult {
 /// cannot be read.
 fn host_thread_pending(tid: i32) -> Option<u64> {
     use core::fmt::Write;
-    let mut path = crate::log::LineBuf::new();
+    let mut path = crate::diag::log::LineBuf::new();
     let _ = write!(
         path,
         "/proc/{}/task/{}/status\0",
@@ -173,7 +173,7 @@ fn host_thread_pending(tid: i32) -> Option<u64> {
         tid
     );
     let path = core::ffi::CStr::from_bytes_with_nul(path.as_bytes()).ok()?;
-    let (buf, n) = crate::rt::read_small_file::<2048>(path).ok()?;
+    let (buf, n) = crate::boot::read_small_file::<2048>(path).ok()?;
     parse_sigpnd(&buf[..n])
 }
 
@@ -275,7 +275,7 @@ fn wait_with_mask(c: &mut Ctx<'_>, kind: MaskedWait, mask_ptr: usize, size: usiz
     // before the call has checked its arguments (with SIG_DFL the host
     // would end the process where Linux fails the call and never
     // delivers), so they take the probe's way like those the runtime holds.
-    let moved = take_host_pending(c.t, crate::signal::host_mask(old & !m));
+    let moved = take_host_pending(c.t, crate::kernel::signal::host_mask(old & !m));
     c.t.sig_mask.set(m);
     c.t.update_pending_flag();
     let mut r = if c.t.has_pending() {
@@ -305,7 +305,7 @@ fn wait_with_mask(c: &mut Ctx<'_>, kind: MaskedWait, mask_ptr: usize, size: usiz
 /// the thread or the process) to the runtime's pending queues, with its
 /// siginfo: one host `rt_sigpending`, and a zero-timeout `rt_sigtimedwait`
 /// for each. Returns the signals moved.
-fn take_host_pending(t: &crate::thread::Thread, set: u64) -> u64 {
+fn take_host_pending(t: &crate::kernel::thread::Thread, set: u64) -> u64 {
     if set == 0 {
         return 0;
     }
@@ -423,7 +423,8 @@ fn fd_set_snapshot(args: &[usize; 6]) -> Vec<(usize, Vec<u8>)> {
         let mut bytes = Vec::new();
         let mut at = 0;
         while at < len {
-            let chunk = (len - at).min(crate::mem::PAGE_SIZE - (addr + at) % crate::mem::PAGE_SIZE);
+            let chunk = (len - at)
+                .min(crate::mm::runtime::PAGE_SIZE - (addr + at) % crate::mm::runtime::PAGE_SIZE);
             let mut buf = vec![0u8; chunk];
             if user::copy_in(&mut buf, addr + at).is_err() {
                 break;
@@ -530,7 +531,7 @@ pub fn rt_sigpending(c: &mut Ctx<'_>) -> SysResult {
     }
     let blocked = c.t.sig_mask.get();
     let mut set = c.t.pending_bits();
-    if crate::signal::host_mask(blocked) != 0 {
+    if crate::kernel::signal::host_mask(blocked) != 0 {
         set |= crate::host::rt_sigpending()?;
     }
     user::copy_out(c.arg(0), &(set & blocked).to_ne_bytes()[..size])?;

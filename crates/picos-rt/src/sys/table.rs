@@ -5,7 +5,7 @@
 #![deny(unsafe_code)]
 
 use crate::sys;
-use crate::table_types::{Serve, SyscallDef, MAX_NR};
+use crate::sys::def::{Serve, SyscallDef, MAX_NR};
 
 /// Every x86-64 system call picos knows, sorted by number.
 pub static TABLE: &[SyscallDef] = &DEFS;

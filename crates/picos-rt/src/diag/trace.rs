@@ -2,12 +2,12 @@
 //! `[1234] openat(AT_FDCWD, "/etc/passwd", 0x80000, 0o0) = 3 <host>`.
 #![deny(unsafe_code)]
 
-use super::{Served, SysResult};
-use crate::errno::Errno;
-use crate::log::LineBuf;
-use crate::table_types::SyscallDef;
-use crate::thread::Thread;
-use crate::user;
+use crate::diag::log::LineBuf;
+use crate::host::errno::Errno;
+use crate::kernel::thread::Thread;
+use crate::mm::user;
+use crate::sys::def::SyscallDef;
+use crate::sys::{Served, SysResult};
 use core::fmt::Write;
 
 const STR_MAX: usize = 64;

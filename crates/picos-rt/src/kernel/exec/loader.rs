@@ -8,13 +8,13 @@
 //! addresses the file demands, after checking they are not the runtime's).
 #![allow(unsafe_code)]
 
-use crate::errno::Errno;
 use crate::host;
-use crate::mem::{
+use crate::host::errno::Errno;
+use crate::mm::runtime::{
     self, page_down, page_up, MAP_ANONYMOUS, MAP_FIXED, MAP_FIXED_NOREPLACE, MAP_PRIVATE,
     PROT_NONE, PROT_READ, PROT_WRITE,
 };
-use crate::user;
+use crate::mm::user;
 use alloc::vec;
 use alloc::vec::Vec;
 use object::elf::{FileHeader64, ProgramHeader64};
@@ -481,13 +481,17 @@ pub struct Image {
 fn prot_of(flags: u32) -> i32 {
     (if flags & PF_R != 0 { PROT_READ } else { 0 })
         | (if flags & PF_W != 0 { PROT_WRITE } else { 0 })
-        | (if flags & PF_X != 0 { mem::PROT_EXEC } else { 0 })
+        | (if flags & PF_X != 0 {
+            runtime::PROT_EXEC
+        } else {
+            0
+        })
 }
 
 fn random_pages(max_pages: usize) -> usize {
     let mut b = [0u8; 8];
     host::getrandom(&mut b);
-    (usize::from_ne_bytes(b) % max_pages) * mem::PAGE_SIZE
+    (usize::from_ne_bytes(b) % max_pages) * runtime::PAGE_SIZE
 }
 
 fn map_elf(
@@ -521,7 +525,7 @@ fn map_elf(
     }
     let span = hi - lo;
     let bias = if h.e_type.get(LE) == ET_EXEC {
-        if mem::owns(lo, span) {
+        if runtime::owns(lo, span) {
             return Err(ExecError::Map(Errno::ENOMEM));
         }
         0
@@ -543,7 +547,7 @@ fn map_elf(
             p.p_filesz.get(LE) as usize,
             p.p_offset.get(LE) as usize,
         );
-        if filesz > memsz || (vaddr % mem::PAGE_SIZE) != (off % mem::PAGE_SIZE) {
+        if filesz > memsz || (vaddr % runtime::PAGE_SIZE) != (off % runtime::PAGE_SIZE) {
             return Err(ExecError::BadElf("misaligned ELF segment"));
         }
         let prot = prot_of(p.p_flags.get(LE));
@@ -710,8 +714,8 @@ pub fn load(path: &[u8], argv: Vec<Vec<u8>>) -> Result<Loaded, ExecError> {
                         Warning,
                         "the ELF interpreter {} of {} has an interpreter (PT_INTERP) of its own, \
                          which Linux ignores: it runs without it",
-                        crate::log::Bytes(&ip),
-                        crate::log::Bytes(&path)
+                        crate::diag::log::Bytes(&ip),
+                        crate::diag::log::Bytes(&path)
                     );
                 }
                 Some(map_elf(i.fd.0, &i.header, &i.phdrs, false)?)

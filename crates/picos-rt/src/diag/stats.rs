@@ -7,9 +7,9 @@
 //! Counting costs one predictable branch when stats are off.
 #![deny(unsafe_code)]
 
-use crate::log::LineBuf;
-use crate::table_types::MAX_NR;
-use crate::thread::Thread;
+use crate::diag::log::LineBuf;
+use crate::kernel::thread::Thread;
+use crate::sys::def::MAX_NR;
 use alloc::vec::Vec;
 use core::cell::Cell;
 use core::fmt::Write;
@@ -89,7 +89,7 @@ pub fn syscall(t: &Thread, nr: usize, emulated: bool) {
 #[inline(always)]
 pub fn host_call() {
     if on() {
-        if let Some(t) = crate::thread::current_checked() {
+        if let Some(t) = crate::kernel::thread::current_checked() {
             bump(&t.stats.host_calls);
         }
     }
@@ -145,7 +145,7 @@ impl Totals {
             .iter()
             .enumerate()
             .filter(|(_, &c)| c > 0)
-            .map(|(nr, &c)| (crate::table_types::lookup(nr).map_or("?", |d| d.name), c))
+            .map(|(nr, &c)| (crate::sys::def::lookup(nr).map_or("?", |d| d.name), c))
             .collect();
         v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
         v.truncate(n);
@@ -154,8 +154,8 @@ impl Totals {
 }
 
 /// Totals of the threads that have already exited (per process).
-static EXITED: crate::lock::Lock<Option<Totals>> =
-    crate::lock::Lock::new(crate::lock::Rank::Exited, None);
+static EXITED: crate::sync::Lock<Option<Totals>> =
+    crate::sync::Lock::new(crate::sync::Rank::Exited, None);
 
 fn report(kind: &str, id: i32, t: &Totals) {
     let mut b = LineBuf::new();
@@ -178,7 +178,7 @@ fn report(kind: &str, id: i32, t: &Totals) {
         let _ = b.write_str("\n");
         b.flush();
     }
-    crate::rt::stats_json_line(|b: &mut LineBuf| {
+    crate::boot::stats_json_line(|b: &mut LineBuf| {
         let _ = write!(
             b,
             "{{\"kind\":\"{kind}\",\"id\":{id},\"syscalls\":{},\"fast_path\":{},\"trap_path\":{},\"emulated\":{},\"host_calls\":{},\"sync_signals\":{},\"async_signals\":{},\"threads\":{},\"top\":[",
@@ -210,7 +210,7 @@ pub fn thread_exit(t: &Thread) {
     }
     // The last thread leaving with exit(2) ends the process.
     let mut live = 0;
-    crate::thread::for_each_live(|_| live += 1);
+    crate::kernel::thread::for_each_live(|_| live += 1);
     if live <= 1 {
         process_exit();
     }
@@ -222,7 +222,7 @@ pub fn process_exit() {
         return;
     }
     let mut total = EXITED.lock().clone().unwrap_or_default();
-    crate::thread::for_each_live(|t| total.add(&t.stats));
+    crate::kernel::thread::for_each_live(|t| total.add(&t.stats));
     report("process", crate::host::getpid(), &total);
 }
 

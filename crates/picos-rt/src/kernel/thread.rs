@@ -14,9 +14,9 @@
 #![allow(unsafe_code)]
 
 use crate::arch::{SigInfo, StackT};
-use crate::errno::Errno;
+use crate::host::errno::Errno;
 use crate::host::{self, KSigaction};
-use crate::mem;
+use crate::mm::runtime;
 use core::cell::{Cell, UnsafeCell};
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
@@ -40,7 +40,7 @@ pub const EXTRA_QUEUED: usize = 16;
 /// the signal handlers that interrupt them do not read dispositions).
 pub struct SigActions {
     seq: AtomicU64,
-    write: crate::lock::Lock<()>,
+    write: crate::sync::Lock<()>,
     slots: [[AtomicU64; 4]; NSIG],
 }
 
@@ -48,7 +48,7 @@ impl SigActions {
     const fn new() -> Self {
         SigActions {
             seq: AtomicU64::new(0),
-            write: crate::lock::Lock::new(crate::lock::Rank::Actions, ()),
+            write: crate::sync::Lock::new(crate::sync::Rank::Actions, ()),
             slots: [const { [const { AtomicU64::new(0) }; 4] }; NSIG],
         }
     }
@@ -76,12 +76,12 @@ impl SigActions {
 
     /// Serialises writers (also held across fork, so the child never
     /// inherits a half-written table).
-    pub fn lock(&self) -> crate::lock::Guard<'_, ()> {
+    pub fn lock(&self) -> crate::sync::Guard<'_, ()> {
         self.write.lock()
     }
 
     /// Sets the disposition of `sig`; the caller holds [`SigActions::lock`].
-    pub fn set_locked(&self, _held: &crate::lock::Guard<'_, ()>, sig: i32, a: &KSigaction) {
+    pub fn set_locked(&self, _held: &crate::sync::Guard<'_, ()>, sig: i32, a: &KSigaction) {
         self.store(sig, a);
     }
 
@@ -196,7 +196,7 @@ pub struct Thread {
     /// runtime opens it only around calls into the vDSO.
     pub sud_selector: core::sync::atomic::AtomicU8,
     /// `--stats` counters.
-    pub stats: crate::stats::Counters,
+    pub stats: crate::diag::stats::Counters,
     /// A fast call's result context, to be finished by the trap path.
     pub deferred: Cell<Option<crate::arch::SigContext>>,
     /// This thread's CPU affinity as last read from the host (sched_getaffinity).
@@ -438,7 +438,7 @@ impl Thread {
     /// Is `sp` on this thread's runtime stack (runtime code, or code the
     /// runtime calls, such as the vDSO, is running)?
     pub fn on_runtime_stack(&self, sp: u64) -> bool {
-        let base = mem::slot_base(self.slot) as u64;
+        let base = runtime::slot_base(self.slot) as u64;
         sp >= base && sp < self.stack_top() as u64
     }
 
@@ -464,7 +464,7 @@ pub fn current() -> &'static Thread {
 /// before set-up, e.g. a fault during start-up)?
 pub fn current_checked() -> Option<&'static Thread> {
     let p = crate::arch::gs_base();
-    let slot = mem::slot_of(p)?;
+    let slot = runtime::slot_of(p)?;
     let _ = slot;
     // SAFETY: p lies inside a mapped stack slot owned by the runtime.
     let t = unsafe { &*(p as *const Thread) };
@@ -472,7 +472,7 @@ pub fn current_checked() -> Option<&'static Thread> {
 }
 
 fn reclaimable(i: usize) -> bool {
-    let t = (mem::slot_base(i) + mem::STACK_SLOT - THREAD_AREA) as *const Thread;
+    let t = (runtime::slot_base(i) + runtime::STACK_SLOT - THREAD_AREA) as *const Thread;
     // SAFETY: exiting slots stay mapped; we only read an atomic.
     let tid = unsafe { (*t).tid.load(Ordering::Acquire) };
     // The thread is gone once the host no longer knows its id (a reused id
@@ -482,8 +482,8 @@ fn reclaimable(i: usize) -> bool {
 
 /// Allocates a stack slot and initialises a Thread at its top.
 pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, Errno> {
-    let slot = mem::alloc_stack_slot(reclaimable)?;
-    let addr = mem::slot_base(slot) + mem::STACK_SLOT - THREAD_AREA;
+    let slot = runtime::alloc_stack_slot(reclaimable)?;
+    let addr = runtime::slot_base(slot) + runtime::STACK_SLOT - THREAD_AREA;
     let t = addr as *mut Thread;
     // SAFETY: the slot was just claimed and mapped read-write; nothing else
     // refers to this memory.
@@ -510,7 +510,7 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             pending_extra_len: Cell::new(0),
             in_fast: Cell::new(false),
             sud_selector: core::sync::atomic::AtomicU8::new(1),
-            stats: crate::stats::Counters::new(),
+            stats: crate::diag::stats::Counters::new(),
             deferred: Cell::new(None),
             affinity: crate::sys::ids::AffinityCache::new(),
             resume_on: AtomicU32::new(0),
@@ -530,10 +530,10 @@ fn held_locks() -> Option<&'static Cell<u32>> {
 
 /// Makes `t` the calling thread's runtime state and its signal stack.
 pub fn install(t: &'static Thread) {
-    crate::lock::set_held_hook(held_locks);
+    crate::sync::set_held_hook(held_locks);
     crate::arch::set_gs_base(t as *const Thread as usize);
     t.tid.store(host::gettid(), Ordering::Release);
-    let base = mem::slot_base(t.slot) + mem::PAGE_SIZE;
+    let base = runtime::slot_base(t.slot) + runtime::PAGE_SIZE;
     let ss = host::StackT {
         sp: base,
         flags: 0,
@@ -547,12 +547,12 @@ pub fn install(t: &'static Thread) {
 
 /// Frees a Thread that never ran.
 pub fn free_unused(t: &'static Thread) {
-    mem::free_slot(t.slot);
+    runtime::free_slot(t.slot);
 }
 
 /// Marks a thread's slot for reuse once the host reports the thread gone.
 pub fn retire(t: &Thread) {
-    mem::mark_slot_exiting(t.slot);
+    runtime::mark_slot_exiting(t.slot);
 }
 
 /// Frees dispositions made for a `clone` without `CLONE_SIGHAND`.
@@ -585,7 +585,7 @@ pub fn prepare_child(child: &'static Thread, uc: &crate::arch::UContext) -> usiz
         info: Default::default(),
     };
     f.uc.mcontext.fpstate = if fp_size != 0 { fp as u64 } else { 0 };
-    let base = mem::slot_base(child.slot) + mem::PAGE_SIZE;
+    let base = runtime::slot_base(child.slot) + runtime::PAGE_SIZE;
     // rt_sigreturn also restores the signal stack: make it the child's own.
     f.uc.stack = StackT {
         sp: base as u64,
@@ -621,7 +621,7 @@ extern "C" fn picos_clone_child(header: usize) -> ! {
     // SAFETY: `t` is the child's Thread, initialised by alloc().
     let t: &'static Thread = unsafe { &*(t as *const Thread) };
     install(t);
-    if let Err(e) = crate::rt::arm_dispatch() {
+    if let Err(e) = crate::boot::arm_dispatch() {
         crate::log!(
             Error,
             "cannot arm Syscall User Dispatch in a new thread: {}",
@@ -635,11 +635,11 @@ extern "C" fn picos_clone_child(header: usize) -> ! {
 
 /// Calls `f` for every live thread of this process (for `--stats`).
 pub fn for_each_live(mut f: impl FnMut(&Thread)) {
-    for i in 0..mem::STACK_SLOTS {
-        if !mem::slot_in_use(i) {
+    for i in 0..runtime::STACK_SLOTS {
+        if !runtime::slot_in_use(i) {
             continue;
         }
-        let p = mem::slot_base(i) + mem::STACK_SLOT - THREAD_AREA;
+        let p = runtime::slot_base(i) + runtime::STACK_SLOT - THREAD_AREA;
         // SAFETY: a slot in use is mapped and holds an initialised Thread
         // (checked by its magic and self pointer before use).
         let t = unsafe { &*(p as *const Thread) };

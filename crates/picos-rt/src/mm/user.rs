@@ -11,8 +11,8 @@
 #![allow(unsafe_code)]
 
 use crate::arch;
-use crate::errno::Errno;
-use crate::mem;
+use crate::host::errno::Errno;
+use crate::mm::runtime;
 use alloc::vec::Vec;
 use core::marker::PhantomData;
 use core::mem::{size_of, MaybeUninit};
@@ -54,7 +54,8 @@ fn check_range(addr: usize, len: usize) -> Result<(), Errno> {
         return Ok(());
     }
     let end = addr.checked_add(len).ok_or(Errno::EFAULT)?;
-    if addr < mem::PAGE_SIZE || end > 0x0000_8000_0000_0000 || mem::owns_writable(addr, len) {
+    if addr < runtime::PAGE_SIZE || end > 0x0000_8000_0000_0000 || runtime::owns_writable(addr, len)
+    {
         return Err(Errno::EFAULT);
     }
     Ok(())
@@ -101,7 +102,7 @@ pub fn write<T: Pod>(addr: usize, v: &T) -> Result<(), Errno> {
 /// Length of the NUL-terminated string at `addr`, at most `max`
 /// (`ENAMETOOLONG` if no NUL within `max`).
 pub fn strnlen(addr: usize, max: usize) -> Result<usize, Errno> {
-    if addr < mem::PAGE_SIZE || mem::owns(addr, 1) {
+    if addr < runtime::PAGE_SIZE || runtime::owns(addr, 1) {
         return Err(Errno::EFAULT);
     }
     // SAFETY: faults are recovered by the stub.
@@ -144,7 +145,7 @@ pub fn read_cstr_array(addr: usize) -> Result<Vec<Vec<u8>>, Errno> {
         if i >= 0x7FFF_FFFF {
             return Err(Errno::E2BIG);
         }
-        let s = read_cstr(p, 32 * mem::PAGE_SIZE).map_err(|e| {
+        let s = read_cstr(p, 32 * runtime::PAGE_SIZE).map_err(|e| {
             if e == Errno::ENAMETOOLONG {
                 Errno::E2BIG
             } else {

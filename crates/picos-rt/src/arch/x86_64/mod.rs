@@ -287,7 +287,7 @@ global_asm!(
     ".globl picos_strlen_end",
     "picos_strlen_end:",
     "3:  ret",
-    pending = const crate::thread::PENDING_OFFSET,
+    pending = const crate::kernel::thread::PENDING_OFFSET,
     options(att_syntax)
 );
 
@@ -433,10 +433,10 @@ global_asm!(
     gap = const FAST_FRAME_GAP,
     nclass = const crate::patch::DIRECT_CLASSES,
     class = sym crate::patch::DIRECT_CLASS,
-    direct_nr = const crate::thread::DIRECT_NR_OFFSET,
+    direct_nr = const crate::kernel::thread::DIRECT_NR_OFFSET,
     site_ret = const crate::patch::RET_TO_SITE_RET,
-    pending = const crate::thread::PENDING_OFFSET,
-    resume_on = const crate::thread::RESUME_ON_OFFSET,
+    pending = const crate::kernel::thread::PENDING_OFFSET,
+    resume_on = const crate::kernel::thread::RESUME_ON_OFFSET,
     options(att_syntax)
 );
 
@@ -488,26 +488,26 @@ global_asm!(
     "    mov %esi, %eax",
     "    xsave64 (%rdi)",
     "    ret",
-    pending = const crate::thread::PENDING_OFFSET,
-    resume_on = const crate::thread::RESUME_ON_OFFSET,
-    rflags = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, eflags),
-    r8 = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r8),
-    r9 = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r9),
-    r10 = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r10),
-    r11 = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r11),
-    r12 = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r12),
-    r13 = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r13),
-    r14 = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r14),
-    r15 = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r15),
-    rdi = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rdi),
-    rsi = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rsi),
-    rbp = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rbp),
-    rbx = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rbx),
-    rdx = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rdx),
-    rax = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rax),
-    rcx = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rcx),
-    rsp = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rsp),
-    rip = const crate::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rip),
+    pending = const crate::kernel::thread::PENDING_OFFSET,
+    resume_on = const crate::kernel::thread::RESUME_ON_OFFSET,
+    rflags = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, eflags),
+    r8 = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r8),
+    r9 = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r9),
+    r10 = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r10),
+    r11 = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r11),
+    r12 = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r12),
+    r13 = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r13),
+    r14 = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r14),
+    r15 = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r15),
+    rdi = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rdi),
+    rsi = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rsi),
+    rbp = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rbp),
+    rbx = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rbx),
+    rdx = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rdx),
+    rax = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rax),
+    rcx = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rcx),
+    rsp = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rsp),
+    rip = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rip),
     options(att_syntax)
 );
 
@@ -756,7 +756,7 @@ pub fn rdtsc() -> u64 {
 /// Reads the GS base (the runtime's per-thread pointer).
 #[inline(always)]
 pub fn gs_base() -> usize {
-    if crate::rt::has_fsgsbase() {
+    if crate::boot::has_fsgsbase() {
         let v: usize;
         // SAFETY: rdgsbase is enabled (checked via AT_HWCAP2) and only reads.
         unsafe { asm!("rdgsbase {}", out(reg) v, options(nomem, nostack, preserves_flags)) };
@@ -770,7 +770,7 @@ pub fn gs_base() -> usize {
 
 /// Sets the GS base of the calling thread.
 pub fn set_gs_base(v: usize) {
-    if crate::rt::has_fsgsbase() {
+    if crate::boot::has_fsgsbase() {
         // SAFETY: wrgsbase is enabled; GS is reserved for the runtime.
         unsafe { asm!("wrgsbase {}", in(reg) v, options(nostack, preserves_flags)) };
     } else {

@@ -53,14 +53,14 @@ pub const MAX_NR: usize = 512;
 /// Looks up a syscall by number.
 #[inline]
 pub fn lookup(nr: usize) -> Option<&'static SyscallDef> {
-    let i = *crate::table::INDEX.get(nr)?;
-    crate::table::TABLE.get(i as usize)
+    let i = *crate::sys::table::INDEX.get(nr)?;
+    crate::sys::table::TABLE.get(i as usize)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::TABLE;
+    use crate::sys::table::TABLE;
 
     #[test]
     fn table_is_sorted_and_unique() {

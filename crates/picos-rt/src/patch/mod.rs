@@ -45,9 +45,9 @@
 //! This module writes machine code into the program's memory.
 #![allow(unsafe_code)]
 
-use crate::errno::Errno;
 use crate::host;
-use crate::mem::{self, PAGE_SIZE};
+use crate::host::errno::Errno;
+use crate::mm::runtime::{self, PAGE_SIZE};
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -120,8 +120,8 @@ struct State {
     entries: [usize; ENTRIES],
 }
 
-static STATE: crate::lock::Lock<State> = crate::lock::Lock::new(
-    crate::lock::Rank::Patch,
+static STATE: crate::sync::Lock<State> = crate::sync::Lock::new(
+    crate::sync::Rank::Patch,
     State {
         used: [0; MAX_REGIONS],
         sites: BTreeSet::new(),
@@ -287,7 +287,7 @@ pub fn enabled() -> bool {
 pub fn init(vdso: usize) {
     VDSO.store(vdso, Ordering::Relaxed);
     OWNER.store(
-        crate::thread::current().sighand.get() as usize,
+        crate::kernel::thread::current().sighand.get() as usize,
         Ordering::Relaxed,
     );
     for (nr, class) in DIRECT_CLASS.iter().enumerate() {
@@ -312,13 +312,13 @@ pub fn init(vdso: usize) {
 /// `rt::with_own_fds`); waiters yield the CPU after a short spin, as for
 /// every `lock::Lock` (32 threads spinning on 2 cores starved that thread
 /// and made `patch_stress` 50 times slower).
-fn state() -> crate::lock::Guard<'static, State> {
+fn state() -> crate::sync::Guard<'static, State> {
     STATE.lock()
 }
 
 /// Held across a fork (see [`fork_guard`]).
 pub struct ForkGuard {
-    _state: crate::lock::Guard<'static, State>,
+    _state: crate::sync::Guard<'static, State>,
 }
 
 /// Locks the patcher across a fork (until the guard is dropped): no thread
@@ -439,7 +439,7 @@ fn write_code(ops: &[CodeOp<'_>]) -> Result<(), Errno> {
         let _ = host::close(fd);
         Ok(r)
     };
-    match crate::rt::with_transient_fds(run) {
+    match crate::boot::with_transient_fds(run) {
         Ok(r) => r,
         Err(e) => {
             if e != Errno::EMFILE && e != Errno::ENFILE && e != Errno::EAGAIN {
@@ -496,8 +496,8 @@ fn alloc_trampoline(st: &mut State, site: usize, pun: Option<u8>) -> Option<usiz
         }
         if cand < (16 << 20)
             || cand + REGION_SIZE > 0x7fff_ffff_0000
-            || mem::owns(cand, REGION_SIZE)
-            || mem::in_brk_room(cand, REGION_SIZE)
+            || runtime::owns(cand, REGION_SIZE)
+            || runtime::in_brk_room(cand, REGION_SIZE)
         {
             continue;
         }
@@ -506,8 +506,8 @@ fn alloc_trampoline(st: &mut State, site: usize, pun: Option<u8>) -> Option<usiz
             host::mmap(
                 cand,
                 REGION_SIZE,
-                mem::PROT_READ | mem::PROT_WRITE,
-                mem::MAP_PRIVATE | mem::MAP_ANONYMOUS | mem::MAP_FIXED_NOREPLACE,
+                runtime::PROT_READ | runtime::PROT_WRITE,
+                runtime::MAP_PRIVATE | runtime::MAP_ANONYMOUS | runtime::MAP_FIXED_NOREPLACE,
                 -1,
                 0,
             )
@@ -525,7 +525,9 @@ fn alloc_trampoline(st: &mut State, site: usize, pun: Option<u8>) -> Option<usiz
         // SAFETY: `b` is the start of the fresh writable mapping above.
         unsafe { core::ptr::copy_nonoverlapping(header.as_ptr(), b as *mut u8, header.len()) };
         // SAFETY: our own fresh mapping, which no code uses yet.
-        if unsafe { host::mprotect(b, REGION_SIZE, mem::PROT_READ | mem::PROT_EXEC) }.is_err() {
+        if unsafe { host::mprotect(b, REGION_SIZE, runtime::PROT_READ | runtime::PROT_EXEC) }
+            .is_err()
+        {
             // SAFETY: as above.
             let _ = unsafe { host::munmap(b, REGION_SIZE) };
             return None;
@@ -951,13 +953,13 @@ fn inline_answer(nr: u32, site: &Site) -> Option<Vec<u8>> {
     if !site.moves.is_empty()
         || !site.pre.is_empty()
         || !site.post.is_empty()
-        || crate::stats::on()
-        || crate::log::enabled(crate::log::LogLevel::Trace)
+        || crate::diag::stats::on()
+        || crate::diag::log::enabled(crate::diag::log::LogLevel::Trace)
     {
         return None;
     }
+    use crate::kernel::thread::{SigHand, Thread};
     use crate::sys::ids::IdCache;
-    use crate::thread::{SigHand, Thread};
     let sighand = core::mem::offset_of!(Thread, sighand) as u32;
     let ids = core::mem::offset_of!(SigHand, ids) as u32;
     let mut c = Vec::with_capacity(24);
@@ -989,8 +991,8 @@ fn inline_answer(nr: u32, site: &Site) -> Option<Vec<u8>> {
 /// a call the host serves unchanged, unless every call must reach the
 /// dispatcher (--stats, --trace).
 fn entry_for(nr: u32) -> usize {
-    use crate::table_types::{lookup, Serve};
-    if crate::stats::on() || crate::log::enabled(crate::log::LogLevel::Trace) {
+    use crate::sys::def::{lookup, Serve};
+    if crate::diag::stats::on() || crate::diag::log::enabled(crate::diag::log::LogLevel::Trace) {
         return ENTRY_FAST;
     }
     match lookup(nr as usize).map(|d| d.serve) {
@@ -1070,7 +1072,7 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext) -> Option<usize> {
     if !enabled()
         || nr > 0xffff
         || after < 64
-        || crate::thread::current().sighand.get() as usize != OWNER.load(Ordering::Relaxed)
+        || crate::kernel::thread::current().sighand.get() as usize != OWNER.load(Ordering::Relaxed)
     {
         return None;
     }
@@ -1078,9 +1080,9 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext) -> Option<usize> {
     // the `cmp` after it.
     let base = after - 2 - 5 - MAX_MOVES;
     let mut code = [0u8; 5 + MAX_MOVES + 2 + 6];
-    let n = if crate::user::copy_in(&mut code, base).is_ok() {
+    let n = if crate::mm::user::copy_in(&mut code, base).is_ok() {
         code.len()
-    } else if crate::user::copy_in(&mut code[..5 + MAX_MOVES + 2], base).is_ok() {
+    } else if crate::mm::user::copy_in(&mut code[..5 + MAX_MOVES + 2], base).is_ok() {
         5 + MAX_MOVES + 2
     } else {
         return None;
@@ -1090,7 +1092,7 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext) -> Option<usize> {
         None => {
             let stack = |off: i64| {
                 let mut w = [0u8; 8];
-                crate::user::copy_in(&mut w, (regs.rsp as i64).wrapping_add(off) as usize)
+                crate::mm::user::copy_in(&mut w, (regs.rsp as i64).wrapping_add(off) as usize)
                     .ok()
                     .map(|_| u64::from_le_bytes(w))
             };
@@ -1185,7 +1187,7 @@ pub fn needs_trap(nr: u64) -> bool {
 }
 
 use crate::arch::{FastFrame, SigContext, UContext, FAST_FRAME_GAP};
-use crate::thread::Thread;
+use crate::kernel::thread::Thread;
 
 /// The trampoline's return address: the entry's `pushfq` put RFLAGS at
 /// `guest_sp`, just below it.
@@ -1278,7 +1280,7 @@ fn fast_context(f: &FastFrame) -> SigContext {
 pub fn complete_exit(uc: &mut UContext) -> bool {
     let rip = uc.mcontext.rip;
     if crate::arch::in_fast_exit(rip) {
-        let t = crate::thread::current();
+        let t = crate::kernel::thread::current();
         if t.resume_on.swap(0, Ordering::Relaxed) != 0 {
             // It was about to return to a context of its own (signals just
             // delivered): that one.
@@ -1287,7 +1289,7 @@ pub fn complete_exit(uc: &mut UContext) -> bool {
             complete_fast(t, uc);
         }
     } else if crate::arch::in_resume(rip) {
-        complete_resume(crate::thread::current(), uc);
+        complete_resume(crate::kernel::thread::current(), uc);
     } else if let Some(at) = crate::arch::in_direct_exit(rip) {
         complete_direct(uc, at);
     } else {
@@ -1309,7 +1311,7 @@ fn complete_fast(t: &Thread, uc: &mut UContext) {
 /// Serves a system call from a patched site (called by picos_fast_entry).
 #[no_mangle]
 extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
-    let t = crate::thread::current();
+    let t = crate::kernel::thread::current();
     let ret = trampoline_ret(f);
     let site_ret = site_ret_of(ret);
     let slow = (ret + RET_TO_SLOW) as u64;
@@ -1326,7 +1328,7 @@ extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     let mask_before = t.sig_mask.get();
     let mut uc = UContext {
         mcontext: fast_context(f),
-        sigmask: crate::signal::host_mask(mask_before),
+        sigmask: crate::kernel::signal::host_mask(mask_before),
         ..UContext::default()
     };
     t.in_fast.set(true);
@@ -1339,8 +1341,8 @@ extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
         // the exit sequence then finishes through the trap path to deliver
         // them.
         let _ = host::rt_sigprocmask(
-            crate::signal::SIG_SETMASK,
-            Some(crate::signal::host_mask(mask_after)),
+            crate::kernel::signal::SIG_SETMASK,
+            Some(crate::kernel::signal::host_mask(mask_after)),
         );
         t.update_pending_flag();
     }
@@ -1368,7 +1370,7 @@ fn fp_image(fp: usize) -> Option<(u32, u32)> {
         return None;
     }
     let mut sw = [0u8; 20];
-    crate::user::copy_in(&mut sw, fp + FP_SW_RESERVED).ok()?;
+    crate::mm::user::copy_in(&mut sw, fp + FP_SW_RESERVED).ok()?;
     let word = |i: usize| u32::from_ne_bytes(sw[i..i + 4].try_into().unwrap());
     let (magic1, xfeatures, size) = (
         word(0),
@@ -1379,7 +1381,7 @@ fn fp_image(fp: usize) -> Option<(u32, u32)> {
         return None;
     }
     let mut m2 = [0u8; 4];
-    crate::user::copy_in(&mut m2, fp + size as usize).ok()?;
+    crate::mm::user::copy_in(&mut m2, fp + size as usize).ok()?;
     (u32::from_ne_bytes(m2) == FP_XSTATE_MAGIC2)
         .then_some((xfeatures as u32, (xfeatures >> 32) as u32))
 }
@@ -1398,14 +1400,14 @@ struct FpImage([u8; MAX_FP_IMAGE + 64]);
 /// (`arch::picos_resume_full`). False leaves everything to the trap path:
 /// tracing, no XSAVE, a frame it does not recognise, single-stepping.
 fn fast_sigreturn(t: &'static Thread, f: &FastFrame) -> bool {
-    if crate::log::enabled(crate::log::LogLevel::Trace) || !crate::arch::has_xsave() {
+    if crate::diag::log::enabled(crate::diag::log::LogLevel::Trace) || !crate::arch::has_xsave() {
         return false;
     }
     let mut uc = UContext {
         mcontext: fast_context(f),
         ..UContext::default()
     };
-    let Ok(saved) = crate::user::read::<UContext>(uc.mcontext.rsp as usize) else {
+    let Ok(saved) = crate::mm::user::read::<UContext>(uc.mcontext.rsp as usize) else {
         return false;
     };
     if saved.mcontext.eflags & 0x100 != 0 {
@@ -1421,17 +1423,17 @@ fn fast_sigreturn(t: &'static Thread, f: &FastFrame) -> bool {
         return false;
     }
     let before = t.sig_mask.get();
-    if crate::signal::sigreturn_from(t, &mut uc, &saved).is_err() {
+    if crate::kernel::signal::sigreturn_from(t, &mut uc, &saved).is_err() {
         return false; // the trap path reads the frame again and sends SIGSEGV
     }
     t.in_fast.set(true);
-    crate::stats::syscall(t, 15, true);
+    crate::diag::stats::syscall(t, 15, true);
     t.in_fast.set(false);
     let after = t.sig_mask.get();
     if after != before {
         let _ = host::rt_sigprocmask(
-            crate::signal::SIG_SETMASK,
-            Some(crate::signal::host_mask(after)),
+            crate::kernel::signal::SIG_SETMASK,
+            Some(crate::kernel::signal::host_mask(after)),
         );
     }
     t.update_pending_flag();
@@ -1445,7 +1447,7 @@ fn fast_sigreturn(t: &'static Thread, f: &FastFrame) -> bool {
 /// `Thread::resume`: deliver them on it (called by picos_resume_full).
 #[no_mangle]
 extern "C" fn picos_resume_deliver() {
-    let t = crate::thread::current();
+    let t = crate::kernel::thread::current();
     let mut m = t.resume.get();
     deliver_on(t, &mut m, &mut core::mem::MaybeUninit::uninit());
     t.resume.set(m);
@@ -1459,7 +1461,7 @@ extern "C" fn picos_resume_deliver() {
 fn deliver_on(t: &Thread, m: &mut SigContext, buf: &mut core::mem::MaybeUninit<FpImage>) {
     let mut uc = UContext {
         mcontext: *m,
-        sigmask: crate::signal::host_mask(t.sig_mask.get()),
+        sigmask: crate::kernel::signal::host_mask(t.sig_mask.get()),
         ..UContext::default()
     };
     uc.mcontext.fpstate = xsave_image(buf).map_or(0, |p| p as u64);
@@ -1469,9 +1471,9 @@ fn deliver_on(t: &Thread, m: &mut SigContext, buf: &mut core::mem::MaybeUninit<F
     // (`signal::host_signal`, `Thread::delivering`), as are the ones
     // deliver_pending re-queues because the program blocks them.
     t.delivering.set(true);
-    crate::signal::deliver_pending(t, &mut uc);
+    crate::kernel::signal::deliver_pending(t, &mut uc);
     t.delivering.set(false);
-    let _ = host::rt_sigprocmask(crate::signal::SIG_SETMASK, Some(uc.sigmask));
+    let _ = host::rt_sigprocmask(crate::kernel::signal::SIG_SETMASK, Some(uc.sigmask));
     *m = uc.mcontext;
     m.fpstate = 0;
 }
@@ -1546,7 +1548,7 @@ fn complete_resume(t: &Thread, uc: &mut UContext) {
 /// or a signal arrived during the call. `f.rax` holds the host's result.
 #[no_mangle]
 extern "C" fn picos_direct_finish(f: &mut FastFrame) {
-    let t = crate::thread::current();
+    let t = crate::kernel::thread::current();
     let ret = trampoline_ret(f);
     let site_ret = site_ret_of(ret);
     // The entry recorded the number (a trampoline of a dynamic site has no
@@ -1555,8 +1557,8 @@ extern "C" fn picos_direct_finish(f: &mut FastFrame) {
     f.rcx = site_ret;
     f.r11 = entry_flags(f);
     let restart = matches!(
-        crate::table_types::lookup(nr as usize).map(|d| d.serve),
-        Some(crate::table_types::Serve::HostBlocking { restart: true })
+        crate::sys::def::lookup(nr as usize).map(|d| d.serve),
+        Some(crate::sys::def::Serve::HostBlocking { restart: true })
     );
     let res = f.rax as i64;
     let err = (-4095..0).contains(&res).then(|| Errno(-res as i32));
@@ -1602,11 +1604,11 @@ fn complete_direct(uc: &mut UContext, where_: crate::arch::DirectExit) {
 /// which delivers it with the full signal context.
 #[no_mangle]
 extern "C" fn picos_fast_defer(f: &mut FastFrame) {
-    let t = crate::thread::current();
+    let t = crate::kernel::thread::current();
     let ret = trampoline_ret(f);
     if FP_XSIZE.load(Ordering::Relaxed) != 0
         && crate::arch::has_xsave()
-        && !crate::log::enabled(crate::log::LogLevel::Trace)
+        && !crate::diag::log::enabled(crate::diag::log::LogLevel::Trace)
     {
         // Deliver here and return to the handler through picos_resume_full:
         // no trap. The context is where the call continues (a rewind or a

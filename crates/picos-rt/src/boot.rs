@@ -10,10 +10,10 @@
 //! `start` reads the kernel-built initial stack through a raw pointer.
 #![allow(unsafe_code)]
 
-use crate::errno::Errno;
 use crate::host;
-use crate::loader;
-use crate::thread::{self, SigHand};
+use crate::host::errno::Errno;
+use crate::kernel::exec::loader;
+use crate::kernel::thread::{self, SigHand};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -65,7 +65,7 @@ unsafe fn cstr_at(p: *const u8) -> Vec<u8> {
 }
 
 fn fatal(code: i32, args: core::fmt::Arguments<'_>) -> ! {
-    crate::log::log_line(crate::log::LogLevel::Error, args);
+    crate::diag::log::log_line(crate::diag::log::LogLevel::Error, args);
     host::exit_group(code)
 }
 
@@ -75,7 +75,7 @@ fn fatal(code: i32, args: core::fmt::Arguments<'_>) -> ! {
 /// `sp` must be the initial stack pointer the kernel gave the process.
 pub unsafe fn start(sp: *const usize, image_base: usize, image_len: usize) -> ! {
     // Memory first: everything after this may allocate.
-    if let Err(e) = crate::mem::init(image_base, image_len) {
+    if let Err(e) = crate::mm::runtime::init(image_base, image_len) {
         fatal(127, format_args!("cannot reserve runtime memory: {}", e));
     }
     // SAFETY: the initial stack layout is argc, argv[], NULL, envp[], NULL, auxv.
@@ -119,9 +119,9 @@ pub unsafe fn start(sp: *const usize, image_base: usize, image_len: usize) -> ! 
         Ok(c) => c,
         Err(e) => fatal(2, format_args!("bad launch configuration: {}", e)),
     };
-    crate::log::set_level(cfg.log_level);
+    crate::diag::log::set_level(cfg.log_level);
     if cfg.stats {
-        crate::stats::enable();
+        crate::diag::stats::enable();
     }
     let envp: Vec<Vec<u8>> = envp
         .into_iter()
@@ -130,8 +130,8 @@ pub unsafe fn start(sp: *const usize, image_base: usize, image_len: usize) -> ! 
     CONFIG.call_once(|| cfg);
 
     // SIGSYS is blocked across our execve (see `exec_runtime`), not by the program.
-    let mask = host::rt_sigprocmask(crate::signal::SIG_BLOCK, None).unwrap_or(0)
-        & !crate::signal::bit(crate::signal::SIGSYS);
+    let mask = host::rt_sigprocmask(crate::kernel::signal::SIG_BLOCK, None).unwrap_or(0)
+        & !crate::kernel::signal::bit(crate::kernel::signal::SIGSYS);
     let sighand: &'static SigHand = Box::leak(Box::new(SigHand::new()));
     let t = match thread::alloc(sighand, mask) {
         Ok(t) => t,
@@ -189,12 +189,12 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
     let info = unsafe { Box::from_raw(info as *mut StartInfo) };
     let t = info.thread;
     thread::install(t);
-    crate::signal::init_dispositions(t);
+    crate::kernel::signal::init_dispositions(t);
     watch_parent(t, None);
     check_root_at_exec();
     // Freshly exec'd: no one else can change our process group any more.
     t.ids().pgid_cacheable.store(true, Ordering::Relaxed);
-    if let Err(e) = crate::signal::install_runtime_handlers() {
+    if let Err(e) = crate::kernel::signal::install_runtime_handlers() {
         fatal(
             127,
             format_args!("cannot install the SIGSYS handler: {}", e),
@@ -226,7 +226,11 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
             };
             fatal(
                 code,
-                format_args!("cannot run {}: {}", crate::log::Bytes(exe), e.reason()),
+                format_args!(
+                    "cannot run {}: {}",
+                    crate::diag::log::Bytes(exe),
+                    e.reason()
+                ),
             );
         }
     };
@@ -249,7 +253,7 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
         .iter()
         .find(|a| a.0 == loader::AT_SYSINFO_EHDR)
         .map_or(0, |a| a.1 as usize);
-    crate::vdso::init(vdso);
+    crate::kernel::time::init(vdso);
     // CPUID while it surely works (execve re-enables it); the program may
     // disable it with arch_prctl(ARCH_SET_CPUID, 0).
     crate::arch::probe_cpu();
@@ -261,7 +265,7 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
     if crate::host::prctl(PR_GET_TSC, &raw mut tsc_mode as usize, 0, 0, 0).is_ok()
         && tsc_mode == PR_TSC_SIGSEGV
     {
-        crate::vdso::disable_tsc();
+        crate::kernel::time::disable_tsc();
     }
     if cfg.patch_syscalls {
         crate::patch::init(vdso);
@@ -277,7 +281,12 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
     }
     let entry = loaded.start;
     drop(info);
-    crate::log!(Debug, "starting {} at {:#x}", crate::log::Bytes(exe), entry);
+    crate::log!(
+        Debug,
+        "starting {} at {:#x}",
+        crate::diag::log::Bytes(exe),
+        entry
+    );
     // SAFETY: `entry` and `sp` come from the loader; nothing of ours is
     // referenced by the program.
     unsafe { crate::arch::picos_enter(entry, sp) }
@@ -365,9 +374,10 @@ pub fn exec_runtime(
     // (`take_notices_from_exec`): the host's default action would kill us if
     // a parent-death notice came meanwhile.
     let _ = host::rt_sigprocmask(
-        crate::signal::SIG_SETMASK,
+        crate::kernel::signal::SIG_SETMASK,
         Some(
-            crate::signal::host_mask(t.sig_mask.get()) | crate::signal::bit(crate::signal::SIGSYS),
+            crate::kernel::signal::host_mask(t.sig_mask.get())
+                | crate::kernel::signal::bit(crate::kernel::signal::SIGSYS),
         ),
     );
     // SAFETY: all pointers reference live NUL-terminated vectors above.
@@ -385,8 +395,8 @@ pub fn exec_runtime(
         )
     };
     let _ = host::rt_sigprocmask(
-        crate::signal::SIG_SETMASK,
-        Some(crate::signal::RUNTIME_MASK),
+        crate::kernel::signal::SIG_SETMASK,
+        Some(crate::kernel::signal::RUNTIME_MASK),
     );
     match r {
         Err(Errno::ENOENT) => {
@@ -406,7 +416,7 @@ pub fn exec_runtime(
 /// Linux does not pass this setting to new threads or processes, so every
 /// thread the runtime creates calls this before running program code.
 pub fn arm_dispatch() -> Result<(), Errno> {
-    let (base, len) = crate::mem::image_range();
+    let (base, len) = crate::mm::runtime::image_range();
     // The thread's selector byte lets the runtime open the gate around vDSO
     // calls (see `vdso`); it stays at BLOCK otherwise.
     let selector = &thread::current().sud_selector as *const core::sync::atomic::AtomicU8 as usize;
@@ -430,7 +440,13 @@ const PR_SET_PDEATHSIG: i32 = 1;
 /// and that is handled now as the signal would have been.
 pub fn watch_parent(t: &thread::Thread, parent: Option<i32>) {
     let ids = t.ids();
-    let _ = host::prctl(PR_SET_PDEATHSIG, crate::signal::SIGSYS as usize, 0, 0, 0);
+    let _ = host::prctl(
+        PR_SET_PDEATHSIG,
+        crate::kernel::signal::SIGSYS as usize,
+        0,
+        0,
+        0,
+    );
     ids.pid.store(host::getpid(), Ordering::Relaxed);
     // After the prctl: a parent that dies from now on sends the signal.
     let ppid = host::getppid();
@@ -492,8 +508,8 @@ fn end_with_root() -> ! {
         "the root of the picoprocess tree ({}) has ended: ending",
         config().root_pid
     );
-    let _ = host::kill(host::getpid(), crate::signal::SIGKILL);
-    host::exit_group(128 + crate::signal::SIGKILL)
+    let _ = host::kill(host::getpid(), crate::kernel::signal::SIGKILL);
+    host::exit_group(128 + crate::kernel::signal::SIGKILL)
 }
 
 /// At start-up after execve, in a process that is not the root: a parent
@@ -515,7 +531,7 @@ fn check_root_at_exec() {
 /// SIGSYS. Anything else pending (a SIGSYS someone sent with kill) is
 /// queued again, for the program.
 fn take_notices_from_exec(t: &thread::Thread) {
-    let sys = crate::signal::bit(crate::signal::SIGSYS);
+    let sys = crate::kernel::signal::bit(crate::kernel::signal::SIGSYS);
     let mut other = None;
     // One SIGSYS at most waits in each of the process's and thread's queues.
     for _ in 0..2 {
@@ -538,11 +554,11 @@ fn take_notices_from_exec(t: &thread::Thread) {
         let _ = host::rt_tgsigqueueinfo(
             host::getpid(),
             host::gettid(),
-            crate::signal::SIGSYS,
+            crate::kernel::signal::SIGSYS,
             &info.0,
         );
     }
-    let _ = host::rt_sigprocmask(crate::signal::SIG_UNBLOCK, Some(sys));
+    let _ = host::rt_sigprocmask(crate::kernel::signal::SIG_UNBLOCK, Some(sys));
 }
 
 /// Has the root of the tree ended? See [`gone`].
@@ -622,8 +638,8 @@ pub fn after_fork_child(t: &thread::Thread, parent: i32) {
         );
         host::exit_group(127);
     }
-    crate::mem::reset_slots_after_fork(t.slot);
-    crate::stats::after_fork_child(t);
+    crate::mm::runtime::reset_slots_after_fork(t.slot);
+    crate::diag::stats::after_fork_child(t);
     // A forked child does not inherit the parent-death signal.
     watch_parent(t, Some(parent));
     // Until it execs, its parent may still move it to another group.
@@ -701,7 +717,7 @@ pub fn with_own_fds<F: FnOnce() -> R, R>(f: F) -> Result<R, Errno> {
         // CLONE_VFORK kept the caller's signal stack, which the caller's
         // frames may be using: a signal here must use the current stack.
         let off = host::StackT {
-            flags: crate::signal::SS_DISABLE,
+            flags: crate::kernel::signal::SS_DISABLE,
             ..Default::default()
         };
         let _ = host::sigaltstack(Some(&off), None);
@@ -728,15 +744,18 @@ pub fn with_own_fds<F: FnOnce() -> R, R>(f: F) -> Result<R, Errno> {
     // The child starts with this mask: async signals (SIGSYS too) blocked,
     // so the process's signals go to its other threads; faults deliverable.
     let old = host::rt_sigprocmask(
-        crate::signal::SIG_SETMASK,
-        Some(crate::signal::RUNTIME_MASK | crate::signal::bit(crate::signal::SIGSYS)),
+        crate::kernel::signal::SIG_SETMASK,
+        Some(
+            crate::kernel::signal::RUNTIME_MASK
+                | crate::kernel::signal::bit(crate::kernel::signal::SIGSYS),
+        ),
     )?;
     // SAFETY: CLONE_VM; `stack` is ours and unused until the child exits,
     // which CLONE_VFORK waits for; `run` never returns and reads `job` as
     // the `Job` it is.
     let r =
         unsafe { host::clone_thread(FLAGS, top, run::<F, R>, &mut job as *mut Job<F, R> as usize) };
-    let _ = host::rt_sigprocmask(crate::signal::SIG_SETMASK, Some(old));
+    let _ = host::rt_sigprocmask(crate::kernel::signal::SIG_SETMASK, Some(old));
     drop(stack);
     r?;
     job.r.ok_or(Errno::ENOSYS)
@@ -744,24 +763,24 @@ pub fn with_own_fds<F: FnOnce() -> R, R>(f: F) -> Result<R, Errno> {
 
 /// Called when a program thread exits (exit(2)).
 pub fn thread_exiting(t: &thread::Thread) {
-    crate::stats::thread_exit(t);
+    crate::diag::stats::thread_exit(t);
 }
 
 /// Called when the program exits the process (exit_group(2)) or replaces
 /// itself (execve(2)).
 pub fn process_exiting() {
-    crate::stats::process_exit();
+    crate::diag::stats::process_exit();
 }
 
 /// Appends one line to the `--stats-json` file, if one was asked for.
-pub fn stats_json_line(f: impl FnOnce(&mut crate::log::LineBuf)) {
+pub fn stats_json_line(f: impl FnOnce(&mut crate::diag::log::LineBuf)) {
     let path = &config().stats_json;
     if path.is_empty() {
         return;
     }
     let mut p = path.clone();
     p.push(0);
-    let mut b = crate::log::LineBuf::new();
+    let mut b = crate::diag::log::LineBuf::new();
     f(&mut b);
     let append = || -> Result<(), Errno> {
         const FLAGS: usize = 0o1 | 0o100 | 0o2000 | 0o2000000; // O_WRONLY|O_CREAT|O_APPEND|O_CLOEXEC

@@ -14,8 +14,8 @@
 //! creation; it is one of the runtime's few `unsafe` modules.
 #![allow(unsafe_code)]
 
-use crate::errno::Errno;
 use crate::host;
+use crate::host::errno::Errno;
 use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 pub const PAGE_SIZE: usize = 4096;
@@ -392,12 +392,12 @@ pub fn in_brk_room(addr: usize, len: usize) -> bool {
 }
 
 /// The runtime's global allocator (a locked dlmalloc).
-pub struct RuntimeHeap(crate::lock::Lock<dlmalloc::Dlmalloc<ReservationSystem>>);
+pub struct RuntimeHeap(crate::sync::Lock<dlmalloc::Dlmalloc<ReservationSystem>>);
 
 impl RuntimeHeap {
     pub const fn new() -> Self {
-        RuntimeHeap(crate::lock::Lock::new(
-            crate::lock::Rank::Heap,
+        RuntimeHeap(crate::sync::Lock::new(
+            crate::sync::Rank::Heap,
             dlmalloc::Dlmalloc::new_with_allocator(ReservationSystem),
         ))
     }

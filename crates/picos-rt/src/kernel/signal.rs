@@ -17,8 +17,8 @@
 
 use crate::arch::{self, RtSigFrame, SigInfo, StackT, UContext};
 use crate::host::{self, KSigaction};
-use crate::thread::{self, Thread};
-use crate::user;
+use crate::kernel::thread::{self, Thread};
+use crate::mm::user;
 use core::mem::size_of;
 
 pub const SIGHUP: i32 = 1;
@@ -88,7 +88,7 @@ pub const fn default_ignored(sig: i32) -> bool {
 }
 
 fn in_runtime(rip: u64) -> bool {
-    let (b, l) = crate::mem::image_range();
+    let (b, l) = crate::mm::runtime::image_range();
     (rip as usize) >= b && (rip as usize) < b + l
 }
 
@@ -128,7 +128,7 @@ fn handler_action(handler: usize, extra: u64) -> KSigaction {
 
 /// Installs the SIGSYS handler (the syscall trap path) and the handlers for
 /// synchronous faults, which the runtime keeps whatever the program asks.
-pub fn install_runtime_handlers() -> Result<(), crate::errno::Errno> {
+pub fn install_runtime_handlers() -> Result<(), crate::host::errno::Errno> {
     let h = |f: usize| handler_action(f, 0);
     host::rt_sigaction(SIGSYS, Some(&h(sigsys_handler as *const () as usize)), None)?;
     for sig in [SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP] {
@@ -171,7 +171,7 @@ extern "C" fn sigsys_handler(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
         && info.addr() == uc.mcontext.rip
         && info.syscall() == uc.mcontext.rax as i32;
     if !trap {
-        if info.code() == 0 && crate::rt::is_parent_death(info) {
+        if info.code() == 0 && crate::boot::is_parent_death(info) {
             return;
         }
         return host_signal(sig, info as *const SigInfo as *mut SigInfo, uc);
@@ -214,7 +214,7 @@ extern "C" fn sigsys_handler(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
 /// ends as Linux ends a program that faults: SIGSEGV.
 fn runtime_crash(sig: i32, info: &SigInfo, uc: &UContext) -> ! {
     let addr = info.addr();
-    let (base, _) = crate::mem::image_range();
+    let (base, _) = crate::mm::runtime::image_range();
     let rip = uc.mcontext.rip;
     let why = if thread::current_checked().is_none() {
         "the runtime's thread pointer (the GS base) no longer points at its state: \
@@ -501,7 +501,7 @@ pub fn die_by_signal(sig: i32) {
 /// Delivers one signal to the program according to its disposition.
 pub fn deliver(t: &Thread, info: &SigInfo, uc: &mut UContext) {
     let sig = info.signo();
-    crate::stats::signal(t, SYNC_FAULTS & bit(sig) != 0 && info.code() > 0);
+    crate::diag::stats::signal(t, SYNC_FAULTS & bit(sig) != 0 && info.code() > 0);
     let act = t.sighand().get(sig);
     match act.handler {
         SIG_IGN => {}
@@ -571,7 +571,7 @@ fn setup_frame(
     act: &KSigaction,
     info: &SigInfo,
     uc: &mut UContext,
-) -> Result<(), crate::errno::Errno> {
+) -> Result<(), crate::host::errno::Errno> {
     // A signal that lands while a fast call finishes through the trap path
     // (the program is between the trampoline's return and its slow
     // `syscall`, RAX = DEFERRED_NR): the handler must return to where that
@@ -580,7 +580,7 @@ fn setup_frame(
     crate::patch::finish_deferred(t, uc);
     if act.flags & SA_RESTORER == 0 {
         // x86-64 Linux has no default restorer: the frame cannot be built.
-        return Err(crate::errno::Errno::EFAULT);
+        return Err(crate::host::errno::Errno::EFAULT);
     }
     // A context in a trampoline (the trap path's rewinds and continuations
     // land there too): the handler sees, and returns to, the program's code.
@@ -651,7 +651,7 @@ fn setup_frame(
 
 /// Emulates rt_sigreturn(2): restores the program context saved in the frame
 /// whose ucontext sits at the program's stack pointer.
-pub fn sigreturn(t: &Thread, uc: &mut UContext) -> Result<(), crate::errno::Errno> {
+pub fn sigreturn(t: &Thread, uc: &mut UContext) -> Result<(), crate::host::errno::Errno> {
     let saved: UContext = user::read(uc.mcontext.rsp as usize)?;
     sigreturn_from(t, uc, &saved)
 }
@@ -661,7 +661,7 @@ pub fn sigreturn_from(
     t: &Thread,
     uc: &mut UContext,
     saved: &UContext,
-) -> Result<(), crate::errno::Errno> {
+) -> Result<(), crate::host::errno::Errno> {
     let host_fp = uc.mcontext.fpstate;
     let old_flags = uc.mcontext.eflags;
     let (cs, ss) = (uc.mcontext.cs, uc.mcontext.ss);
@@ -688,8 +688,8 @@ pub fn sigreturn_from(
 }
 
 /// The program's sigaltstack(2) update, with Linux's checks.
-pub fn set_altstack(t: &Thread, ss: &StackT, cur_sp: u64) -> Result<(), crate::errno::Errno> {
-    use crate::errno::Errno;
+pub fn set_altstack(t: &Thread, ss: &StackT, cur_sp: u64) -> Result<(), crate::host::errno::Errno> {
+    use crate::host::errno::Errno;
     let cur = t.altstack.get();
     // Linux's on_sig_stack(): a stack with SS_AUTODISARM never counts.
     if cur.flags & SS_AUTODISARM == 0 && on_altstack(&cur, cur_sp) {

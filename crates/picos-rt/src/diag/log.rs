@@ -92,8 +92,8 @@ pub fn log_line(level: LogLevel, args: fmt::Arguments<'_>) {
 #[macro_export]
 macro_rules! log {
     ($lvl:ident, $($arg:tt)*) => {
-        if $crate::log::enabled($crate::log::LogLevel::$lvl) {
-            $crate::log::log_line($crate::log::LogLevel::$lvl, format_args!($($arg)*));
+        if $crate::diag::log::enabled($crate::diag::log::LogLevel::$lvl) {
+            $crate::diag::log::log_line($crate::diag::log::LogLevel::$lvl, format_args!($($arg)*));
         }
     };
 }

@@ -75,7 +75,7 @@ pub fn tsc_disabled() -> bool {
 }
 
 fn with_syscalls_allowed<R>(f: impl FnOnce() -> R) -> R {
-    let t = crate::thread::current();
+    let t = crate::kernel::thread::current();
     t.sud_selector.store(0, Ordering::Relaxed); // SYSCALL_DISPATCH_FILTER_ALLOW
     let r = f();
     t.sud_selector.store(1, Ordering::Relaxed); // SYSCALL_DISPATCH_FILTER_BLOCK

@@ -9,7 +9,9 @@
 //! wrappers that only pass integers or Rust references are safe.
 #![allow(unsafe_code)]
 
-use crate::errno::Errno;
+pub mod errno;
+
+use crate::host::errno::Errno;
 use core::arch::asm;
 
 /// Result of a host call: the kernel's non-negative return value, or an errno.

@@ -1,0 +1,1 @@
+//! Entry from the program and exit back to it.

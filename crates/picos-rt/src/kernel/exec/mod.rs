@@ -1,0 +1,2 @@
+//! execve(2): loading programs (`loader`).
+pub mod loader;

@@ -1,0 +1,5 @@
+//! The library OS's state: threads, processes, signals, exec, files, time.
+pub mod exec;
+pub mod signal;
+pub mod thread;
+pub mod time;
