@@ -178,7 +178,7 @@ fn report(kind: &str, id: i32, t: &Totals) {
         let _ = b.write_str("\n");
         b.flush();
     }
-    crate::boot::stats_json_line(|b: &mut LineBuf| {
+    crate::kernel::process::stats_json_line(|b: &mut LineBuf| {
         let _ = write!(
             b,
             "{{\"kind\":\"{kind}\",\"id\":{id},\"syscalls\":{},\"fast_path\":{},\"trap_path\":{},\"emulated\":{},\"host_calls\":{},\"sync_signals\":{},\"async_signals\":{},\"threads\":{},\"top\":[",

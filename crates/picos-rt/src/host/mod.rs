@@ -9,7 +9,10 @@
 //! wrappers that only pass integers or Rust references are safe.
 #![allow(unsafe_code)]
 
+pub mod abi;
 pub mod errno;
+
+use alloc::vec::Vec;
 
 use crate::host::errno::Errno;
 use core::arch::asm;
@@ -122,6 +125,9 @@ pub mod nr {
 pub const AT_FDCWD: isize = -100;
 /// openat(2) flags.
 pub const O_RDONLY: i32 = 0;
+pub const O_WRONLY: i32 = 0o1;
+pub const O_CREAT: i32 = 0o100;
+pub const O_APPEND: i32 = 0o2000;
 pub const O_CLOEXEC: i32 = 0o2000000;
 
 /// write(2) to a host fd.
@@ -422,18 +428,8 @@ pub fn rt_sigprocmask(how: i32, set: Option<u64>) -> Result<u64, Errno> {
     Ok(old)
 }
 
-/// `stack_t`.
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct StackT {
-    pub sp: usize,
-    pub flags: i32,
-    pub pad: i32,
-    pub size: usize,
-}
-
 /// sigaltstack(2) on the host.
-pub fn sigaltstack(new: Option<&StackT>, old: Option<&mut StackT>) -> HostResult {
+pub fn sigaltstack(new: Option<&abi::StackT>, old: Option<&mut abi::StackT>) -> HostResult {
     let np = new.map_or(0, |n| n as *const _ as usize);
     let op = old.map_or(0, |o| o as *mut _ as usize);
     // SAFETY: null or live `stack_t`s.
@@ -544,4 +540,97 @@ pub fn close_range(first: u32, last: u32, flags: u32) -> HostResult {
 pub fn sched_yield() {
     // SAFETY: no arguments.
     let _ = unsafe { sc!(nr::SCHED_YIELD) };
+}
+
+/// getcwd(2): the working directory into `buf`; its length with the NUL.
+pub fn getcwd(buf: &mut [u8]) -> HostResult {
+    // SAFETY: `buf` is writable for its length.
+    unsafe { sc!(nr::GETCWD, buf.as_mut_ptr() as usize, buf.len()) }
+}
+
+/// execve(2) of `path` with `argv` and `envp` (each string without its
+/// NUL). Returns only on failure.
+pub fn execve(path: &core::ffi::CStr, argv: &[Vec<u8>], envp: &[Vec<u8>]) -> HostResult {
+    /// NUL-terminated copies and a NULL-terminated pointer vector into them.
+    fn c_vector(items: &[Vec<u8>]) -> (Vec<Vec<u8>>, Vec<usize>) {
+        let store: Vec<Vec<u8>> = items
+            .iter()
+            .map(|s| [s.as_slice(), b"\0"].concat())
+            .collect();
+        let mut ptrs: Vec<usize> = store.iter().map(|s| s.as_ptr() as usize).collect();
+        ptrs.push(0);
+        (store, ptrs)
+    }
+    let (_astore, a) = c_vector(argv);
+    let (_estore, e) = c_vector(envp);
+    // SAFETY: every pointer references a live NUL-terminated string (kept
+    // by the stores) or ends its NULL-terminated vector.
+    unsafe {
+        sc!(
+            nr::EXECVE,
+            path.as_ptr() as usize,
+            a.as_ptr() as usize,
+            e.as_ptr() as usize
+        )
+    }
+}
+
+/// Stack of the transient thread of [`with_own_fds`].
+const OWN_FDS_STACK: usize = 256 << 10;
+
+/// Runs `f` on a transient thread of this process that has a descriptor
+/// table of its own (holding only a copy of 2, for messages): what `f` opens never enters the
+/// program's table (the program cannot reach it, and a full table does not
+/// stop it), while memory, the working directory and credentials are the
+/// process's. The calling thread waits until `f` is done (CLONE_VFORK).
+/// `f` must not take a lock the caller holds, and must only make host calls
+/// and touch runtime memory; it runs with async signals blocked, off the
+/// signal stack. The cost is a thread's creation and exit (~50 µs).
+pub fn with_own_fds<F: FnOnce() -> R, R>(blocked: u64, f: F) -> Result<R, Errno> {
+    struct Job<F, R> {
+        f: Option<F>,
+        r: Option<R>,
+    }
+    extern "C" fn run<F: FnOnce() -> R, R>(job: usize) -> ! {
+        // SAFETY: `job` points at the caller's `Job`, which the caller does
+        // not touch until this thread has exited (CLONE_VFORK).
+        let job = unsafe { &mut *(job as *mut Job<F, R>) };
+        // CLONE_VFORK kept the caller's signal stack, which the caller's
+        // frames may be using: a signal here must use the current stack.
+        let off = abi::StackT {
+            flags: abi::SS_DISABLE,
+            ..Default::default()
+        };
+        let _ = sigaltstack(Some(&off), None);
+        // CLOSE_RANGE_UNSHARE from 3 up: a new table holding copies of 0,
+        // 1 and 2 only (Linux copies just the numbers below the range,
+        // cheap whatever the program's table holds); 0 and 1 are closed,
+        // 2 stays for the runtime's messages (the loader's warnings).
+        if close_range(3, u32::MAX, 2).is_ok() {
+            let _ = close(0);
+            let _ = close(1);
+            job.r = job.f.take().map(|f| f());
+        }
+        exit_thread(0)
+    }
+    // CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+    // CLONE_SYSVSEM | CLONE_VFORK: the child unshares the table itself.
+    const FLAGS: usize = 0x100 | 0x200 | 0x400 | 0x800 | 0x10000 | 0x40000 | 0x4000;
+    let mut job = Job {
+        f: Some(f),
+        r: None,
+    };
+    let mut stack: Vec<u8> = Vec::with_capacity(OWN_FDS_STACK);
+    let top = (stack.as_mut_ptr() as usize + OWN_FDS_STACK) & !15;
+    // The child starts with this mask (the caller's choice: async signals
+    // blocked, so that the process's signals go to its other threads).
+    let old = rt_sigprocmask(abi::SIG_SETMASK, Some(blocked))?;
+    // SAFETY: CLONE_VM; `stack` is ours and unused until the child exits,
+    // which CLONE_VFORK waits for; `run` never returns and reads `job` as
+    // the `Job` it is.
+    let r = unsafe { clone_thread(FLAGS, top, run::<F, R>, &mut job as *mut Job<F, R> as usize) };
+    let _ = rt_sigprocmask(abi::SIG_SETMASK, Some(old));
+    drop(stack);
+    r?;
+    job.r.ok_or(Errno::ENOSYS)
 }

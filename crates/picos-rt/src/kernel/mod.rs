@@ -1,5 +1,7 @@
 //! The library OS's state: threads, processes, signals, exec, files, time.
 pub mod exec;
+pub mod fs;
+pub mod process;
 pub mod signal;
 pub mod thread;
 pub mod time;

@@ -15,54 +15,13 @@
 //! The handlers receive raw `siginfo`/`ucontext` pointers from the kernel.
 #![allow(unsafe_code)]
 
-use crate::arch::{self, RtSigFrame, SigInfo, StackT, UContext};
+use crate::arch::{self, RtSigFrame, SigInfo, UContext};
 use crate::host::{self, KSigaction};
 use crate::kernel::thread::{self, Thread};
 use crate::mm::user;
 use core::mem::size_of;
 
-pub const SIGHUP: i32 = 1;
-pub const SIGILL: i32 = 4;
-pub const SIGTRAP: i32 = 5;
-pub const SIGABRT: i32 = 6;
-pub const SIGBUS: i32 = 7;
-pub const SIGFPE: i32 = 8;
-pub const SIGKILL: i32 = 9;
-pub const SIGSEGV: i32 = 11;
-pub const SIGCHLD: i32 = 17;
-pub const SIGCONT: i32 = 18;
-pub const SIGSTOP: i32 = 19;
-pub const SIGTSTP: i32 = 20;
-pub const SIGTTIN: i32 = 21;
-pub const SIGTTOU: i32 = 22;
-pub const SIGURG: i32 = 23;
-pub const SIGWINCH: i32 = 28;
-pub const SIGSYS: i32 = 31;
-
-pub const SA_NOCLDSTOP: u64 = 1;
-pub const SA_NOCLDWAIT: u64 = 2;
-pub const SA_SIGINFO: u64 = 4;
-pub const SA_RESTORER: u64 = 0x0400_0000;
-pub const SA_ONSTACK: u64 = 0x0800_0000;
-pub const SA_RESTART: u64 = 0x1000_0000;
-pub const SA_NODEFER: u64 = 0x4000_0000;
-pub const SA_RESETHAND: u64 = 0x8000_0000;
-pub const SIG_DFL: usize = 0;
-pub const SIG_IGN: usize = 1;
-pub const SS_ONSTACK: i32 = 1;
-pub const SS_DISABLE: i32 = 2;
-pub const SS_AUTODISARM: i32 = 1 << 31;
-pub const SIG_BLOCK: i32 = 0;
-pub const SIG_UNBLOCK: i32 = 1;
-pub const SIG_SETMASK: i32 = 2;
-pub use arch::SI_KERNEL;
-/// si_code of a Syscall User Dispatch SIGSYS.
-pub const SYS_USER_DISPATCH: i32 = 2;
-
-/// Bit for signal `sig` in a mask.
-pub const fn bit(sig: i32) -> u64 {
-    1u64 << (sig - 1)
-}
+use crate::host::abi::*;
 
 const SYNC_FAULTS: u64 = bit(SIGSEGV) | bit(SIGBUS) | bit(SIGFPE) | bit(SIGILL) | bit(SIGTRAP);
 /// Signals no mask can block.
@@ -171,7 +130,7 @@ extern "C" fn sigsys_handler(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
         && info.addr() == uc.mcontext.rip
         && info.syscall() == uc.mcontext.rax as i32;
     if !trap {
-        if info.code() == 0 && crate::boot::is_parent_death(info) {
+        if info.code() == 0 && crate::kernel::process::is_parent_death(info) {
             return;
         }
         return host_signal(sig, info as *const SigInfo as *mut SigInfo, uc);

@@ -13,7 +13,8 @@
 //! code that calls `current()` on a thread and never lets the program change it.
 #![allow(unsafe_code)]
 
-use crate::arch::{SigInfo, StackT};
+use crate::arch::SigInfo;
+use crate::host::abi::StackT;
 use crate::host::errno::Errno;
 use crate::host::{self, KSigaction};
 use crate::mm::runtime;
@@ -534,11 +535,11 @@ pub fn install(t: &'static Thread) {
     crate::arch::set_gs_base(t as *const Thread as usize);
     t.tid.store(host::gettid(), Ordering::Release);
     let base = runtime::slot_base(t.slot) + runtime::PAGE_SIZE;
-    let ss = host::StackT {
-        sp: base,
+    let ss = StackT {
+        sp: base as u64,
         flags: 0,
         pad: 0,
-        size: t.stack_top() - base,
+        size: (t.stack_top() - base) as u64,
     };
     if let Err(e) = host::sigaltstack(Some(&ss), None) {
         crate::log!(Error, "sigaltstack failed: {}", e);
@@ -621,7 +622,7 @@ extern "C" fn picos_clone_child(header: usize) -> ! {
     // SAFETY: `t` is the child's Thread, initialised by alloc().
     let t: &'static Thread = unsafe { &*(t as *const Thread) };
     install(t);
-    if let Err(e) = crate::boot::arm_dispatch() {
+    if let Err(e) = crate::kernel::thread::arm_dispatch() {
         crate::log!(
             Error,
             "cannot arm Syscall User Dispatch in a new thread: {}",
@@ -668,4 +669,26 @@ pub enum Sending {
     Nothing,
     ToProcess,
     ToThread,
+}
+
+const PR_SET_SYSCALL_USER_DISPATCH: i32 = 59;
+const PR_SYS_DISPATCH_ON: usize = 1;
+
+/// Arms Syscall User Dispatch for the calling thread: from now on every
+/// syscall issued outside the runtime image traps to the SIGSYS handler.
+/// Linux does not pass this setting to new threads or processes, so every
+/// thread the runtime creates calls this before running program code.
+pub fn arm_dispatch() -> Result<(), Errno> {
+    let (base, len) = crate::mm::runtime::image_range();
+    // The thread's selector byte lets the runtime open the gate around vDSO
+    // calls (see `vdso`); it stays at BLOCK otherwise.
+    let selector = &current().sud_selector as *const core::sync::atomic::AtomicU8 as usize;
+    host::prctl(
+        PR_SET_SYSCALL_USER_DISPATCH,
+        PR_SYS_DISPATCH_ON,
+        base,
+        len,
+        selector,
+    )
+    .map(|_| ())
 }

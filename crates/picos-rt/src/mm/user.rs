@@ -41,7 +41,7 @@ unsafe impl<T: Pod, const N: usize> Pod for [T; N] {}
 // SAFETY: repr(C) structs of integers.
 unsafe impl Pod for crate::host::KSigaction {}
 // SAFETY: repr(C) structs of integers.
-unsafe impl Pod for arch::StackT {}
+unsafe impl Pod for crate::host::abi::StackT {}
 // SAFETY: repr(C) structs of integers.
 unsafe impl Pod for arch::UContext {}
 // SAFETY: repr(C) structs of integers.

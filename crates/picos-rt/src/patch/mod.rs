@@ -439,7 +439,7 @@ fn write_code(ops: &[CodeOp<'_>]) -> Result<(), Errno> {
         let _ = host::close(fd);
         Ok(r)
     };
-    match crate::boot::with_transient_fds(run) {
+    match crate::kernel::fs::with_transient_fds(run) {
         Ok(r) => r,
         Err(e) => {
             if e != Errno::EMFILE && e != Errno::ENFILE && e != Errno::EAGAIN {
@@ -1341,7 +1341,7 @@ extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
         // the exit sequence then finishes through the trap path to deliver
         // them.
         let _ = host::rt_sigprocmask(
-            crate::kernel::signal::SIG_SETMASK,
+            crate::host::abi::SIG_SETMASK,
             Some(crate::kernel::signal::host_mask(mask_after)),
         );
         t.update_pending_flag();
@@ -1432,7 +1432,7 @@ fn fast_sigreturn(t: &'static Thread, f: &FastFrame) -> bool {
     let after = t.sig_mask.get();
     if after != before {
         let _ = host::rt_sigprocmask(
-            crate::kernel::signal::SIG_SETMASK,
+            crate::host::abi::SIG_SETMASK,
             Some(crate::kernel::signal::host_mask(after)),
         );
     }
@@ -1473,7 +1473,7 @@ fn deliver_on(t: &Thread, m: &mut SigContext, buf: &mut core::mem::MaybeUninit<F
     t.delivering.set(true);
     crate::kernel::signal::deliver_pending(t, &mut uc);
     t.delivering.set(false);
-    let _ = host::rt_sigprocmask(crate::kernel::signal::SIG_SETMASK, Some(uc.sigmask));
+    let _ = host::rt_sigprocmask(crate::host::abi::SIG_SETMASK, Some(uc.sigmask));
     *m = uc.mcontext;
     m.fpstate = 0;
 }

@@ -75,10 +75,10 @@ pub fn host_blocking(t: &Thread, nr: usize, args: [usize; 6]) -> SysResult {
 
 /// As [`host_blocking`], with an explicit host mask during the call.
 pub fn host_blocking_with_mask(nr: usize, args: [usize; 6], mask: u64) -> SysResult {
-    let old = host::rt_sigprocmask(crate::kernel::signal::SIG_SETMASK, Some(mask))
+    let old = host::rt_sigprocmask(crate::host::abi::SIG_SETMASK, Some(mask))
         .unwrap_or(crate::kernel::signal::RUNTIME_MASK);
     let r = blocking_raw(nr, args);
-    let _ = host::rt_sigprocmask(crate::kernel::signal::SIG_SETMASK, Some(old));
+    let _ = host::rt_sigprocmask(crate::host::abi::SIG_SETMASK, Some(old));
     r
 }
 

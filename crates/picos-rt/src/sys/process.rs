@@ -8,7 +8,6 @@ use crate::host::errno::Errno;
 use crate::kernel::thread::{self, SigHand};
 use crate::mm::user::{self, UserPtr};
 use alloc::boxed::Box;
-use alloc::vec::Vec;
 
 pub const CLONE_VM: u64 = 0x100;
 pub const CLONE_FS: u64 = 0x200;
@@ -159,7 +158,7 @@ pub fn fork(c: &mut Ctx<'_>) -> SysResult {
     do_clone(
         c,
         CloneArgs {
-            exit_signal: crate::kernel::signal::SIGCHLD as u64,
+            exit_signal: crate::host::abi::SIGCHLD as u64,
             ..Default::default()
         },
     )
@@ -171,7 +170,7 @@ pub fn vfork(c: &mut Ctx<'_>) -> SysResult {
         c,
         CloneArgs {
             flags: CLONE_VM | CLONE_VFORK,
-            exit_signal: crate::kernel::signal::SIGCHLD as u64,
+            exit_signal: crate::host::abi::SIGCHLD as u64,
             ..Default::default()
         },
     )
@@ -185,7 +184,7 @@ fn do_clone(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     }
     if a.flags & CLONE_FILES != 0 {
         // Program code may now run while the runtime works in this table.
-        crate::boot::note_shared_fds();
+        crate::kernel::fs::note_shared_fds();
     }
     if a.flags & CLONE_VM == 0 {
         fork_process(c, a)
@@ -361,13 +360,14 @@ fn exec_common(
             return Err(e);
         }
     }
-    let full = crate::boot::exec_path(dirfd, &path, flags & AT_EMPTY_PATH != 0)?;
+    let full = crate::kernel::exec::exec_path(dirfd, &path, flags & AT_EMPTY_PATH != 0)?;
     // The check opens the files of the chain: in a table of its own, so
     // that a full table does not fail the exec (the kernel's execve needs
     // no descriptor) and other threads never see the descriptors.
-    let checked =
-        crate::boot::with_own_fds(|| crate::kernel::exec::loader::check_executable_chain(&full))
-            .unwrap_or_else(|_| crate::kernel::exec::loader::check_executable_chain(&full));
+    let checked = crate::kernel::fs::with_own_fds(|| {
+        crate::kernel::exec::loader::check_executable_chain(&full)
+    })
+    .unwrap_or_else(|_| crate::kernel::exec::loader::check_executable_chain(&full));
     if let Err(f) = &checked {
         use crate::kernel::exec::loader::ExecError::{NotExecutable, Open};
         if f.via.is_none() && matches!(f.error, Open(_) | NotExecutable(_)) {
@@ -377,21 +377,21 @@ fn exec_common(
     let argv = user::read_cstr_array(argv)?;
     let envp = user::read_cstr_array(envp)?;
     checked.map_err(|f| f.error.errno())?;
-    crate::boot::exec_runtime(c.t, &full, &argv, &envp)
+    crate::kernel::exec::exec_runtime(c.t, &full, &argv, &envp)
 }
 
 /// Implements exit(2): ends the calling thread (the host clears and wakes
 /// its clear_child_tid word when the thread is gone, as natively).
 pub fn exit(c: &mut Ctx<'_>) -> SysResult {
     let t = c.t;
-    crate::boot::thread_exiting(t);
+    crate::kernel::process::thread_exiting(t);
     thread::retire(t);
     host::exit_thread(c.arg(0) as i32)
 }
 
 /// Implements exit_group(2).
 pub fn exit_group(c: &mut Ctx<'_>) -> SysResult {
-    crate::boot::process_exiting();
+    crate::kernel::process::process_exiting();
     host::exit_group(c.arg(0) as i32)
 }
 
@@ -467,18 +467,4 @@ pub fn prctl(c: &mut Ctx<'_>) -> SysResult {
         }
         _ => c.host(),
     }
-}
-
-/// Joins program strings into NUL-terminated host strings and a pointer
-/// vector ending in NULL (the vector points into `store`).
-pub fn c_vector(items: &[Vec<u8>], store: &mut Vec<Vec<u8>>) -> Vec<usize> {
-    store.clear();
-    for s in items {
-        let mut v = s.clone();
-        v.push(0);
-        store.push(v);
-    }
-    let mut ptrs: Vec<usize> = store.iter().map(|s| s.as_ptr() as usize).collect();
-    ptrs.push(0);
-    ptrs
 }

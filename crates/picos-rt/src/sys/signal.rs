@@ -3,10 +3,10 @@
 #![deny(unsafe_code)]
 
 use super::{Ctx, SysResult};
-use crate::arch::StackT;
+use crate::host::abi::{self, bit, StackT, SIGKILL, SIGSTOP};
 use crate::host::errno::Errno;
 use crate::host::KSigaction;
-use crate::kernel::signal::{self as sig, bit, SIGKILL, SIGSTOP};
+use crate::kernel::signal as sig;
 use crate::kernel::thread::{Sending, NSIG};
 use crate::mm::user::{self, UserPtr};
 use alloc::vec;
@@ -60,7 +60,7 @@ pub fn rt_sigaction(c: &mut Ctx<'_>) -> SysResult {
         // An ignored signal that is pending is discarded (POSIX; Linux's
         // do_sigaction): the host drops its own, the runtime the ones it
         // holds for this thread.
-        if a.handler == sig::SIG_IGN || (a.handler == sig::SIG_DFL && sig::default_ignored(signo)) {
+        if a.handler == abi::SIG_IGN || (a.handler == abi::SIG_DFL && sig::default_ignored(signo)) {
             while c.t.take_pending(!bit(signo)).is_some() {}
         }
     }
@@ -84,9 +84,9 @@ pub fn rt_sigprocmask(c: &mut Ctx<'_>) -> SysResult {
     if !set.is_null() {
         let s = set.read()? & !(bit(SIGKILL) | bit(SIGSTOP));
         let new = match how {
-            sig::SIG_BLOCK => cur | s,
-            sig::SIG_UNBLOCK => cur & !s,
-            sig::SIG_SETMASK => s,
+            abi::SIG_BLOCK => cur | s,
+            abi::SIG_UNBLOCK => cur & !s,
+            abi::SIG_SETMASK => s,
             _ => return Err(Errno::EINVAL),
         };
         // As Linux: the mask changes even if `oldset` then faults.
@@ -173,7 +173,7 @@ fn host_thread_pending(tid: i32) -> Option<u64> {
         tid
     );
     let path = core::ffi::CStr::from_bytes_with_nul(path.as_bytes()).ok()?;
-    let (buf, n) = crate::boot::read_small_file::<2048>(path).ok()?;
+    let (buf, n) = crate::kernel::fs::read_small_file::<2048>(path).ok()?;
     parse_sigpnd(&buf[..n])
 }
 
@@ -472,7 +472,7 @@ pub fn rt_sigreturn(c: &mut Ctx<'_>) -> SysResult {
         Err(_) => {
             // Linux sends SIGSEGV for a bad frame.
             crate::log!(Debug, "rt_sigreturn with a bad frame");
-            sig::die_of(sig::SIGSEGV)
+            sig::die_of(abi::SIGSEGV)
         }
     }
 }
@@ -543,7 +543,7 @@ pub fn rt_sigpending(c: &mut Ctx<'_>) -> SysResult {
 /// (`si_code` SI_KERNEL) and returns -1.
 pub fn uretprobe(c: &mut Ctx<'_>) -> SysResult {
     const SI_KERNEL: i32 = 0x80;
-    sig::force_sig(c.t, sig::SIGILL, SI_KERNEL);
+    sig::force_sig(c.t, abi::SIGILL, SI_KERNEL);
     Err(Errno::EPERM)
 }
 

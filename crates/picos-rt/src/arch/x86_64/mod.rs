@@ -6,6 +6,7 @@
 //! recover from faults on program memory. Their contracts are written on each.
 #![allow(unsafe_code)]
 
+use crate::host::abi::StackT;
 use core::arch::{asm, global_asm};
 
 /// Kernel `struct sigcontext` (x86-64), the register part of a ucontext.
@@ -40,26 +41,6 @@ pub struct SigContext {
     pub cr2: u64,
     pub fpstate: u64,
     pub reserved1: [u64; 8],
-}
-
-/// Kernel `stack_t`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct StackT {
-    pub sp: u64,
-    pub flags: i32,
-    pub pad: i32,
-    pub size: u64,
-}
-
-impl StackT {
-    /// No alternate stack (SS_DISABLE).
-    pub const DISABLED: StackT = StackT {
-        sp: 0,
-        flags: 2,
-        pad: 0,
-        size: 0,
-    };
 }
 
 /// Kernel `struct ucontext` (x86-64): 304 bytes.
@@ -714,10 +695,6 @@ pub fn fault_fixup(rip: u64) -> Option<u64> {
     ((rip >= cs && rip < ce) || (rip >= ss && rip < se) || (rip >= xs && rip < xe)).then_some(fix)
 }
 
-/// si_code of a signal the kernel raises itself (a general-protection
-/// fault, `force_sig`).
-pub const SI_KERNEL: i32 = 0x80;
-
 /// A fault-type signal at a fix-up site (`fault_fixup(rip)` is some): was
 /// it this instruction's own fault? Page faults report the address the
 /// copy was at (RSI, RDI or RDI+RAX, within the 8 bytes one instruction
@@ -729,7 +706,7 @@ pub fn fixup_fault_is_real(m: &SigContext, code: i32, addr: u64) -> bool {
     let (xs, xe) = unsafe { (addr_of(&picos_xrstor_insn), addr_of(&picos_xrstor_end)) };
     let xrstor = m.rip >= xs && m.rip < xe;
     let ptrs = [m.rsi, m.rdi, m.rdi.wrapping_add(m.rax)];
-    if code == SI_KERNEL {
+    if code == crate::host::abi::SI_KERNEL {
         return xrstor
             || ptrs
                 .iter()
@@ -756,7 +733,7 @@ pub fn rdtsc() -> u64 {
 /// Reads the GS base (the runtime's per-thread pointer).
 #[inline(always)]
 pub fn gs_base() -> usize {
-    if crate::boot::has_fsgsbase() {
+    if crate::arch::has_fsgsbase() {
         let v: usize;
         // SAFETY: rdgsbase is enabled (checked via AT_HWCAP2) and only reads.
         unsafe { asm!("rdgsbase {}", out(reg) v, options(nomem, nostack, preserves_flags)) };
@@ -770,7 +747,7 @@ pub fn gs_base() -> usize {
 
 /// Sets the GS base of the calling thread.
 pub fn set_gs_base(v: usize) {
-    if crate::boot::has_fsgsbase() {
+    if crate::arch::has_fsgsbase() {
         // SAFETY: wrgsbase is enabled; GS is reserved for the runtime.
         unsafe { asm!("wrgsbase {}", in(reg) v, options(nostack, preserves_flags)) };
     } else {
@@ -799,4 +776,21 @@ pub fn tsc_aux(rdtscp_allowed: bool) -> Option<u32> {
     } else {
         None
     }
+}
+
+static FSGSBASE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+const HWCAP2_FSGSBASE: u64 = 1 << 1;
+
+/// Notes the kernel's AT_HWCAP2 (whether `rdgsbase`/`wrgsbase` may be used).
+pub fn note_hwcap2(hwcap2: u64) {
+    FSGSBASE.store(
+        hwcap2 & HWCAP2_FSGSBASE != 0,
+        core::sync::atomic::Ordering::Relaxed,
+    );
+}
+
+/// May the runtime use the FSGSBASE instructions?
+#[inline(always)]
+pub fn has_fsgsbase() -> bool {
+    FSGSBASE.load(core::sync::atomic::Ordering::Relaxed)
 }

@@ -1,2 +1,95 @@
-//! execve(2): loading programs (`loader`).
+//! execve(2): which program to run, and the fresh runtime that runs it
+//! (`loader` maps it).
+#![deny(unsafe_code)]
+
 pub mod loader;
+
+use crate::host;
+use crate::host::errno::Errno;
+use crate::kernel::fs::{absolute, join};
+use crate::kernel::process::{config, exe_path};
+use crate::kernel::thread;
+use alloc::vec::Vec;
+use picos_abi::CONFIG_ENV;
+
+/// The path execve(2) should run, made absolute so the new runtime finds it.
+pub fn exec_path(dirfd: isize, path: &[u8], empty_path: bool) -> Result<Vec<u8>, Errno> {
+    if path.is_empty() && !empty_path {
+        return Err(Errno::ENOENT);
+    }
+    if crate::kernel::fs::is_self_exe(path, host::getpid()) {
+        // /proc/self/exe is the runtime on the host; for the program it is itself.
+        return Ok(exe_path().to_vec());
+    }
+    if path.first() == Some(&b'/') {
+        return Ok(path.to_vec());
+    }
+    if dirfd == host::AT_FDCWD {
+        return Ok(absolute(path));
+    }
+    // Relative to a directory fd (or the fd itself): resolve through /proc.
+    // As Linux: a bad descriptor is EBADF, a relative path from one that
+    // is not a directory ENOTDIR.
+    let st = host::fstat(dirfd as i32).map_err(|_| Errno::EBADF)?;
+    if !path.is_empty() && st.st_mode & 0o170000 != 0o040000 {
+        return Err(Errno::ENOTDIR);
+    }
+    let mut link = alloc::vec![0u8; 4096];
+    let mut p: Vec<u8> = alloc::format!("/proc/thread-self/fd/{}", dirfd as i32).into_bytes();
+    p.push(0);
+    let p = core::ffi::CStr::from_bytes_with_nul(&p).map_err(|_| Errno::EBADF)?;
+    let n = host::readlink(p, &mut link).map_err(|_| Errno::EBADF)?;
+    link.truncate(n);
+    if path.is_empty() {
+        return Ok(link);
+    }
+    Ok(join(&link, path))
+}
+
+/// Replaces the process with a fresh runtime running `path` (execve).
+/// Returns only on failure.
+pub fn exec_runtime(
+    t: &thread::Thread,
+    path: &[u8],
+    argv: &[Vec<u8>],
+    envp: &[Vec<u8>],
+) -> Result<usize, Errno> {
+    let mut cfg = config().clone();
+    cfg.exe = path.to_vec();
+    let prefix = [CONFIG_ENV.as_bytes(), b"="].concat();
+    let mut env: Vec<Vec<u8>> = envp
+        .iter()
+        .filter(|e| !e.starts_with(&prefix))
+        .cloned()
+        .collect();
+    env.push([prefix.as_slice(), cfg.encode().as_bytes()].concat());
+    // Stats of the program being replaced.
+    crate::kernel::process::process_exiting();
+    // The new program starts with the program's mask, not the runtime's;
+    // SIGSYS stays blocked until the new runtime's handler is in place
+    // (`take_notices_from_exec`): the host's default action would kill us if
+    // a parent-death notice came meanwhile.
+    let _ = host::rt_sigprocmask(
+        crate::host::abi::SIG_SETMASK,
+        Some(
+            crate::kernel::signal::host_mask(t.sig_mask.get())
+                | crate::host::abi::bit(crate::host::abi::SIGSYS),
+        ),
+    );
+    let r = host::execve(c"/proc/self/exe", argv, &env);
+    let _ = host::rt_sigprocmask(
+        crate::host::abi::SIG_SETMASK,
+        Some(crate::kernel::signal::RUNTIME_MASK),
+    );
+    match r {
+        Err(Errno::ENOENT) => {
+            crate::log!(
+                Error,
+                "execve: cannot re-execute the runtime through /proc/self/exe (is /proc mounted?)"
+            );
+            Err(Errno::ENOENT)
+        }
+        Err(e) => Err(e),
+        Ok(_) => Err(Errno::EIO),
+    }
+}

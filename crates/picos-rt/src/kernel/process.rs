@@ -1,0 +1,256 @@
+//! The process: its launch configuration, its program, its identity and
+//! place in the picoprocess tree (the parent-death watch), and what happens
+//! when it ends.
+#![deny(unsafe_code)]
+
+use crate::host;
+use crate::host::errno::Errno;
+use crate::kernel::thread;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+use picos_abi::LaunchConfig;
+
+static CONFIG: spin::Once<LaunchConfig> = spin::Once::new();
+
+/// Absolute path of the running program (what /proc/self/exe shows it).
+static EXE: spin::Once<Vec<u8>> = spin::Once::new();
+
+/// The launch configuration.
+pub fn config() -> &'static LaunchConfig {
+    CONFIG.get().expect("config set at start-up")
+}
+
+/// Absolute path of the running program.
+pub fn exe_path() -> &'static [u8] {
+    EXE.get().map_or(&[], |v| v.as_slice())
+}
+
+/// Sets the launch configuration (once, at start-up).
+pub fn set_config(cfg: LaunchConfig) {
+    CONFIG.call_once(|| cfg);
+}
+
+/// Sets the program's absolute path (once, at start-up).
+pub fn set_exe_path(path: Vec<u8>) {
+    EXE.call_once(|| path);
+}
+
+const PR_SET_PDEATHSIG: i32 = 1;
+
+/// Asks the host for SIGSYS when our parent dies (so the cached parent pid
+/// can be updated, and so that the tree ends with its root: see
+/// [`parent_gone`]), then caches our pid and our parent's. `parent` is the
+/// process that created us, if known (a forked child knows it): if our
+/// parent is already another process, it died before the signal was armed,
+/// and that is handled now as the signal would have been.
+pub fn watch_parent(t: &thread::Thread, parent: Option<i32>) {
+    let ids = t.ids();
+    let _ = host::prctl(PR_SET_PDEATHSIG, crate::host::abi::SIGSYS as usize, 0, 0, 0);
+    ids.pid.store(host::getpid(), Ordering::Relaxed);
+    // After the prctl: a parent that dies from now on sends the signal.
+    let ppid = host::getppid();
+    ids.ppid.store(ppid, Ordering::Relaxed);
+    if let Some(parent) = parent.filter(|&p| p > 0 && p != ppid) {
+        parent_gone(parent);
+    }
+}
+
+/// Is this SIGSYS the parent-death notice asked for by `watch_parent`? If
+/// so, note the new parent, end this process if the tree's root is gone,
+/// and raise the program's own parent-death signal, if it asked for one.
+///
+/// The host sends the notice when the *thread* that created us ends, with
+/// the pid of its process: if that process lives on (another of its
+/// threads adopts us), our parent has not changed.
+pub fn is_parent_death(info: &crate::arch::SigInfo) -> bool {
+    let Some(t) = thread::current_checked() else {
+        return false;
+    };
+    let ids = t.ids();
+    let from = i32::from_ne_bytes(info.0[16..20].try_into().unwrap());
+    if from <= 0 || from != ids.ppid.load(Ordering::Relaxed) {
+        return false;
+    }
+    // The host moves us to our new parent before it sends the notice.
+    let now = host::getppid();
+    ids.ppid.store(now, Ordering::Relaxed);
+    if now != from {
+        parent_gone(from);
+    }
+    let sig = ids.guest_pdeathsig.load(Ordering::Relaxed);
+    if sig > 0 {
+        let _ = host::tgkill(host::getpid(), t.tid(), sig);
+    }
+    true
+}
+
+/// Our parent process `parent` has ended (we have been given to another).
+/// A picoprocess tree never outlives its root (the process `picos run`
+/// became): if `parent` was the root, or the root is gone too, this process
+/// ends with SIGKILL, and its own children learn it the same way, down the
+/// tree. An orphan whose parent ended while the root lives runs on, as it
+/// would natively. Called from the SIGSYS handler: it must not allocate.
+fn parent_gone(parent: i32) {
+    let root = config().root_pid as i32;
+    if root <= 0 || host::getpid() == root {
+        return;
+    }
+    if parent == root || root_gone() {
+        end_with_root();
+    }
+}
+
+/// Ends this process because the root of its tree is gone.
+fn end_with_root() -> ! {
+    crate::log!(
+        Debug,
+        "the root of the picoprocess tree ({}) has ended: ending",
+        config().root_pid
+    );
+    let _ = host::kill(host::getpid(), crate::host::abi::SIGKILL);
+    host::exit_group(128 + crate::host::abi::SIGKILL)
+}
+
+/// At start-up after execve, in a process that is not the root: a parent
+/// that ended while we exec'd (or while a vfork child ran before its
+/// exec, with no parent-death signal armed) notified nobody, so look at the
+/// root itself.
+pub fn check_root_at_exec() {
+    let root = config().root_pid as i32;
+    if root > 0 && host::getpid() != root && root_gone() {
+        end_with_root();
+    }
+}
+
+/// SIGSYS is blocked across execve (`exec_runtime`), so that a
+/// parent-death notice sent while we exec'd (the thread that forked us
+/// ending, as a program's threads often do right after a fork, or our
+/// parent's death) waits for our handler instead of meeting the host's
+/// default action, which kills. Takes such a notice now, then unblocks
+/// SIGSYS. Anything else pending (a SIGSYS someone sent with kill) is
+/// queued again, for the program.
+pub fn take_notices_from_exec(t: &thread::Thread) {
+    let sys = crate::host::abi::bit(crate::host::abi::SIGSYS);
+    let mut other = None;
+    // One SIGSYS at most waits in each of the process's and thread's queues.
+    for _ in 0..2 {
+        let mut info = crate::arch::SigInfo::default();
+        if host::rt_sigtake(sys, &mut info.0).is_err() {
+            break;
+        }
+        let from = i32::from_ne_bytes(info.0[16..20].try_into().unwrap());
+        let ppid = t.ids().ppid.load(Ordering::Relaxed);
+        if info.code() == 0 && from > 0 && from == ppid {
+            // A thread of our parent ended: nothing to do.
+        } else if info.code() == 0 && from > 0 && gone(from as u32, false) {
+            // Our parent ended (we have another one already).
+            parent_gone(from);
+        } else {
+            other = Some(info);
+        }
+    }
+    if let Some(info) = other {
+        let _ = host::rt_tgsigqueueinfo(
+            host::getpid(),
+            host::gettid(),
+            crate::host::abi::SIGSYS,
+            &info.0,
+        );
+    }
+    let _ = host::rt_sigprocmask(crate::host::abi::SIG_UNBLOCK, Some(sys));
+}
+
+/// Has the root of the tree ended? See [`gone`].
+fn root_gone() -> bool {
+    gone(config().root_pid, true)
+}
+
+/// The start of what `/proc/PID/exe` reads for every picoprocess: the
+/// runtime, run from the CLI's memfd (`run.rs`, `runtime_fd`), whose name
+/// goes on with the root's pid and the time it started.
+const RUNTIME_EXE: &[u8] = b"/memfd:picos-rt";
+
+/// Is `link` (what `/proc/PID/exe` reads) the runtime of this very tree?
+/// The memfd's name is unique to the tree, so a pid reused by a process of
+/// another tree (or anything else) reads differently. No allocation.
+fn same_tree(link: &[u8]) -> bool {
+    let mut own = [0u8; 128];
+    match host::readlink(c"/proc/self/exe", &mut own) {
+        Ok(len) if own[..len].starts_with(RUNTIME_EXE) => link == &own[..len],
+        // Not run from the CLI's memfd: fall back to the prefix.
+        _ => link.starts_with(RUNTIME_EXE),
+    }
+}
+
+/// Has process `pid` ended? Asks `/proc/PID/exe`, which reads ENOENT from
+/// the moment a process has let go of its memory on its way out: for a
+/// zombie (killed but not yet reaped, which `kill(pid, 0)` still finds) as
+/// for a pid nobody has. With `picoprocess`, a process with that pid that
+/// is not a picoprocess (the pid was reused) counts as ended too. When in
+/// doubt (`/proc` unreadable, a process we may not inspect), no. No
+/// descriptor, no allocation (called from the SIGSYS handler).
+fn gone(pid: u32, picoprocess: bool) -> bool {
+    // "/proc/" + at most 10 digits + "/exe" + NUL.
+    let mut path = [0u8; 24];
+    let mut n = 0;
+    for &b in b"/proc/" {
+        path[n] = b;
+        n += 1;
+    }
+    let mut digits = [0u8; 10];
+    let (mut v, mut d) = (pid, digits.len());
+    loop {
+        d -= 1;
+        digits[d] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for &b in digits[d..].iter().chain(b"/exe\0") {
+        path[n] = b;
+        n += 1;
+    }
+    let Ok(path) = core::ffi::CStr::from_bytes_with_nul(&path[..n]) else {
+        return false;
+    };
+    let mut link = [0u8; 128];
+    match host::readlink(path, &mut link) {
+        Ok(len) => picoprocess && !same_tree(&link[..len]),
+        // No such process (or one without memory any more), if /proc is there.
+        Err(Errno::ENOENT) => host::readlink(c"/proc/self/exe", &mut link).is_ok(),
+        Err(_) => false,
+    }
+}
+
+/// Called when a program thread exits (exit(2)).
+pub fn thread_exiting(t: &thread::Thread) {
+    crate::diag::stats::thread_exit(t);
+}
+
+/// Called when the program exits the process (exit_group(2)) or replaces
+/// itself (execve(2)).
+pub fn process_exiting() {
+    crate::diag::stats::process_exit();
+}
+
+/// Appends one line to the `--stats-json` file, if one was asked for.
+pub fn stats_json_line(f: impl FnOnce(&mut crate::diag::log::LineBuf)) {
+    let path = &config().stats_json;
+    if path.is_empty() {
+        return;
+    }
+    let mut p = path.clone();
+    p.push(0);
+    let mut b = crate::diag::log::LineBuf::new();
+    f(&mut b);
+    let append = || -> Result<(), Errno> {
+        let path = core::ffi::CStr::from_bytes_with_nul(&p).map_err(|_| Errno::EINVAL)?;
+        let flags = host::O_WRONLY | host::O_CREAT | host::O_APPEND | host::O_CLOEXEC;
+        let fd = host::openat(host::AT_FDCWD, path, flags, 0o644)? as i32;
+        host::write_diagnostic(fd, b.as_bytes());
+        let _ = host::close(fd);
+        Ok(())
+    };
+    let _ = crate::kernel::fs::with_transient_fds(append);
+}
