@@ -12,11 +12,14 @@
 
 use crate::host;
 use crate::host::errno::Errno;
+use crate::host::fds::with_own_fds;
 use crate::kernel::exec::loader;
-use crate::kernel::fs::{absolute, with_own_fds};
+use crate::kernel::fs::absolute;
+use crate::kernel::fs::FdTable;
+use crate::kernel::process::Process;
 use crate::kernel::process::{check_root_at_exec, config, take_notices_from_exec, watch_parent};
+use crate::kernel::thread;
 use crate::kernel::thread::arm_dispatch;
-use crate::kernel::thread::{self, SigHand};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
@@ -113,8 +116,8 @@ pub unsafe fn start(sp: *const usize, image_base: usize, image_len: usize) -> ! 
     // SIGSYS is blocked across our execve (see `exec_runtime`), not by the program.
     let mask = host::rt_sigprocmask(crate::host::abi::SIG_BLOCK, None).unwrap_or(0)
         & !crate::host::abi::bit(crate::host::abi::SIGSYS);
-    let sighand: &'static SigHand = Box::leak(Box::new(SigHand::new()));
-    let t = match thread::alloc(sighand, mask) {
+    let process: &'static Process = Box::leak(Box::new(Process::new()));
+    let t = match thread::alloc(process, FdTable::first(), mask) {
         Ok(t) => t,
         Err(e) => fatal(
             127,
@@ -145,7 +148,7 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
     check_root_at_exec();
     // Freshly exec'd: no one else can change our process group any more.
     t.ids().pgid_cacheable.store(true, Ordering::Relaxed);
-    if let Err(e) = crate::kernel::signal::install_runtime_handlers() {
+    if let Err(e) = crate::entry::trap::install_runtime_handlers() {
         fatal(
             127,
             format_args!("cannot install the SIGSYS handler: {}", e),
@@ -210,16 +213,26 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
     crate::arch::probe_cpu();
     // PR_SET_TSC survives execve: a program started with `rdtsc` faulting
     // keeps the runtime off the TSC from the start.
-    const PR_GET_TSC: i32 = 25;
     const PR_TSC_SIGSEGV: i32 = 2;
-    let mut tsc_mode: i32 = 0;
-    if crate::host::prctl(PR_GET_TSC, &raw mut tsc_mode as usize, 0, 0, 0).is_ok()
-        && tsc_mode == PR_TSC_SIGSEGV
-    {
+    if crate::host::get_tsc_mode() == Ok(PR_TSC_SIGSEGV) {
         crate::kernel::time::disable_tsc();
     }
+    crate::entry::install();
     if cfg.patch_syscalls {
-        crate::patch::init(vdso);
+        // Under --stats and --trace every call must reach the dispatcher:
+        // no direct entry, no inline answer.
+        let every_call = crate::diag::stats::on()
+            || crate::diag::log::enabled(crate::diag::log::LogLevel::Trace);
+        crate::patch::init(&crate::patch::Config {
+            vdso,
+            owner: t.process() as *const _ as usize,
+            route: if every_call {
+                |_| crate::arch::class::FAST
+            } else {
+                crate::sys::def::route
+            },
+            inline: (!every_call).then(thread::inline_answers),
+        });
     }
     if let Err(e) = arm_dispatch() {
         fatal(

@@ -11,32 +11,35 @@
 
 use core::cell::Cell;
 use core::ops::{Deref, DerefMut};
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 /// The ranks, in the order locks are taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Rank {
-    /// `SigHand::actions` (the dispositions' write lock).
+    /// `kernel::signal::SigActions` (the dispositions' write lock).
     Actions = 1,
-    /// `sys::memory::BRK`.
+    /// `kernel::process::BRK`.
     Brk = 2,
-    /// `stats::EXITED`.
+    /// `diag::stats::EXITED`.
     Exited = 3,
-    /// `sys::ids::IdCache` fields (never two at once).
+    /// `kernel::process::IdCache` fields (never two at once).
     Ids = 4,
+    /// `kernel::process::SPARE` (process states to reuse).
+    Spare = 5,
     /// `patch::STATE`.
-    Patch = 5,
+    Patch = 6,
     /// The runtime heap: always last (code under any other lock may allocate).
-    Heap = 6,
+    Heap = 7,
 }
 
 impl Rank {
-    const ALL: [Rank; 6] = [
+    const ALL: [Rank; 7] = [
         Rank::Actions,
         Rank::Brk,
         Rank::Exited,
         Rank::Ids,
+        Rank::Spare,
         Rank::Patch,
         Rank::Heap,
     ];
@@ -46,6 +49,7 @@ impl Rank {
             Rank::Brk => "brk",
             Rank::Exited => "stats",
             Rank::Ids => "ids",
+            Rank::Spare => "spare process states",
             Rank::Patch => "patcher state",
             Rank::Heap => "heap",
         }
@@ -56,12 +60,12 @@ impl Rank {
 }
 
 /// Where the calling thread's held set lives (installed by `thread`).
-static HOOK: AtomicUsize = AtomicUsize::new(0);
+static HOOK: spin::Once<fn() -> Option<&'static Cell<u32>>> = spin::Once::new();
 
 /// Installs the function that finds the calling thread's held set (None
 /// before the thread has runtime state).
 pub fn set_held_hook(f: fn() -> Option<&'static Cell<u32>>) {
-    HOOK.store(f as usize, Ordering::Release);
+    HOOK.call_once(|| f);
 }
 
 #[cfg(test)]
@@ -76,15 +80,7 @@ fn held() -> Option<&'static Cell<u32>> {
     }
     #[cfg(not(test))]
     {
-        let f = HOOK.load(Ordering::Acquire);
-        if f == 0 {
-            return None;
-        }
-        // SAFETY: HOOK only ever holds a `fn() -> Option<&'static Cell<u32>>`
-        // stored by `set_held_hook`.
-        #[allow(unsafe_code)]
-        let f: fn() -> Option<&'static Cell<u32>> = unsafe { core::mem::transmute(f) };
-        f()
+        HOOK.get().and_then(|f| f())
     }
 }
 

@@ -7,8 +7,28 @@ use crate::host::errno::Errno;
 use crate::kernel::thread::Thread;
 use crate::mm::user;
 use crate::sys::def::SyscallDef;
-use crate::sys::{Served, SysResult};
+use crate::sys::SysResult;
 use core::fmt::Write;
+
+/// How a call was served, for `--trace`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    Emulated,
+    Mediated,
+    Host,
+    Unsupported,
+}
+
+impl Served {
+    pub fn name(self) -> &'static str {
+        match self {
+            Served::Emulated => "emulated",
+            Served::Mediated => "mediated",
+            Served::Host => "host",
+            Served::Unsupported => "enosys",
+        }
+    }
+}
 
 const STR_MAX: usize = 64;
 

@@ -42,6 +42,9 @@ pub const SI_KERNEL: i32 = 0x80;
 /// si_code of a Syscall User Dispatch SIGSYS.
 pub const SYS_USER_DISPATCH: i32 = 2;
 
+/// The synchronous fault signals (the CPU raises them for an instruction).
+pub const SYNC_FAULTS: u64 = bit(SIGSEGV) | bit(SIGBUS) | bit(SIGFPE) | bit(SIGILL) | bit(SIGTRAP);
+
 /// Bit for signal `sig` in a mask.
 pub const fn bit(sig: i32) -> u64 {
     1u64 << (sig - 1)

@@ -11,6 +11,7 @@
 
 pub mod abi;
 pub mod errno;
+pub mod fds;
 
 use alloc::vec::Vec;
 
@@ -91,6 +92,8 @@ pub mod nr {
     pub const RT_SIGRETURN: usize = 15;
     pub const PREAD64: usize = 17;
     pub const PWRITE64: usize = 18;
+    pub const MEMBARRIER: usize = 324;
+    pub const SCHED_GETAFFINITY: usize = 204;
     pub const FCNTL: usize = 72;
     pub const DUP3: usize = 292;
     pub const MADVISE: usize = 28;
@@ -125,6 +128,7 @@ pub mod nr {
 pub const AT_FDCWD: isize = -100;
 /// openat(2) flags.
 pub const O_RDONLY: i32 = 0;
+pub const O_RDWR: i32 = 0o2;
 pub const O_WRONLY: i32 = 0o1;
 pub const O_CREAT: i32 = 0o100;
 pub const O_APPEND: i32 = 0o2000;
@@ -542,6 +546,42 @@ pub fn sched_yield() {
     let _ = unsafe { sc!(nr::SCHED_YIELD) };
 }
 
+/// sched_getaffinity(2) of thread `pid` (0: the caller) into `mask`.
+pub fn sched_getaffinity(pid: i32, mask: &mut [u64]) -> HostResult {
+    // SAFETY: the kernel writes at most `size_of_val(mask)` bytes.
+    unsafe {
+        sc!(
+            nr::SCHED_GETAFFINITY,
+            pid,
+            core::mem::size_of_val(mask),
+            mask.as_mut_ptr()
+        )
+    }
+}
+
+/// prctl(PR_GET_TSC): whether `rdtsc` works (1) or faults (2).
+pub fn get_tsc_mode() -> Result<i32, Errno> {
+    const PR_GET_TSC: i32 = 25;
+    let mut mode: i32 = 0;
+    // SAFETY: the kernel writes one int at the address of `mode`.
+    unsafe { sc!(nr::PRCTL, PR_GET_TSC, &mut mode as *mut i32) }?;
+    Ok(mode)
+}
+
+/// membarrier(2) with command `cmd` and no flags.
+pub fn membarrier(cmd: i32) -> HostResult {
+    // SAFETY: integer arguments only.
+    unsafe { sc!(nr::MEMBARRIER, cmd, 0, 0) }
+}
+
+/// pwrite64(2) of `buf` at offset `off` of descriptor `fd`. (As with
+/// `std::fs::File::write_at`, writing `/proc/self/mem` is outside what the
+/// type system guards: its callers check where they write.)
+pub fn pwrite(fd: i32, buf: &[u8], off: u64) -> HostResult {
+    // SAFETY: the kernel reads `buf` for its length.
+    unsafe { sc!(nr::PWRITE64, fd, buf.as_ptr(), buf.len(), off) }
+}
+
 /// getcwd(2): the working directory into `buf`; its length with the NUL.
 pub fn getcwd(buf: &mut [u8]) -> HostResult {
     // SAFETY: `buf` is writable for its length.
@@ -573,64 +613,4 @@ pub fn execve(path: &core::ffi::CStr, argv: &[Vec<u8>], envp: &[Vec<u8>]) -> Hos
             e.as_ptr() as usize
         )
     }
-}
-
-/// Stack of the transient thread of [`with_own_fds`].
-const OWN_FDS_STACK: usize = 256 << 10;
-
-/// Runs `f` on a transient thread of this process that has a descriptor
-/// table of its own (holding only a copy of 2, for messages): what `f` opens never enters the
-/// program's table (the program cannot reach it, and a full table does not
-/// stop it), while memory, the working directory and credentials are the
-/// process's. The calling thread waits until `f` is done (CLONE_VFORK).
-/// `f` must not take a lock the caller holds, and must only make host calls
-/// and touch runtime memory; it runs with async signals blocked, off the
-/// signal stack. The cost is a thread's creation and exit (~50 µs).
-pub fn with_own_fds<F: FnOnce() -> R, R>(blocked: u64, f: F) -> Result<R, Errno> {
-    struct Job<F, R> {
-        f: Option<F>,
-        r: Option<R>,
-    }
-    extern "C" fn run<F: FnOnce() -> R, R>(job: usize) -> ! {
-        // SAFETY: `job` points at the caller's `Job`, which the caller does
-        // not touch until this thread has exited (CLONE_VFORK).
-        let job = unsafe { &mut *(job as *mut Job<F, R>) };
-        // CLONE_VFORK kept the caller's signal stack, which the caller's
-        // frames may be using: a signal here must use the current stack.
-        let off = abi::StackT {
-            flags: abi::SS_DISABLE,
-            ..Default::default()
-        };
-        let _ = sigaltstack(Some(&off), None);
-        // CLOSE_RANGE_UNSHARE from 3 up: a new table holding copies of 0,
-        // 1 and 2 only (Linux copies just the numbers below the range,
-        // cheap whatever the program's table holds); 0 and 1 are closed,
-        // 2 stays for the runtime's messages (the loader's warnings).
-        if close_range(3, u32::MAX, 2).is_ok() {
-            let _ = close(0);
-            let _ = close(1);
-            job.r = job.f.take().map(|f| f());
-        }
-        exit_thread(0)
-    }
-    // CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
-    // CLONE_SYSVSEM | CLONE_VFORK: the child unshares the table itself.
-    const FLAGS: usize = 0x100 | 0x200 | 0x400 | 0x800 | 0x10000 | 0x40000 | 0x4000;
-    let mut job = Job {
-        f: Some(f),
-        r: None,
-    };
-    let mut stack: Vec<u8> = Vec::with_capacity(OWN_FDS_STACK);
-    let top = (stack.as_mut_ptr() as usize + OWN_FDS_STACK) & !15;
-    // The child starts with this mask (the caller's choice: async signals
-    // blocked, so that the process's signals go to its other threads).
-    let old = rt_sigprocmask(abi::SIG_SETMASK, Some(blocked))?;
-    // SAFETY: CLONE_VM; `stack` is ours and unused until the child exits,
-    // which CLONE_VFORK waits for; `run` never returns and reads `job` as
-    // the `Job` it is.
-    let r = unsafe { clone_thread(FLAGS, top, run::<F, R>, &mut job as *mut Job<F, R> as usize) };
-    let _ = rt_sigprocmask(abi::SIG_SETMASK, Some(old));
-    drop(stack);
-    r?;
-    job.r.ok_or(Errno::ENOSYS)
 }

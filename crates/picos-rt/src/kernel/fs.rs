@@ -5,10 +5,7 @@
 #![deny(unsafe_code)]
 
 use crate::host;
-use crate::host::abi::{bit, SIGSYS};
-use crate::host::errno::Errno;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, Ordering};
 
 /// Is `path` a name for the calling process's executable link?
 pub fn is_self_exe(path: &[u8], pid: i32) -> bool {
@@ -55,56 +52,55 @@ pub fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
     v
 }
 
-/// Is the descriptor table shared with code of the program that may run
-/// while the runtime works (another thread, or a process made with
-/// CLONE_FILES)? Set before such a clone is made, never cleared.
-static FDS_SHARED: AtomicBool = AtomicBool::new(false);
-
-/// Called before a clone that shares the descriptor table (CLONE_FILES).
-pub fn note_shared_fds() {
-    FDS_SHARED.store(true, Ordering::Relaxed);
+/// A descriptor table's state in the library OS: which of its descriptors
+/// the host serves unchanged (today all of them; the library-OS file system
+/// will serve descriptors of its own). Shared by the threads, and the
+/// processes made with CLONE_FILES, that share the table.
+pub struct FdTable {
+    /// Read by the direct entries through each thread's `EntryState`.
+    pub passthrough: crate::arch::PassThrough,
 }
 
-/// May the runtime open a descriptor in the program's table for a moment?
-/// Only while no code of the program can run until it is closed again (no
-/// other thread or process shares the table; this thread is in the runtime
-/// with signals blocked): the program then never sees it.
-pub fn may_use_program_fds() -> bool {
-    !FDS_SHARED.load(Ordering::Relaxed)
-}
+/// The table the program starts with.
+static FIRST: FdTable = FdTable {
+    passthrough: crate::arch::PassThrough::all(),
+};
 
-/// Runs `f`, which opens descriptors and closes them before it returns
-/// (its error is the open's), where the program never sees them: in the
-/// program's table when [`may_use_program_fds`] and the table has room,
-/// otherwise in a table of its own ([`with_own_fds`]).
-pub fn with_transient_fds<R>(f: impl Fn() -> Result<R, Errno>) -> Result<R, Errno> {
-    if may_use_program_fds() {
-        match f() {
-            // The program's table is full: not a reason to give up.
-            Err(Errno::EMFILE) => {}
-            r => return r,
+/// Tables of children that no longer run, for the next ones (see
+/// [`FdTable::release`]).
+static SPARE: crate::sync::Lock<Vec<&'static FdTable>> =
+    crate::sync::Lock::new(crate::sync::Rank::Spare, Vec::new());
+
+impl FdTable {
+    /// The table the program starts with (after execve too: the table
+    /// carries over, and the new runtime starts with every descriptor
+    /// passed through).
+    pub fn first() -> &'static FdTable {
+        &FIRST
+    }
+
+    /// The state of a copy of this table (fork's copy is made by the host
+    /// with the memory; this is for a clone without CLONE_FILES that shares
+    /// memory: vfork, posix_spawn), from the spare ones when there is one.
+    pub fn for_child(&self) -> &'static FdTable {
+        let spare = SPARE.lock().pop();
+        let c: &'static FdTable = match spare {
+            Some(c) => c,
+            None => alloc::boxed::Box::leak(alloc::boxed::Box::new(FdTable {
+                passthrough: crate::arch::PassThrough::all(),
+            })),
+        };
+        c.passthrough.copy_from(&self.passthrough);
+        c
+    }
+
+    /// Gives back a table [`FdTable::for_child`] made, once no thread that
+    /// runs in this memory uses it.
+    pub fn release(&'static self) {
+        if !core::ptr::eq(self, &FIRST) {
+            SPARE.lock().push(self);
         }
     }
-    with_own_fds(&f).and_then(|r| r)
-}
-
-/// Runs `f` on a transient thread with a descriptor table of its own
-/// ([`host::with_own_fds`]), with the runtime's signals blocked there.
-pub fn with_own_fds<F: FnOnce() -> R, R>(f: F) -> Result<R, Errno> {
-    host::with_own_fds(crate::kernel::signal::RUNTIME_MASK | bit(SIGSYS), f)
-}
-
-/// The first bytes (at most `N`) of a small file such as a /proc or /sys
-/// one, and how many there are, read through a descriptor the program
-/// never sees ([`with_transient_fds`]).
-pub fn read_small_file<const N: usize>(path: &core::ffi::CStr) -> Result<([u8; N], usize), Errno> {
-    with_transient_fds(|| {
-        let fd = host::openat(host::AT_FDCWD, path, host::O_RDONLY | host::O_CLOEXEC, 0)? as i32;
-        let mut buf = [0u8; N];
-        let r = host::pread(fd, &mut buf, 0);
-        let _ = host::close(fd);
-        Ok((buf, r?.min(N)))
-    })
 }
 
 #[cfg(test)]

@@ -5,10 +5,142 @@
 
 use crate::host;
 use crate::host::errno::Errno;
-use crate::kernel::thread;
+use crate::host::KSigaction;
+use crate::kernel::thread::{self, NSIG};
 use alloc::vec::Vec;
+use core::sync::atomic::AtomicI32;
 use core::sync::atomic::Ordering;
 use picos_abi::LaunchConfig;
+
+/// A process's state, shared by its threads (CLONE_SIGHAND; copied for a
+/// clone without it, as for vfork): signal dispositions, and the cached
+/// answers of `sys::ids`.
+pub struct Process {
+    pub actions: crate::kernel::signal::SigActions,
+    pub ids: IdCache,
+}
+
+impl Process {
+    pub fn new() -> Self {
+        Process {
+            actions: crate::kernel::signal::SigActions::new(),
+            ids: IdCache::new(),
+        }
+    }
+    /// The program's disposition for `sig` (1-based).
+    pub fn get(&self, sig: i32) -> KSigaction {
+        self.actions.get(sig)
+    }
+    /// The state of a child that shares our memory but not our process (a
+    /// clone without CLONE_SIGHAND: vfork, posix_spawn): a copy of ours,
+    /// in a spare state when there is one (see [`release`]).
+    pub fn for_child(&self) -> &'static Process {
+        let spare = SPARE.lock().pop();
+        let c: &'static Process = match spare {
+            Some(c) => c,
+            None => alloc::boxed::Box::leak(alloc::boxed::Box::new(Process::new())),
+        };
+        {
+            let _g = self.actions.lock();
+            for sig in 1..=NSIG as i32 {
+                // The copy is not shared yet: no lock of its own needed.
+                c.actions.store(sig, &self.actions.get(sig));
+            }
+        }
+        c.ids.reset_for_child(&self.ids);
+        c
+    }
+}
+
+/// States of children that no longer run (a vfork child that has exec'd or
+/// exited), for the next ones: a shell that spawns in a loop reuses one.
+static SPARE: crate::sync::Lock<Vec<&'static Process>> =
+    crate::sync::Lock::new(crate::sync::Rank::Spare, Vec::new());
+
+/// Gives back the state [`Process::for_child`] made, once its process no
+/// longer runs in this memory.
+pub fn release(p: &'static Process) {
+    SPARE.lock().push(p);
+}
+
+impl Default for Process {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Credentials as the host reported them.
+#[derive(Clone, Debug)]
+pub struct Creds {
+    pub uid: [u32; 3],
+    pub gid: [u32; 3],
+    pub groups: Vec<u32>,
+}
+
+/// Per-process cached answers (0, -1 or None: unknown, ask the host). The
+/// pids use 0 for "unknown" because patched sites read them directly (see
+/// `patch`), and a zero test there needs no flags.
+pub struct IdCache {
+    pub pid: AtomicI32,
+    pub ppid: AtomicI32,
+    /// Process group and session (0: unknown). Only cached in a process that
+    /// has exec'd since it was forked: until then its parent may move it to
+    /// another group (setpgid on a child is allowed until the child execs).
+    pub pgid: AtomicI32,
+    pub sid: AtomicI32,
+    pub pgid_cacheable: core::sync::atomic::AtomicBool,
+    pub umask: AtomicI32,
+    /// The program's own parent-death signal (prctl), emulated.
+    pub guest_pdeathsig: AtomicI32,
+    pub creds: crate::sync::Lock<Option<Creds>>,
+    pub uname: crate::sync::Lock<Option<[u8; 390]>>,
+    pub rlimits: crate::sync::Lock<[Option<[u64; 2]>; 16]>,
+}
+
+impl IdCache {
+    pub const fn new() -> Self {
+        IdCache {
+            pid: AtomicI32::new(0),
+            ppid: AtomicI32::new(0),
+            pgid: AtomicI32::new(0),
+            sid: AtomicI32::new(0),
+            pgid_cacheable: core::sync::atomic::AtomicBool::new(false),
+            umask: AtomicI32::new(-1),
+            guest_pdeathsig: AtomicI32::new(0),
+            creds: crate::sync::Lock::new(crate::sync::Rank::Ids, None),
+            uname: crate::sync::Lock::new(crate::sync::Rank::Ids, None),
+            rlimits: crate::sync::Lock::new(crate::sync::Rank::Ids, [None; 16]),
+        }
+    }
+
+    /// Makes this cache (not shared yet) a copy for a child sharing our
+    /// memory but not our process (vfork): everything but its own and its
+    /// parent's pid carries over from `parent`.
+    pub fn reset_for_child(&self, parent: &IdCache) {
+        // One lock at a time (each guard dropped at the end of its own
+        // statement).
+        let creds = parent.creds.lock().clone();
+        *self.creds.lock() = creds;
+        let uname = *parent.uname.lock();
+        *self.uname.lock() = uname;
+        let rlimits = *parent.rlimits.lock();
+        *self.rlimits.lock() = rlimits;
+        let r = Ordering::Relaxed;
+        self.pid.store(0, r);
+        self.ppid.store(parent.pid.load(r), r);
+        self.pgid.store(0, r);
+        self.sid.store(0, r);
+        self.pgid_cacheable.store(false, r);
+        self.umask.store(parent.umask.load(r), r);
+        self.guest_pdeathsig.store(0, r);
+    }
+}
+
+impl Default for IdCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 static CONFIG: spin::Once<LaunchConfig> = spin::Once::new();
 
@@ -252,5 +384,5 @@ pub fn stats_json_line(f: impl FnOnce(&mut crate::diag::log::LineBuf)) {
         let _ = host::close(fd);
         Ok(())
     };
-    let _ = crate::kernel::fs::with_transient_fds(append);
+    let _ = crate::host::fds::with_transient_fds(append);
 }

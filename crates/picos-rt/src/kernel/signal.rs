@@ -17,21 +17,22 @@
 
 use crate::arch::{self, RtSigFrame, SigInfo, UContext};
 use crate::host::{self, KSigaction};
+use crate::kernel::thread::NSIG;
 use crate::kernel::thread::{self, Thread};
 use crate::mm::user;
 use core::mem::size_of;
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::host::abi::*;
 
-const SYNC_FAULTS: u64 = bit(SIGSEGV) | bit(SIGBUS) | bit(SIGFPE) | bit(SIGILL) | bit(SIGTRAP);
 /// Signals no mask can block.
-const UNBLOCKABLE: u64 = bit(SIGKILL) | bit(SIGSTOP);
+pub const UNBLOCKABLE: u64 = bit(SIGKILL) | bit(SIGSTOP);
 /// Signals the host never blocks: SIGSYS (the trap path), SIGTRAP (a
 /// thread may meet the patcher's transient `int3` at any time) and the
 /// other fault types (a blocked fault would kill the process where the
 /// runtime must recover its own accesses to bad program memory). When the
 /// program blocks them, the runtime keeps them pending itself.
-const NEVER_BLOCKED: u64 = UNBLOCKABLE | bit(SIGSYS) | SYNC_FAULTS;
+pub const NEVER_BLOCKED: u64 = UNBLOCKABLE | bit(SIGSYS) | SYNC_FAULTS;
 /// Host mask while runtime code runs: every signal that can be blocked
 /// without turning a synchronous fault into a kill.
 pub const RUNTIME_MASK: u64 = !(SYNC_FAULTS | NEVER_BLOCKED);
@@ -44,11 +45,6 @@ pub const fn host_mask(m: u64) -> u64 {
 /// Signals whose default action is to do nothing.
 pub const fn default_ignored(sig: i32) -> bool {
     matches!(sig, SIGCHLD | SIGURG | SIGWINCH | SIGCONT)
-}
-
-fn in_runtime(rip: u64) -> bool {
-    let (b, l) = crate::mm::runtime::image_range();
-    (rip as usize) >= b && (rip as usize) < b + l
 }
 
 /// Installs the host disposition that implements program disposition `act`.
@@ -69,14 +65,23 @@ pub fn sync_host_action(sig: i32, act: &KSigaction) {
             restorer: arch::picos_restorer as *const () as usize,
             mask: 0,
         },
-        _ => handler_action(host_signal as *const () as usize, keep),
+        _ => handler_action(PROGRAM_HANDLER.load(Ordering::Relaxed), keep),
     };
     if let Err(e) = host::rt_sigaction(sig, Some(&host_act), None) {
         crate::log!(Debug, "host rt_sigaction({}) failed: {}", sig, e);
     }
 }
 
-fn handler_action(handler: usize, extra: u64) -> KSigaction {
+/// The host handler for signals the program handles (`entry::trap`'s,
+/// set once at start-up before the program runs).
+static PROGRAM_HANDLER: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets the host handler that signals the program handles go to.
+pub fn set_program_handler(addr: usize) {
+    PROGRAM_HANDLER.store(addr, Ordering::Relaxed);
+}
+
+pub fn handler_action(handler: usize, extra: u64) -> KSigaction {
     KSigaction {
         handler,
         flags: SA_SIGINFO | SA_ONSTACK | SA_RESTORER | extra,
@@ -85,21 +90,10 @@ fn handler_action(handler: usize, extra: u64) -> KSigaction {
     }
 }
 
-/// Installs the SIGSYS handler (the syscall trap path) and the handlers for
-/// synchronous faults, which the runtime keeps whatever the program asks.
-pub fn install_runtime_handlers() -> Result<(), crate::host::errno::Errno> {
-    let h = |f: usize| handler_action(f, 0);
-    host::rt_sigaction(SIGSYS, Some(&h(sigsys_handler as *const () as usize)), None)?;
-    for sig in [SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP] {
-        host::rt_sigaction(sig, Some(&h(host_signal as *const () as usize)), None)?;
-    }
-    Ok(())
-}
-
 /// At start-up: the program inherits ignored dispositions across execve, as
 /// on Linux; everything else starts as SIG_DFL.
 pub fn init_dispositions(t: &Thread) {
-    let acts = &t.sighand().actions;
+    let acts = &t.process().actions;
     for sig in 1..=thread::NSIG as i32 {
         if sig == SIGKILL || sig == SIGSTOP || sig == SIGSYS {
             continue;
@@ -115,266 +109,6 @@ pub fn init_dispositions(t: &Thread) {
             );
         }
     }
-}
-
-/// Host handler for SIGSYS: a trapped system call, or a SIGSYS sent by `kill`.
-extern "C" fn sigsys_handler(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
-    // SAFETY: the kernel passes valid, exclusive siginfo and ucontext pointers.
-    let (info, uc) = unsafe { (&*info, &mut *uc) };
-    // A trap describes the call it stopped (Linux's SUD: si_call_addr is
-    // the address after the `syscall`, si_syscall its number, as in the
-    // context); a SIGSYS the program sent itself with that si_code
-    // (rt_tgsigqueueinfo allows any code for the own thread) does not,
-    // and is a signal like any other.
-    let trap = info.code() == SYS_USER_DISPATCH
-        && info.addr() == uc.mcontext.rip
-        && info.syscall() == uc.mcontext.rax as i32;
-    if !trap {
-        if info.code() == 0 && crate::kernel::process::is_parent_death(info) {
-            return;
-        }
-        return host_signal(sig, info as *const SigInfo as *mut SigInfo, uc);
-    }
-    let Some(t) = thread::current_checked() else {
-        runtime_crash(sig, info, uc);
-    };
-    crate::patch::note_fpstate(uc.mcontext.fpstate);
-    if crate::sys::int80::arch_of(info) == crate::sys::int80::AUDIT_ARCH_I386 {
-        crate::sys::int80::dispatch(t, uc);
-        deliver_pending(t, uc);
-        return;
-    }
-    let (nr, after) = (uc.mcontext.rax, uc.mcontext.rip as usize);
-    if nr == crate::patch::DEFERRED_NR && crate::patch::finish_deferred(t, uc) {
-        deliver_pending(t, uc);
-        return;
-    }
-    let regs = uc.mcontext;
-    crate::sys::dispatch(t, uc);
-    if let Some(cont) = crate::patch::maybe_patch(after, nr, &regs) {
-        // The patch covered this call's return address: continue in the
-        // trampoline's copy (its `syscall` sits 2 bytes before `cont`, for
-        // an SA_RESTART rewind).
-        let rip = uc.mcontext.rip as usize;
-        if rip == after || rip == after - 2 {
-            uc.mcontext.rip = (cont - (after - rip)) as u64;
-            if rip == after {
-                uc.mcontext.rcx = cont as u64;
-            }
-        }
-    }
-    deliver_pending(t, uc);
-}
-
-/// A synchronous fault in runtime code that no fix-up covers. The runtime's
-/// state lives in memory the program can write, and its per-thread pointer
-/// in a register the program can change (`wrgsbase`): such a fault means
-/// the program corrupted it (or picos has a bug). Reported, then the program
-/// ends as Linux ends a program that faults: SIGSEGV.
-fn runtime_crash(sig: i32, info: &SigInfo, uc: &UContext) -> ! {
-    let addr = info.addr();
-    let (base, _) = crate::mm::runtime::image_range();
-    let rip = uc.mcontext.rip;
-    let why = if thread::current_checked().is_none() {
-        "the runtime's thread pointer (the GS base) no longer points at its state: \
-         the program changed GS (wrgsbase) or overwrote the runtime's memory"
-    } else {
-        "the program corrupted the runtime's memory, or picos has a bug"
-    };
-    if in_runtime(rip) {
-        crate::log!(
-            Error,
-            "signal {} in the runtime at rip={:#x} (image+{:#x}), fault address {:#x}: {}; ending the program with SIGSEGV",
-            sig,
-            rip,
-            rip - base as u64,
-            addr,
-            why
-        );
-    } else {
-        crate::log!(
-            Error,
-            "signal {} for the program at rip={:#x}: {}; ending the program with SIGSEGV",
-            sig,
-            rip,
-            why
-        );
-    }
-    die_of(SIGSEGV)
-}
-
-/// A signal of a fault type with a positive si_code is either a real fault
-/// of the instruction at `rip` or one someone sent (`rt_sigqueueinfo` to
-/// itself, a child's exit signal, rseq): the siginfo cannot tell them
-/// apart. The first sighting is taken as sent; a real fault comes back at
-/// once from the same instruction (nothing else runs in between: async
-/// signals are blocked or only queue). Returns true for the second sighting,
-/// after taking back the pending signal the first one queued.
-fn fault_recurs(t: &Thread, sig: i32, rip: u64) -> bool {
-    let p = t.fault_probe.get();
-    if p.rip == rip && p.sig == sig {
-        t.fault_probe.set(thread::FaultProbe::default());
-        if p.queued {
-            let _ = t.take_pending(!bit(sig));
-        }
-        return true;
-    }
-    t.fault_probe.set(thread::FaultProbe {
-        rip,
-        sig,
-        queued: !t.is_pending(sig),
-    });
-    false
-}
-
-/// A SIGTRAP reports the instruction after the trap, so it never recurs:
-/// `int3` is known by its code (SI_KERNEL) and the 0xCC byte before RIP, a
-/// single step (TRAP_TRACE) by the trap flag. Other signals: false.
-fn is_real_trap(sig: i32, info: &SigInfo, uc: &UContext) -> bool {
-    const TRAP_TRACE: i32 = 2;
-    if sig != SIGTRAP {
-        return false;
-    }
-    let rip = uc.mcontext.rip;
-    match info.code() {
-        SI_KERNEL => user::read::<u8>(rip.wrapping_sub(1) as usize) == Ok(0xcc),
-        TRAP_TRACE => uc.mcontext.eflags & 0x100 != 0,
-        _ => false,
-    }
-}
-
-/// Host handler for every signal the program handles.
-extern "C" fn host_signal(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
-    // SAFETY: the kernel passes valid, exclusive siginfo and ucontext pointers.
-    let (info, uc) = unsafe { (&*info, &mut *uc) };
-    let rip = uc.mcontext.rip;
-    // A fault type with a kernel si_code: a real fault, or one sent with
-    // such a code (see `fault_recurs`).
-    let maybe_fault = SYNC_FAULTS & bit(sig) != 0 && info.code() > 0;
-    if maybe_fault && arch::in_resume(rip) {
-        // The resume jump faulted: its target (a handler, a sigreturn
-        // frame's RIP) is not a canonical address. Put the program's
-        // context in place: the host's return to it faults as Linux's own
-        // return would, in the program.
-        crate::patch::complete_exit(uc);
-        if !arch::is_canonical(uc.mcontext.rip) {
-            return;
-        }
-    } else if !maybe_fault && crate::patch::complete_exit(uc) {
-        // A fast return to the program was under way, its result final:
-        // deliver on the program context it returns to.
-        let t = thread::current();
-        t.add_pending(info);
-        deliver_pending(t, uc);
-        return;
-    }
-    if sig == SIGTRAP
-        && maybe_fault
-        && !in_runtime(rip)
-        && crate::patch::is_patch_trap(rip as usize)
-    {
-        // Another thread is patching this site: run it again.
-        uc.mcontext.rip = rip - 1;
-        return;
-    }
-    let rip = uc.mcontext.rip;
-    let current = thread::current_checked();
-    // Runtime code, or code the runtime called on its own stack (the
-    // vDSO's clocks): a signal there is the runtime's business, never
-    // delivered on that context.
-    let runtime_ctx =
-        in_runtime(rip) || current.is_some_and(|t| t.on_runtime_stack(uc.mcontext.rsp));
-    if runtime_ctx {
-        let Some(t) = current else {
-            if maybe_fault {
-                runtime_crash(sig, info, uc);
-            }
-            return;
-        };
-        let rewind = arch::blocking_rewind(rip);
-        if maybe_fault {
-            if let Some(fix) = arch::fault_fixup(rip) {
-                // A copy from or to program memory: its own fault (-EFAULT)
-                // if the fault address matches. (Another thread may change
-                // that memory meanwhile: the fault need not recur.)
-                let addr = info.addr();
-                if arch::fixup_fault_is_real(&uc.mcontext, info.code(), addr) {
-                    uc.mcontext.rip = fix;
-                    return;
-                }
-            } else if rewind.is_none() && fault_recurs(t, sig, rip) {
-                // (A fault cannot happen in the blocking window: a `syscall`.)
-                runtime_crash(sig, info, uc);
-            }
-        }
-        if t.delivering.get() && !maybe_fault {
-            // The fast path is delivering with signals open (see
-            // `patch::deliver_on`): back to the host, blocked until that
-            // delivery sets the program's mask.
-            let _ = host::rt_tgsigqueueinfo(host::getpid(), t.tid(), sig, &info.0);
-            uc.sigmask |= bit(sig);
-            return;
-        }
-        t.add_pending(info);
-        if let Some(r) = rewind {
-            uc.mcontext.rip = r;
-        }
-        return;
-    }
-    let Some(t) = current else {
-        runtime_crash(sig, info, uc);
-    };
-    if maybe_fault {
-        let handler = t.sighand().get(sig).handler;
-        let blocked = t.sig_mask.get() & bit(sig) != 0;
-        if handler == SIG_DFL && !blocked {
-            crate::log!(
-                Debug,
-                "program fault: signal {} at rip={:#x} addr={:#x} rsp={:#x}",
-                sig,
-                uc.mcontext.rip,
-                info.addr(),
-                uc.mcontext.rsp
-            );
-            // Real or sent, the default action: raise the signal again with
-            // the host's default disposition. It stays pending (blocked in
-            // this handler) until the program's context is back, so the
-            // process dies there (core dump and all), before the faulting
-            // instruction could run again, as natively.
-            let dfl = host_default();
-            let _ = host::rt_sigaction(sig, Some(&dfl), None);
-            let _ = host::tgkill(host::getpid(), host::gettid(), sig);
-            uc.sigmask = host_mask(t.sig_mask.get()) & !bit(sig);
-            return;
-        }
-        if handler == SIG_IGN || blocked {
-            // A real fault the program blocks or ignores kills it (Linux's
-            // force_sig); a sent one is ignored or stays pending.
-            if is_real_trap(sig, info, uc) || fault_recurs(t, sig, rip) {
-                die_of(sig);
-            }
-            if blocked {
-                t.add_pending(info);
-            }
-            return;
-        }
-    } else if t.sig_mask.get() & bit(sig) != 0 {
-        // A signal the host does not block for the program (SIGSYS and the
-        // fault types): it waits here until the program unblocks it.
-        t.add_pending(info);
-        return;
-    }
-    // Through the pending set: an instance of the same standard signal that
-    // is already pending (queued while the runtime ran) merges with this
-    // one, signals go out in order, and the pending flag is brought up to
-    // date with the handler's mask. A fault goes first (the thread's own
-    // queue); a sent fault type with a handler is delivered at once anyway.
-    if maybe_fault {
-        t.add_fault(info);
-    } else {
-        t.add_pending(info);
-    }
-    deliver_pending(t, uc);
 }
 
 /// Delivers every pending signal the program does not block, on top of the
@@ -413,7 +147,7 @@ pub fn pending_wants_restart(t: &Thread) -> bool {
     let Some(sig) = t.peek_pending(t.sig_mask.get()) else {
         return false;
     };
-    let act = t.sighand().get(sig);
+    let act = t.process().get(sig);
     act.handler > SIG_IGN && act.flags & SA_RESTART != 0
 }
 
@@ -421,7 +155,7 @@ pub fn pending_wants_restart(t: &Thread) -> bool {
 /// `force_sig`): queued for delivery when the call returns, or, if the
 /// program blocks or ignores it, its default action at once.
 pub fn force_sig(t: &Thread, sig: i32, code: i32) {
-    if t.sig_mask.get() & bit(sig) != 0 || t.sighand().get(sig).handler == SIG_IGN {
+    if t.sig_mask.get() & bit(sig) != 0 || t.process().get(sig).handler == SIG_IGN {
         die_of(sig);
     }
     t.add_fault(&SigInfo::kernel(sig, code));
@@ -435,7 +169,7 @@ pub fn die_of(sig: i32) -> ! {
 }
 
 /// The host disposition for a signal's default action.
-fn host_default() -> KSigaction {
+pub fn host_default() -> KSigaction {
     KSigaction {
         handler: SIG_DFL,
         flags: SA_RESTORER,
@@ -461,7 +195,7 @@ pub fn die_by_signal(sig: i32) {
 pub fn deliver(t: &Thread, info: &SigInfo, uc: &mut UContext) {
     let sig = info.signo();
     crate::diag::stats::signal(t, SYNC_FAULTS & bit(sig) != 0 && info.code() > 0);
-    let act = t.sighand().get(sig);
+    let act = t.process().get(sig);
     match act.handler {
         SIG_IGN => {}
         SIG_DFL => {
@@ -474,7 +208,7 @@ pub fn deliver(t: &Thread, info: &SigInfo, uc: &mut UContext) {
                 // As Linux: reset when the signal is taken, before its
                 // frame is built (it stays reset if that fails).
                 let dfl = KSigaction::default();
-                t.sighand().actions.set(sig, &dfl);
+                t.process().actions.set(sig, &dfl);
                 sync_host_action(sig, &dfl);
             }
             if setup_frame(t, sig, &act, info, uc).is_err() {
@@ -536,7 +270,7 @@ fn setup_frame(
     // `syscall`, RAX = DEFERRED_NR): the handler must return to where that
     // call continues, and the deferral must not outlive this context (a
     // deferred call inside the handler would take it for its own).
-    crate::patch::finish_deferred(t, uc);
+    crate::kernel::signal::finish_deferred(t, uc);
     if act.flags & SA_RESTORER == 0 {
         // x86-64 Linux has no default restorer: the frame cannot be built.
         return Err(crate::host::errno::Errno::EFAULT);
@@ -556,15 +290,10 @@ fn setup_frame(
     } else {
         sp -= 128; // red zone
     }
-    let fp_src = ctx.fpstate as usize;
     let mut fp_dst = 0u64;
-    if fp_src != 0 {
-        // SAFETY: the kernel-built frame's fpstate is readable runtime memory.
-        let size = unsafe { arch::fpstate_size(fp_src as *const u8) };
-        sp = (sp - size as u64) & !63;
-        // SAFETY: reading `size` bytes of the kernel-built FPU frame.
-        let bytes = unsafe { core::slice::from_raw_parts(fp_src as *const u8, size) };
-        user::copy_out(sp as usize, bytes)?;
+    if let Some(img) = arch::fpu::image(uc) {
+        sp = (sp - img.len() as u64) & !63;
+        user::copy_out(sp as usize, img)?;
         fp_dst = sp;
     }
     let frame_addr = ((sp - size_of::<RtSigFrame>() as u64) & !15) - 8;
@@ -632,12 +361,10 @@ pub fn sigreturn_from(
     m.cs = cs;
     m.ss = ss;
     m.fpstate = host_fp;
-    if saved.mcontext.fpstate != 0 && host_fp != 0 {
-        // SAFETY: host_fp is the kernel-built FPU frame of this SIGSYS.
-        let size = unsafe { arch::fpstate_size(host_fp as *const u8) };
-        // SAFETY: writing within that frame.
-        let dst = unsafe { core::slice::from_raw_parts_mut(host_fp as *mut u8, size) };
-        user::copy_in(dst, saved.mcontext.fpstate as usize)?;
+    if saved.mcontext.fpstate != 0 {
+        if let Some(dst) = arch::fpu::image_mut(uc) {
+            user::copy_in(dst, saved.mcontext.fpstate as usize)?;
+        }
     }
     uc.mcontext = m;
     t.sig_mask.set(saved.sigmask & !UNBLOCKABLE);
@@ -672,6 +399,96 @@ pub fn set_altstack(t: &Thread, ss: &StackT, cur_sp: u64) -> Result<(), crate::h
         });
     }
     Ok(())
+}
+
+/// The trap path's half of a deferred fast call: continue at the context the
+/// fast path computed, delivering pending signals on it.
+pub fn finish_deferred(t: &Thread, uc: &mut UContext) -> bool {
+    let Some(m) = t.deferred.take() else {
+        return false;
+    };
+    crate::log!(
+        Debug,
+        "deferred fast call continues at {:#x} rax={:#x}",
+        m.rip,
+        m.rax
+    );
+    uc.mcontext = crate::arch::on_host_frame(m, &uc.mcontext);
+    true
+}
+
+/// The program's signal dispositions behind a sequence lock: readers (every
+/// signal delivery, every query) never write shared memory; writers
+/// serialise on `write` and make `seq` odd while they change a slot.
+///
+/// Lock order: `write` is taken before any other runtime lock. A thread never
+/// reads while it is itself writing (writes happen in syscall handlers, and
+/// the signal handlers that interrupt them do not read dispositions).
+pub struct SigActions {
+    seq: AtomicU64,
+    write: crate::sync::Lock<()>,
+    slots: [[AtomicU64; 4]; NSIG],
+}
+
+impl SigActions {
+    pub const fn new() -> Self {
+        SigActions {
+            seq: AtomicU64::new(0),
+            write: crate::sync::Lock::new(crate::sync::Rank::Actions, ()),
+            slots: [const { [const { AtomicU64::new(0) }; 4] }; NSIG],
+        }
+    }
+
+    /// The disposition of `sig` (1-based), a consistent snapshot.
+    pub fn get(&self, sig: i32) -> KSigaction {
+        let s = &self.slots[(sig - 1) as usize];
+        loop {
+            let s1 = self.seq.load(Ordering::Acquire);
+            if s1 & 1 == 0 {
+                let a = KSigaction {
+                    handler: s[0].load(Ordering::Relaxed) as usize,
+                    flags: s[1].load(Ordering::Relaxed),
+                    restorer: s[2].load(Ordering::Relaxed) as usize,
+                    mask: s[3].load(Ordering::Relaxed),
+                };
+                core::sync::atomic::fence(Ordering::Acquire);
+                if self.seq.load(Ordering::Relaxed) == s1 {
+                    return a;
+                }
+            }
+            core::hint::spin_loop();
+        }
+    }
+
+    /// Serialises writers (also held across fork, so the child never
+    /// inherits a half-written table).
+    pub fn lock(&self) -> crate::sync::Guard<'_, ()> {
+        self.write.lock()
+    }
+
+    /// Sets the disposition of `sig`; the caller holds [`SigActions::lock`].
+    pub fn set_locked(&self, _held: &crate::sync::Guard<'_, ()>, sig: i32, a: &KSigaction) {
+        self.store(sig, a);
+    }
+
+    /// Writes the slot of `sig`; the caller holds the lock or has the only
+    /// reference.
+    pub fn store(&self, sig: i32, a: &KSigaction) {
+        let s = &self.slots[(sig - 1) as usize];
+        self.seq.fetch_add(1, Ordering::Relaxed);
+        core::sync::atomic::fence(Ordering::Release);
+        s[0].store(a.handler as u64, Ordering::Relaxed);
+        s[1].store(a.flags, Ordering::Relaxed);
+        s[2].store(a.restorer as u64, Ordering::Relaxed);
+        s[3].store(a.mask, Ordering::Relaxed);
+        self.seq.fetch_add(1, Ordering::Release);
+    }
+
+    /// Sets the disposition of `sig`.
+    pub fn set(&self, sig: i32, a: &KSigaction) {
+        let g = self.lock();
+        self.set_locked(&g, sig, a);
+    }
 }
 
 #[cfg(test)]

@@ -1,30 +1,27 @@
 //! Per-thread runtime state.
 //!
-//! Each program thread has a [`Thread`] at the top of its runtime stack slot
-//! (see `mem`); the GS base points at it, so `current()` is one `rdgsbase`.
-//! Programs on Linux x86-64 do not use GS; `arch_prctl(ARCH_SET_GS)` from the
-//! program is emulated and never reaches the register.
+//! Each program thread has a [`Thread`] in the area at the top of its
+//! runtime stack slot (`mm::area`); the GS base points at it, so
+//! `current()` is one `rdgsbase` and a check. Programs on Linux x86-64 do
+//! not use GS; `arch_prctl(ARCH_SET_GS)` from the program is emulated and
+//! never reaches the register (a program that changes it with `wrgsbase`
+//! is stopped at its next call: see `current`).
 //!
-//! Signal dispositions live in a [`SigHand`] shared by the threads of a
+//! Signal dispositions live in a [`Process`] shared by the threads of a
 //! process (and copied for `clone` without `CLONE_SIGHAND`, as for vfork).
-//!
-//! # Safety
-//! `current()` trusts the GS base; the runtime sets it before running any
-//! code that calls `current()` on a thread and never lets the program change it.
-#![allow(unsafe_code)]
+#![deny(unsafe_code)]
 
-use crate::arch::SigInfo;
+use crate::arch::{EntryState, SigInfo};
 use crate::host::abi::StackT;
 use crate::host::errno::Errno;
-use crate::host::{self, KSigaction};
+use crate::host::{self};
+use crate::kernel::fs::FdTable;
+use crate::kernel::process::Process;
 use crate::mm::runtime;
-use core::cell::{Cell, UnsafeCell};
-use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use core::cell::Cell;
+use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 pub const THREAD_MAGIC: u64 = 0x7069_636f_735f_7468; // "picos_th"
-
-/// Offset of [`Thread::pending`] (used by the blocking-syscall stub).
-pub const PENDING_OFFSET: usize = 8;
 
 /// Number of signals (1..=64).
 pub const NSIG: usize = 64;
@@ -32,127 +29,11 @@ pub const NSIG: usize = 64;
 /// How many extra instances of real-time signals a thread queues.
 pub const EXTRA_QUEUED: usize = 16;
 
-/// The program's signal dispositions behind a sequence lock: readers (every
-/// signal delivery, every query) never write shared memory; writers
-/// serialise on `write` and make `seq` odd while they change a slot.
-///
-/// Lock order: `write` is taken before any other runtime lock. A thread never
-/// reads while it is itself writing (writes happen in syscall handlers, and
-/// the signal handlers that interrupt them do not read dispositions).
-pub struct SigActions {
-    seq: AtomicU64,
-    write: crate::sync::Lock<()>,
-    slots: [[AtomicU64; 4]; NSIG],
-}
-
-impl SigActions {
-    const fn new() -> Self {
-        SigActions {
-            seq: AtomicU64::new(0),
-            write: crate::sync::Lock::new(crate::sync::Rank::Actions, ()),
-            slots: [const { [const { AtomicU64::new(0) }; 4] }; NSIG],
-        }
-    }
-
-    /// The disposition of `sig` (1-based), a consistent snapshot.
-    pub fn get(&self, sig: i32) -> KSigaction {
-        let s = &self.slots[(sig - 1) as usize];
-        loop {
-            let s1 = self.seq.load(Ordering::Acquire);
-            if s1 & 1 == 0 {
-                let a = KSigaction {
-                    handler: s[0].load(Ordering::Relaxed) as usize,
-                    flags: s[1].load(Ordering::Relaxed),
-                    restorer: s[2].load(Ordering::Relaxed) as usize,
-                    mask: s[3].load(Ordering::Relaxed),
-                };
-                core::sync::atomic::fence(Ordering::Acquire);
-                if self.seq.load(Ordering::Relaxed) == s1 {
-                    return a;
-                }
-            }
-            core::hint::spin_loop();
-        }
-    }
-
-    /// Serialises writers (also held across fork, so the child never
-    /// inherits a half-written table).
-    pub fn lock(&self) -> crate::sync::Guard<'_, ()> {
-        self.write.lock()
-    }
-
-    /// Sets the disposition of `sig`; the caller holds [`SigActions::lock`].
-    pub fn set_locked(&self, _held: &crate::sync::Guard<'_, ()>, sig: i32, a: &KSigaction) {
-        self.store(sig, a);
-    }
-
-    /// Writes the slot of `sig`; the caller holds the lock or has the only
-    /// reference.
-    fn store(&self, sig: i32, a: &KSigaction) {
-        let s = &self.slots[(sig - 1) as usize];
-        self.seq.fetch_add(1, Ordering::Relaxed);
-        core::sync::atomic::fence(Ordering::Release);
-        s[0].store(a.handler as u64, Ordering::Relaxed);
-        s[1].store(a.flags, Ordering::Relaxed);
-        s[2].store(a.restorer as u64, Ordering::Relaxed);
-        s[3].store(a.mask, Ordering::Relaxed);
-        self.seq.fetch_add(1, Ordering::Release);
-    }
-
-    /// Sets the disposition of `sig`.
-    pub fn set(&self, sig: i32, a: &KSigaction) {
-        let g = self.lock();
-        self.set_locked(&g, sig, a);
-    }
-}
-
-/// Per-process state shared by the threads of a process (CLONE_SIGHAND):
-/// signal dispositions, and the cached answers of `sys::ids`.
-pub struct SigHand {
-    pub actions: SigActions,
-    pub ids: crate::sys::ids::IdCache,
-}
-
-impl SigHand {
-    pub fn new() -> Self {
-        SigHand {
-            actions: SigActions::new(),
-            ids: crate::sys::ids::IdCache::new(),
-        }
-    }
-    /// The program's disposition for `sig` (1-based).
-    pub fn get(&self, sig: i32) -> KSigaction {
-        self.actions.get(sig)
-    }
-    /// The state of a child that shares our memory but not our process.
-    pub fn copy(&self) -> Self {
-        let c = SigHand {
-            actions: SigActions::new(),
-            ids: self.ids.copy_for_child(),
-        };
-        let _g = self.actions.lock();
-        for sig in 1..=NSIG as i32 {
-            // The copy is not shared yet: no lock of its own needed.
-            c.actions.store(sig, &self.actions.get(sig));
-        }
-        c
-    }
-}
-
-impl Default for SigHand {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 /// The runtime's state for one program thread.
 #[repr(C)]
 pub struct Thread {
-    /// Points at itself (offset 0), a cheap sanity check of the GS base.
-    pub self_ptr: usize,
-    /// Non-zero while a signal the program does not block waits in the
-    /// runtime's queues (offset 8, read by asm).
-    pub pending: AtomicU32,
+    /// What the entry stubs read through GS (first: at the GS base).
+    pub entry: EntryState,
     /// Host thread id (0 until known). Once the thread has exited, `tkill`
     /// on it fails and its stack slot may be reused.
     pub tid: AtomicI32,
@@ -167,29 +48,33 @@ pub struct Thread {
     pub altstack: Cell<StackT>,
     /// The program's GS base (emulated).
     pub guest_gs: Cell<usize>,
-    /// Signal dispositions (shared per process).
-    pub sighand: Cell<*const SigHand>,
+    /// The process's state (dispositions, ids), shared with the threads
+    /// of the same process.
+    pub process: Cell<&'static Process>,
+    /// The descriptor table's state (shared with the threads and processes
+    /// made with CLONE_FILES); `entry.passthrough` points into it.
+    pub fd_table: Cell<&'static FdTable>,
     /// Signals the host delivered while the runtime was busy on this
     /// thread, or that the program blocks and the host cannot hold, in two
     /// queues ([`Thread::pending_bits`] is both). Those sent to this thread
     /// (a fault, `tkill`/`tgkill`): Linux's private queue, taken before the
     /// shared one.
     pub pending_private: AtomicU64,
-    pub pending_info: UnsafeCell<[SigInfo; NSIG]>,
+    pub pending_info: [Cell<SigInfo>; NSIG],
     /// Those sent to the process (`kill`, `sigqueue`, timers): Linux's
     /// shared queue. A standard signal can wait once in each queue.
     pub pending_shared: AtomicU64,
-    pub shared_info: UnsafeCell<[SigInfo; NSIG]>,
+    pub shared_info: [Cell<SigInfo>; NSIG],
     /// When each signal of the private queue arrived (a count), for the
     /// queue order Linux's `dequeue_synchronous_signal` follows.
-    pub private_arrival: UnsafeCell<[u64; NSIG]>,
+    pub private_arrival: [Cell<u64>; NSIG],
     pub arrivals: Cell<u64>,
     /// What the program's own signal-sending call that runs on the host
     /// sends: a signal that arrives meanwhile is queued as that.
     pub sending: Cell<Sending>,
     /// Further queued instances of real-time signals already pending, in
     /// arrival order (real-time signals queue; standard ones coalesce).
-    pub pending_extra: UnsafeCell<[SigInfo; EXTRA_QUEUED]>,
+    pub pending_extra: [Cell<SigInfo>; EXTRA_QUEUED],
     pub pending_extra_len: Cell<usize>,
     /// Inside a fast-path call (entered from a patched site, not a signal).
     pub in_fast: Cell<bool>,
@@ -201,13 +86,7 @@ pub struct Thread {
     /// A fast call's result context, to be finished by the trap path.
     pub deferred: Cell<Option<crate::arch::SigContext>>,
     /// This thread's CPU affinity as last read from the host (sched_getaffinity).
-    pub affinity: crate::sys::ids::AffinityCache,
-    /// Non-zero when the fast entry must return to `resume` rather than to
-    /// its trampoline (a fast rt_sigreturn; read by asm through GS).
-    pub resume_on: AtomicU32,
-    /// The full program context the fast entry returns to (`resume_on`);
-    /// its `fpstate` field is unused: FPU state is already in the registers.
-    pub resume: Cell<crate::arch::SigContext>,
+    pub affinity: AffinityCache,
     /// The last fault-type signal (SIGSEGV, SIGBUS, ... with a positive
     /// si_code) whose origin is not yet known: see `signal::fault_recurs`.
     pub fault_probe: Cell<FaultProbe>,
@@ -217,9 +96,6 @@ pub struct Thread {
     /// on the host (`patch::deliver_on`): one that arrives meanwhile goes
     /// back to the host, blocked until the delivery is done.
     pub delivering: Cell<bool>,
-    /// The number of the call a direct entry is making (written by the
-    /// entry, read by `patch::picos_direct_finish`).
-    pub direct_nr: AtomicU32,
 }
 
 /// A fault-type signal taken, at first, for one sent by someone (`kill`
@@ -234,23 +110,17 @@ pub struct FaultProbe {
     pub queued: bool,
 }
 
-/// Offsets for `arch::picos_resume_full`.
-pub const RESUME_ON_OFFSET: usize = core::mem::offset_of!(Thread, resume_on);
-pub const RESUME_OFFSET: usize = core::mem::offset_of!(Thread, resume);
-/// Offset for the direct entries (`arch`).
-pub const DIRECT_NR_OFFSET: usize = core::mem::offset_of!(Thread, direct_nr);
+const _: () = assert!(core::mem::offset_of!(Thread, entry) == 0);
 
 impl Thread {
     /// The process's cached ids (see `sys::ids`).
-    pub fn ids(&self) -> &'static crate::sys::ids::IdCache {
-        // SAFETY: as for `sighand`; the SigHand outlives every thread using it.
-        unsafe { &(*self.sighand.get()).ids }
+    pub fn ids(&self) -> &'static crate::kernel::process::IdCache {
+        &self.process.get().ids
     }
 
-    pub fn sighand(&self) -> &SigHand {
-        // SAFETY: sighand pointers are set at thread creation to live,
-        // never-freed (or outlived) SigHand objects.
-        unsafe { &*self.sighand.get() }
+    /// The process's state.
+    pub fn process(&self) -> &'static Process {
+        self.process.get()
     }
 
     /// Records a signal the host delivered while the runtime ran (or one
@@ -284,22 +154,17 @@ impl Thread {
             (&self.pending_shared, &self.shared_info)
         };
         if set.load(Ordering::Relaxed) & bit == 0 {
-            // SAFETY: only this thread touches its pending queues, and the
-            // signal handlers that call this do not nest (async signals are
-            // blocked inside them).
-            unsafe { (*infos.get())[(sig - 1) as usize] = *info };
+            infos[(sig - 1) as usize].set(*info);
             if private {
                 let n = self.arrivals.get() + 1;
                 self.arrivals.set(n);
-                // SAFETY: as above.
-                unsafe { (*self.private_arrival.get())[(sig - 1) as usize] = n };
+                self.private_arrival[(sig - 1) as usize].set(n);
             }
             set.fetch_or(bit, Ordering::Relaxed);
         } else if sig >= 32 {
             let n = self.pending_extra_len.get();
             if n < EXTRA_QUEUED {
-                // SAFETY: as above.
-                unsafe { (*self.pending_extra.get())[n] = *info };
+                self.pending_extra[n].set(*info);
                 self.pending_extra_len.set(n + 1);
             }
         }
@@ -319,7 +184,9 @@ impl Thread {
     /// (not blocked by the program): blocking calls are cut short for those.
     pub fn update_pending_flag(&self) {
         let deliverable = self.pending_bits() & !self.sig_mask.get() != 0;
-        self.pending.store(deliverable as u32, Ordering::Relaxed);
+        self.entry
+            .pending
+            .store(deliverable as u32, Ordering::Relaxed);
     }
 
     /// The signal [`Thread::take_pending`] would take, and from which
@@ -358,12 +225,12 @@ impl Thread {
     pub fn take_for_delivery(&self, blocked: u64) -> Option<SigInfo> {
         let private = self.pending_private.load(Ordering::Relaxed);
         if private & !blocked & SYNCHRONOUS_MASK != 0 {
-            // SAFETY: as in add_pending.
-            let (infos, arrival) =
-                unsafe { (&*self.pending_info.get(), &*self.private_arrival.get()) };
+            let (infos, arrival) = (&self.pending_info, &self.private_arrival);
             let first = (0..NSIG)
-                .filter(|&i| private & SYNCHRONOUS_MASK & (1u64 << i) != 0 && infos[i].code() > 0)
-                .min_by_key(|&i| arrival[i]);
+                .filter(|&i| {
+                    private & SYNCHRONOUS_MASK & (1u64 << i) != 0 && infos[i].get().code() > 0
+                })
+                .min_by_key(|&i| arrival[i].get());
             if let Some(i) = first {
                 return self.take_from(i as i32 + 1, true);
             }
@@ -395,17 +262,16 @@ impl Thread {
         } else {
             (&self.pending_shared, &self.shared_info)
         };
-        // SAFETY: as in add_pending.
-        let info = unsafe { (*infos.get())[i] };
+        let info = infos[i].get();
         // The next queued instance of the same signal, if any, takes its place.
         let n = self.pending_extra_len.get();
-        // SAFETY: as in add_pending.
-        let extra = unsafe { &mut *self.pending_extra.get() };
-        match extra[..n].iter().position(|e| e.signo() == sig) {
+        let extra = &self.pending_extra;
+        match extra[..n].iter().position(|e| e.get().signo() == sig) {
             Some(k) => {
-                // SAFETY: as in add_pending.
-                unsafe { (*infos.get())[i] = extra[k] };
-                extra.copy_within(k + 1..n, k);
+                infos[i].set(extra[k].get());
+                for j in k..n - 1 {
+                    extra[j].set(extra[j + 1].get());
+                }
                 self.pending_extra_len.set(n - 1);
             }
             None => {
@@ -445,53 +311,63 @@ impl Thread {
 
     /// Top of this thread's runtime stack (below the Thread itself), 64-aligned.
     pub fn stack_top(&self) -> usize {
-        (self as *const Thread as usize) & !63
+        self.entry.self_ptr & !63
     }
 }
 
-/// Size reserved for the Thread at the top of its slot.
-const THREAD_AREA: usize = (core::mem::size_of::<Thread>() + 4095) & !4095;
-
-/// The calling thread's runtime state.
+/// The calling thread's runtime state. A GS base that no longer points at
+/// it (the program changed GS with `wrgsbase`) ends the program with
+/// SIGSEGV, with a message: the runtime cannot serve it any more.
 #[inline(always)]
 pub fn current() -> &'static Thread {
-    let p = crate::arch::gs_base();
-    debug_assert!(p != 0);
-    // SAFETY: see the module's safety note: GS points at this thread's Thread.
-    unsafe { &*(p as *const Thread) }
+    match current_checked() {
+        Some(t) => t,
+        None => lost_gs(),
+    }
 }
 
-/// Is the GS base a valid Thread (used where the runtime may be entered
-/// before set-up, e.g. a fault during start-up)?
+#[cold]
+fn lost_gs() -> ! {
+    crate::log!(
+        Error,
+        "the runtime's thread pointer (the GS base) no longer points at its state: \
+         the program changed GS (wrgsbase) or overwrote the runtime's memory; \
+         ending the program with SIGSEGV"
+    );
+    crate::kernel::signal::die_of(crate::host::abi::SIGSEGV)
+}
+
+/// The calling thread's runtime state, if the GS base points at one (None
+/// before set-up, e.g. a fault during start-up, or after the program
+/// changed GS).
+#[inline]
 pub fn current_checked() -> Option<&'static Thread> {
     let p = crate::arch::gs_base();
-    let slot = runtime::slot_of(p)?;
-    let _ = slot;
-    // SAFETY: p lies inside a mapped stack slot owned by the runtime.
-    let t = unsafe { &*(p as *const Thread) };
-    (t.magic == THREAD_MAGIC && t.self_ptr == p).then_some(t)
+    crate::mm::area::at::<Thread>(p).filter(|t| t.magic == THREAD_MAGIC && t.entry.self_ptr == p)
 }
 
 fn reclaimable(i: usize) -> bool {
-    let t = (runtime::slot_base(i) + runtime::STACK_SLOT - THREAD_AREA) as *const Thread;
-    // SAFETY: exiting slots stay mapped; we only read an atomic.
-    let tid = unsafe { (*t).tid.load(Ordering::Acquire) };
+    let Some(t) = crate::mm::area::in_slot::<Thread>(i) else {
+        return true;
+    };
+    let tid = t.tid.load(Ordering::Acquire);
     // The thread is gone once the host no longer knows its id (a reused id
     // only delays the reuse of this slot).
     tid > 0 && host::tkill(tid, 0) == Err(Errno::ESRCH)
 }
 
 /// Allocates a stack slot and initialises a Thread at its top.
-pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, Errno> {
+pub fn alloc(
+    process: &'static Process,
+    fd_table: &'static FdTable,
+    sig_mask: u64,
+) -> Result<&'static Thread, Errno> {
     let slot = runtime::alloc_stack_slot(reclaimable)?;
-    let addr = runtime::slot_base(slot) + runtime::STACK_SLOT - THREAD_AREA;
-    let t = addr as *mut Thread;
-    // SAFETY: the slot was just claimed and mapped read-write; nothing else
-    // refers to this memory.
-    unsafe {
-        t.write(Thread {
-            self_ptr: addr,
-            pending: AtomicU32::new(0),
+    let addr = crate::mm::area::area_addr::<Thread>(slot);
+    let t = crate::mm::area::place(
+        slot,
+        Thread {
+            entry: EntryState::new(addr, &fd_table.passthrough),
             tid: AtomicI32::new(0),
             magic: THREAD_MAGIC,
             slot,
@@ -499,30 +375,28 @@ pub fn alloc(sighand: *const SigHand, sig_mask: u64) -> Result<&'static Thread, 
             saved_mask: Cell::new(None),
             altstack: Cell::new(StackT::DISABLED),
             guest_gs: Cell::new(0),
-            sighand: Cell::new(sighand),
+            process: Cell::new(process),
+            fd_table: Cell::new(fd_table),
             pending_private: AtomicU64::new(0),
-            pending_info: UnsafeCell::new([SigInfo::default(); NSIG]),
+            pending_info: [const { Cell::new(SigInfo::ZERO) }; NSIG],
             pending_shared: AtomicU64::new(0),
-            shared_info: UnsafeCell::new([SigInfo::default(); NSIG]),
-            private_arrival: UnsafeCell::new([0; NSIG]),
+            shared_info: [const { Cell::new(SigInfo::ZERO) }; NSIG],
+            private_arrival: [const { Cell::new(0) }; NSIG],
             arrivals: Cell::new(0),
             sending: Cell::new(Sending::Nothing),
-            pending_extra: UnsafeCell::new([SigInfo::default(); EXTRA_QUEUED]),
+            pending_extra: [const { Cell::new(SigInfo::ZERO) }; EXTRA_QUEUED],
             pending_extra_len: Cell::new(0),
             in_fast: Cell::new(false),
             sud_selector: core::sync::atomic::AtomicU8::new(1),
             stats: crate::diag::stats::Counters::new(),
             deferred: Cell::new(None),
-            affinity: crate::sys::ids::AffinityCache::new(),
-            resume_on: AtomicU32::new(0),
-            resume: Cell::new(crate::arch::SigContext::default()),
+            affinity: AffinityCache::new(),
             fault_probe: Cell::new(FaultProbe::default()),
             held_locks: Cell::new(0),
             delivering: Cell::new(false),
-            direct_nr: AtomicU32::new(0),
-        });
-        Ok(&*t)
-    }
+        },
+    );
+    Ok(t)
 }
 
 fn held_locks() -> Option<&'static Cell<u32>> {
@@ -532,7 +406,7 @@ fn held_locks() -> Option<&'static Cell<u32>> {
 /// Makes `t` the calling thread's runtime state and its signal stack.
 pub fn install(t: &'static Thread) {
     crate::sync::set_held_hook(held_locks);
-    crate::arch::set_gs_base(t as *const Thread as usize);
+    crate::arch::set_gs_base(t.entry.self_ptr);
     t.tid.store(host::gettid(), Ordering::Release);
     let base = runtime::slot_base(t.slot) + runtime::PAGE_SIZE;
     let ss = StackT {
@@ -556,27 +430,16 @@ pub fn retire(t: &Thread) {
     runtime::mark_slot_exiting(t.slot);
 }
 
-/// Frees dispositions made for a `clone` without `CLONE_SIGHAND`.
-pub fn drop_sighand(p: *const SigHand) {
-    // SAFETY: `p` came from Box::into_raw in clone_vm and its only user
-    // (a vfork child) no longer runs in this memory.
-    drop(unsafe { alloc::boxed::Box::from_raw(p as *mut SigHand) });
-}
-
 /// Writes the child's start-up block on its runtime stack: a kernel-format
 /// signal frame holding `uc` (with the FPU state copied) that the child
-/// returns through, and a header for `picos_clone_child`. Returns the
-/// child's initial stack pointer.
+/// returns through. Returns the child's initial stack pointer, where
+/// [`child_frame`] finds the frame.
 pub fn prepare_child(child: &'static Thread, uc: &crate::arch::UContext) -> usize {
-    use crate::arch::{fpstate_size, RtSigFrame};
+    use crate::arch::RtSigFrame;
+    use crate::mm::user::bytes_of;
     let top = child.stack_top();
-    let fp_src = uc.mcontext.fpstate as usize;
-    let fp_size = if fp_src != 0 {
-        // SAFETY: `fp_src` is the FPU frame the kernel built for this SIGSYS.
-        unsafe { fpstate_size(fp_src as *const u8) }
-    } else {
-        0
-    };
+    let image = crate::arch::fpu::image(uc);
+    let fp_size = image.map_or(0, |i| i.len());
     let fp = (top - fp_size) & !63;
     let frame = ((fp - core::mem::size_of::<RtSigFrame>()) & !15) - 8;
     let header = (frame - 32) & !15;
@@ -594,44 +457,44 @@ pub fn prepare_child(child: &'static Thread, uc: &crate::arch::UContext) -> usiz
         pad: 0,
         size: (child.stack_top() - base) as u64,
     };
-    // SAFETY: all of [header, top) lies in the child's freshly allocated
-    // stack slot, which nothing else uses yet; fp_src is readable.
-    unsafe {
-        if fp_size != 0 {
-            core::ptr::copy_nonoverlapping(fp_src as *const u8, fp as *mut u8, fp_size);
-        }
-        (frame as *mut RtSigFrame).write(f);
-        (header as *mut [usize; 4]).write([child as *const Thread as usize, frame + 8, 0, 0]);
+    if let Some(img) = image {
+        runtime::write_in_slot(child.slot, fp, img);
     }
+    runtime::write_in_slot(child.slot, frame, bytes_of(&f));
+    runtime::write_in_slot(child.slot, header, bytes_of(&[frame + 8, 0usize, 0, 0]));
     header
+}
+
+/// In a child started by [`spawn`] on stack `sp`: its Thread, and the
+/// address of the ucontext of the frame it returns to the program through.
+pub fn child_frame(sp: usize) -> Option<(&'static Thread, usize)> {
+    let slot = runtime::slot_of(sp)?;
+    let t = crate::mm::area::in_slot::<Thread>(slot)?;
+    let [uc, _, _, _] = runtime::read_in_slot::<[usize; 4]>(slot, sp)?;
+    Some((t, uc))
 }
 
 /// Starts a child with `clone(2)` on the stack prepared by [`prepare_child`];
 /// returns the host result (child tid or -errno) in the parent.
-pub fn spawn(flags: u64, sp: usize, ptid: usize, ctid: usize, tls: usize) -> isize {
-    // SAFETY: `sp` is a prepared child stack; the child runs
-    // picos_clone_child and never returns into this frame.
-    unsafe { crate::arch::picos_clone(flags, sp, ptid, ctid, tls) }
+pub fn spawn(child: &Thread, flags: u64, sp: usize, ptid: usize, ctid: usize, tls: usize) -> isize {
+    runtime::spawn_in_slot(child.slot, flags, sp, ptid, ctid, tls)
 }
 
-/// First code a `CLONE_VM` child runs (called by the `picos_clone` stub).
-#[no_mangle]
-extern "C" fn picos_clone_child(header: usize) -> ! {
-    // SAFETY: `header` is the block written by prepare_child.
-    let [t, uc, _, _] = unsafe { (header as *const [usize; 4]).read() };
-    // SAFETY: `t` is the child's Thread, initialised by alloc().
-    let t: &'static Thread = unsafe { &*(t as *const Thread) };
-    install(t);
-    if let Err(e) = crate::kernel::thread::arm_dispatch() {
-        crate::log!(
-            Error,
-            "cannot arm Syscall User Dispatch in a new thread: {}",
-            e
-        );
-        host::exit_group(127);
+/// Where patched sites find the answers they give inline (`patch::Inline`):
+/// the pid and the parent's pid in the process's [`IdCache`] (through the
+/// thread's pointer to its process), the tid in the thread's own state.
+///
+/// [`IdCache`]: crate::kernel::process::IdCache
+pub fn inline_answers() -> crate::patch::Inline {
+    use crate::kernel::process::IdCache;
+    use core::mem::offset_of;
+    let ids = offset_of!(Process, ids);
+    crate::patch::Inline {
+        process: offset_of!(Thread, process) as u32,
+        pid: (ids + offset_of!(IdCache, pid)) as u32,
+        ppid: (ids + offset_of!(IdCache, ppid)) as u32,
+        tid: offset_of!(Thread, tid) as u32,
     }
-    // SAFETY: `uc` is the ucontext inside a complete kernel-format frame.
-    unsafe { crate::arch::picos_sigreturn_to(uc as *mut crate::arch::UContext) }
 }
 
 /// Calls `f` for every live thread of this process (for `--stats`).
@@ -640,13 +503,73 @@ pub fn for_each_live(mut f: impl FnMut(&Thread)) {
         if !runtime::slot_in_use(i) {
             continue;
         }
-        let p = runtime::slot_base(i) + runtime::STACK_SLOT - THREAD_AREA;
-        // SAFETY: a slot in use is mapped and holds an initialised Thread
-        // (checked by its magic and self pointer before use).
-        let t = unsafe { &*(p as *const Thread) };
-        if t.magic == THREAD_MAGIC && t.self_ptr == p {
-            f(t);
+        if let Some(t) = crate::mm::area::in_slot::<Thread>(i) {
+            if t.magic == THREAD_MAGIC {
+                f(t);
+            }
         }
+    }
+}
+
+/// Largest affinity mask cached, in 64-bit words (1,024 CPUs); hosts with
+/// more CPUs are asked every time.
+pub const AFFINITY_WORDS: usize = 16;
+
+/// How long a thread trusts its cached affinity, in TSC ticks (10 to 50 ms
+/// at 5 to 1 GHz). Changes the program makes itself are seen at once (see
+/// [`AFFINITY_GEN`]); this bounds how long a change made from outside the
+/// picoprocess (`taskset -p`, a cpuset cgroup) goes unseen.
+pub const AFFINITY_TTL: u64 = 50_000_000;
+
+/// Bumped whenever a thread of this process changes an affinity through
+/// sched_setaffinity: every thread then re-reads its own.
+pub static AFFINITY_GEN: AtomicU64 = AtomicU64::new(1);
+
+/// A thread's CPU affinity as the host last reported it (sched_getaffinity
+/// with a 1,024-CPU buffer): the kernel's answer size and the mask.
+pub struct AffinityCache {
+    /// AFFINITY_GEN when read (0: never read).
+    pub gen: Cell<u64>,
+    /// TSC when read.
+    pub stamp: Cell<u64>,
+    /// Bytes the host wrote (the kernel's cpumask size).
+    pub len: Cell<usize>,
+    pub mask: [Cell<u64>; AFFINITY_WORDS],
+}
+
+impl AffinityCache {
+    pub const fn new() -> Self {
+        AffinityCache {
+            gen: Cell::new(0),
+            stamp: Cell::new(0),
+            len: Cell::new(0),
+            mask: [const { Cell::new(0) }; AFFINITY_WORDS],
+        }
+    }
+
+    /// Reads the calling thread's affinity from the host into the cache;
+    /// false if it does not fit.
+    pub fn refresh(&self, gen: u64, now: u64) -> Result<bool, Errno> {
+        let mut buf = [0u64; AFFINITY_WORDS];
+        let r = host::sched_getaffinity(0, &mut buf);
+        let n = match r {
+            Ok(n) => n,
+            Err(Errno::EINVAL) => return Ok(false), // more CPUs than the buffer holds
+            Err(e) => return Err(e),
+        };
+        for (c, w) in self.mask.iter().zip(buf) {
+            c.set(w);
+        }
+        self.len.set(n);
+        self.stamp.set(now);
+        self.gen.set(gen);
+        Ok(true)
+    }
+}
+
+impl Default for AffinityCache {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

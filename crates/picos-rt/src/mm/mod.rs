@@ -1,4 +1,6 @@
 //! Memory: the runtime's own (`runtime`: image, heap, per-thread stack
-//! slots) and the program's (`user`: fault-safe copies in and out).
+//! slots, code regions; `area`: the per-thread state at the top of each
+//! slot) and the program's (`user`: fault-safe copies in and out).
+pub mod area;
 pub mod runtime;
 pub mod user;

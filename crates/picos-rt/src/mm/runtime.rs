@@ -185,7 +185,69 @@ fn image_holes(
 /// Does `[addr, addr + len)` overlap memory the runtime owns (its image or
 /// its reservation)? Guest requests that touch such ranges are refused.
 pub fn owns(addr: usize, len: usize) -> bool {
-    owns_writable(addr, len) || crate::patch::owns(addr, addr.saturating_add(len.max(1)))
+    let end = addr.saturating_add(len.max(1));
+    owns_writable(addr, len) || code_regions().any(|b| addr < b + CODE_REGION_SIZE && b < end)
+}
+
+/// Size of a region of code the runtime maps among the program's memory
+/// (the patcher's trampolines, which must lie within ±2 GiB of the sites).
+pub const CODE_REGION_SIZE: usize = 64 << 10;
+/// How many such regions there may be.
+pub const MAX_CODE_REGIONS: usize = 64;
+static CODE_REGION: [AtomicUsize; MAX_CODE_REGIONS] =
+    [const { AtomicUsize::new(0) }; MAX_CODE_REGIONS];
+static CODE_REGIONS: AtomicUsize = AtomicUsize::new(0);
+
+/// The bases of the code regions mapped so far, in mapping order.
+pub fn code_regions() -> impl Iterator<Item = usize> {
+    let n = CODE_REGIONS.load(Ordering::Acquire);
+    (0..n).map(|i| CODE_REGION[i].load(Ordering::Relaxed))
+}
+
+/// Maps a code region of [`CODE_REGION_SIZE`] bytes at exactly `at` (never
+/// over an existing mapping), starting with `header` (the rest zero), then
+/// read-and-execute only. Returns its index in [`code_regions`]. ENOMEM
+/// when there may be no more regions; another error when `at` is taken.
+/// Callers serialise (the patcher maps under its state lock).
+pub fn map_code_region(at: usize, header: &[u8]) -> Result<usize, Errno> {
+    let n = CODE_REGIONS.load(Ordering::Acquire);
+    if n >= MAX_CODE_REGIONS || header.len() > PAGE_SIZE {
+        return Err(Errno::ENOMEM);
+    }
+    if owns(at, CODE_REGION_SIZE) {
+        return Err(Errno::EEXIST);
+    }
+    let flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE;
+    // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping, and
+    // `at` is not the runtime's.
+    let b = unsafe { host::mmap(at, CODE_REGION_SIZE, PROT_READ | PROT_WRITE, flags, -1, 0) }?;
+    if b != at {
+        // SAFETY: the mapping just made, which nothing uses.
+        let _ = unsafe { host::munmap(b, CODE_REGION_SIZE) };
+        return Err(Errno::EEXIST);
+    }
+    // SAFETY: `b` is the start of the fresh writable mapping above, which
+    // holds at least a page.
+    unsafe { core::ptr::copy_nonoverlapping(header.as_ptr(), b as *mut u8, header.len()) };
+    // SAFETY: our own fresh mapping, which no code uses yet.
+    if let Err(e) = unsafe { host::mprotect(b, CODE_REGION_SIZE, PROT_READ | PROT_EXEC) } {
+        // SAFETY: as above.
+        let _ = unsafe { host::munmap(b, CODE_REGION_SIZE) };
+        return Err(e);
+    }
+    CODE_REGION[n].store(b, Ordering::Relaxed);
+    CODE_REGIONS.store(n + 1, Ordering::Release);
+    Ok(n)
+}
+
+/// For unit tests of the patcher: region 0 at `base` (nothing is mapped).
+#[cfg(test)]
+pub fn set_code_region_for_test(base: usize) {
+    CODE_REGION[0].store(base, Ordering::Relaxed);
+    CODE_REGIONS.store(
+        CODE_REGIONS.load(Ordering::Relaxed).max(1),
+        Ordering::Release,
+    );
 }
 
 /// As [`owns`], leaving out the trampoline regions: the check for copies to
@@ -315,13 +377,64 @@ static RECENT_NEXT: AtomicUsize = AtomicUsize::new(0);
 
 /// Marks a slot free at once (its thread never ran, or never will again).
 pub fn free_slot(i: usize) {
+    super::area::forget(i);
     SLOTS[i].store(SLOT_FREE, Ordering::Release);
+}
+
+/// Is `[addr, addr + len)` inside slot `slot`'s stack (above its guard page)?
+fn in_slot(slot: usize, addr: usize, len: usize) -> bool {
+    slot < STACK_SLOTS
+        && addr >= slot_base(slot) + PAGE_SIZE
+        && addr
+            .checked_add(len)
+            .is_some_and(|e| e <= slot_base(slot) + STACK_SLOT)
+}
+
+/// Reads a `T` at `addr` in slot `slot`'s stack (None if it does not lie
+/// there, or the slot is free).
+pub fn read_in_slot<T: super::user::Pod>(slot: usize, addr: usize) -> Option<T> {
+    if !in_slot(slot, addr, core::mem::size_of::<T>())
+        || SLOTS[slot].load(Ordering::Acquire) == SLOT_FREE
+    {
+        return None;
+    }
+    // SAFETY: inside the slot's mapped, read-write stack (checked); any
+    // bit pattern is a T (Pod); an unaligned address is read as such.
+    Some(unsafe { (addr as *const T).read_unaligned() })
+}
+
+/// Writes `bytes` at `addr` in slot `slot`'s stack, which the caller owns
+/// (a child's, not running yet). Panics if they do not lie there.
+pub fn write_in_slot(slot: usize, addr: usize, bytes: &[u8]) {
+    assert!(in_slot(slot, addr, bytes.len()) && slot_in_use(slot));
+    // SAFETY: inside the slot's mapped, read-write stack (checked above),
+    // which nothing else uses (the caller's contract).
+    unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), addr as *mut u8, bytes.len()) };
+}
+
+/// Starts a thread or process (clone(2) with `flags`, `ptid`, `ctid` and
+/// `tls`) on stack `sp` in slot `slot`, prepared by the caller: the child
+/// runs the `clone_child` upcall with `sp` and never returns. Returns the
+/// host result (the child's tid or -errno) in the parent.
+pub fn spawn_in_slot(
+    slot: usize,
+    flags: u64,
+    sp: usize,
+    ptid: usize,
+    ctid: usize,
+    tls: usize,
+) -> isize {
+    assert!(in_slot(slot, sp, 64) && slot_in_use(slot) && sp % 16 == 0);
+    // SAFETY: `sp` lies in a slot of ours, with room above it; the child
+    // runs picos_clone_child on it and never returns into this frame.
+    unsafe { crate::arch::picos_clone(flags, sp, ptid, ctid, tls) }
 }
 
 /// In a fork child only the forking thread exists: every other slot is free.
 pub fn reset_slots_after_fork(keep: usize) {
     for (i, s) in SLOTS.iter().enumerate() {
         if i != keep && s.load(Ordering::Relaxed) != SLOT_FREE {
+            super::area::forget(i);
             s.store(SLOT_FREE, Ordering::Relaxed);
         }
     }

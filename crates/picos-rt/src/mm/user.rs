@@ -48,6 +48,16 @@ unsafe impl Pod for arch::UContext {}
 unsafe impl Pod for arch::RtSigFrame {}
 // SAFETY: a byte array.
 unsafe impl Pod for arch::SigInfo {}
+// SAFETY: repr(C) structs of integers.
+unsafe impl Pod for arch::FastFrame {}
+// SAFETY: repr(C) structs of integers.
+unsafe impl Pod for arch::SigContext {}
+
+/// The bytes of a plain-old-data value.
+pub fn bytes_of<T: Pod>(v: &T) -> &[u8] {
+    // SAFETY: a Pod value is `size_of::<T>()` initialised bytes.
+    unsafe { core::slice::from_raw_parts(v as *const T as *const u8, size_of::<T>()) }
+}
 
 fn check_range(addr: usize, len: usize) -> Result<(), Errno> {
     if len == 0 {

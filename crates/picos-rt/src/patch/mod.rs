@@ -43,11 +43,12 @@
 //!
 //! # Safety
 //! This module writes machine code into the program's memory.
-#![allow(unsafe_code)]
+#![deny(unsafe_code)]
 
+use crate::arch::SigContext;
 use crate::host;
 use crate::host::errno::Errno;
-use crate::mm::runtime::{self, PAGE_SIZE};
+use crate::mm::runtime::{self, CODE_REGION_SIZE as REGION_SIZE, PAGE_SIZE};
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -56,32 +57,24 @@ use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 const TRAMP_SIZE: usize = 80;
 /// Longest run of register moves copied between `mov $NR` and `syscall`.
 const MAX_MOVES: usize = 24;
-/// Size of one trampoline region.
-const REGION_SIZE: usize = 64 << 10;
-/// Maximum number of trampoline regions.
-const MAX_REGIONS: usize = 64;
-/// Offsets in a trampoline, from the return address of its `call`.
-pub const RET_TO_SITE_RET: usize = 24;
-const RET_TO_SLOW: usize = 10;
+/// Offsets in a trampoline, from the return address of its `call`
+/// (`arch::RET_TO_SITE_RET` is where the continuation is stored).
+use crate::arch::RET_TO_SITE_RET;
+pub const RET_TO_SLOW: usize = 10;
 /// Offsets in a region's header of the entry addresses the trampolines
-/// call: the fast entry, and the direct entries for calls the host serves
-/// unchanged (non-blocking, then blocking).
+/// call, one per route (`arch::class`): the fast entry, the direct entries
+/// for calls the host serves unchanged (non-blocking, then blocking), and
+/// the same for calls on a descriptor, which take the direct entry only if
+/// the host serves the descriptor unchanged (`arch::PassThrough`).
 const ENTRY_FAST: usize = 0;
 const ENTRY_DIRECT: usize = 8;
 const ENTRY_DIRECT_BLOCKING: usize = 16;
+const ENTRY_DIRECT_FD: usize = 24;
+const ENTRY_DIRECT_FD_BLOCKING: usize = 32;
 /// The entry of sites whose number is only known at run time: it picks one
-/// of the three above by the number's [`DIRECT_CLASS`].
-const ENTRY_DYNAMIC: usize = 24;
-const ENTRIES: usize = 4;
-
-/// Call numbers `picos_dynamic_entry` looks up (all of Linux's x86-64 calls).
-pub const DIRECT_CLASSES: usize = 512;
-/// Which entry the dynamic entry takes for each call number: 0 the fast
-/// entry, 1 the direct entry, 2 the direct blocking entry (the choice
-/// [`entry_for`] makes for a fixed number). Written once by [`init`],
-/// before any site is patched; read by `arch::picos_dynamic_entry`.
-pub static DIRECT_CLASS: [core::sync::atomic::AtomicU8; DIRECT_CLASSES] =
-    [const { core::sync::atomic::AtomicU8::new(0) }; DIRECT_CLASSES];
+/// of the above by the number's `arch::DIRECT_CLASS`.
+const ENTRY_DYNAMIC: usize = 40;
+const ENTRIES: usize = 6;
 
 /// Pseudo syscall number the slow path uses to finish a deferred fast call.
 pub const DEFERRED_NR: u64 = 0x7069_636f; // "pico"
@@ -91,18 +84,43 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 static MULTI: AtomicBool = AtomicBool::new(false);
 static MEMBARRIER_OK: AtomicBool = AtomicBool::new(false);
 static VDSO: AtomicUsize = AtomicUsize::new(0);
-/// The SigHand of the process that owns the patcher. A process sharing our
-/// memory with a SigHand of its own (vfork, posix_spawn) never patches: its
-/// parent may be patching, or waiting in a clone with the patcher's state
-/// as it was.
+/// The process that owns the patcher (an address identifying its state,
+/// see [`Config::owner`]). A process sharing our memory with state of its
+/// own (vfork, posix_spawn) never patches: its parent may be patching, or
+/// waiting in a clone with the patcher's state as it was.
 static OWNER: AtomicUsize = AtomicUsize::new(0);
+/// Offsets for the trampolines' inline answers (see [`Inline`]).
+static INLINE: spin::Once<Option<Inline>> = spin::Once::new();
 
-static REGION_BASE: [AtomicUsize; MAX_REGIONS] = [const { AtomicUsize::new(0) }; MAX_REGIONS];
-static REGION_COUNT: AtomicUsize = AtomicUsize::new(0);
+/// Where the trampolines find the answers they give without entering the
+/// runtime (getpid, getppid, gettid), as offsets from the GS base (the
+/// thread's state): `process` holds a pointer to the process's state, in
+/// which `pid` and `ppid` are 32-bit words; `tid` is in the thread's own.
+/// A zero there means unknown (the trampoline then enters the runtime).
+#[derive(Clone, Copy)]
+pub struct Inline {
+    pub process: u32,
+    pub pid: u32,
+    pub ppid: u32,
+    pub tid: u32,
+}
+
+/// What the layers above decide for the patcher (see [`init`]).
+pub struct Config {
+    /// The vDSO's address (its sites are never patched).
+    pub vdso: usize,
+    /// Identifies the process that patches (the caller's per-process state).
+    pub owner: usize,
+    /// The route of each call number (`arch::class`).
+    pub route: fn(u32) -> u8,
+    /// Inline answers, or None when every call must enter the runtime
+    /// (--stats, --trace).
+    pub inline: Option<Inline>,
+}
 
 struct State {
     /// Next free offset in each region.
-    used: [usize; MAX_REGIONS],
+    used: [usize; runtime::MAX_CODE_REGIONS],
     /// Sites already patched (or being patched).
     sites: BTreeSet<usize>,
     /// Sites seen trapping once: a site is patched when it traps a second
@@ -123,7 +141,7 @@ struct State {
 static STATE: crate::sync::Lock<State> = crate::sync::Lock::new(
     crate::sync::Rank::Patch,
     State {
-        used: [0; MAX_REGIONS],
+        used: [0; runtime::MAX_CODE_REGIONS],
         sites: BTreeSet::new(),
         seen: BTreeSet::new(),
         no_patch: Vec::new(),
@@ -284,24 +302,19 @@ pub fn enabled() -> bool {
 }
 
 /// Turns patching on (called at start-up when the configuration asks).
-pub fn init(vdso: usize) {
-    VDSO.store(vdso, Ordering::Relaxed);
-    OWNER.store(
-        crate::kernel::thread::current().sighand.get() as usize,
-        Ordering::Relaxed,
-    );
-    for (nr, class) in DIRECT_CLASS.iter().enumerate() {
-        let c = match entry_for(nr as u32) {
-            ENTRY_DIRECT => 1,
-            ENTRY_DIRECT_BLOCKING => 2,
-            _ => 0,
-        };
-        class.store(c, Ordering::Relaxed);
+pub fn init(cfg: &Config) {
+    VDSO.store(cfg.vdso, Ordering::Relaxed);
+    OWNER.store(cfg.owner, Ordering::Relaxed);
+    INLINE.call_once(|| cfg.inline);
+    for (nr, class) in crate::arch::DIRECT_CLASS.iter().enumerate() {
+        class.store((cfg.route)(nr as u32), Ordering::Relaxed);
     }
     state().entries = [
         crate::arch::picos_fast_entry as *const () as usize,
         crate::arch::picos_direct_entry as *const () as usize,
         crate::arch::picos_direct_blocking_entry as *const () as usize,
+        crate::arch::picos_direct_fd_entry as *const () as usize,
+        crate::arch::picos_direct_fd_blocking_entry as *const () as usize,
         crate::arch::picos_dynamic_entry as *const () as usize,
     ];
     ENABLED.store(true, Ordering::Relaxed);
@@ -331,17 +344,15 @@ pub fn fork_guard() -> ForkGuard {
 /// Called when a thread or process sharing this memory is created.
 pub fn note_shared_memory() {
     if !MULTI.swap(true, Ordering::Relaxed) {
-        // MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE
-        // SAFETY: integer arguments only.
-        let ok = unsafe { host::call(324, [64, 0, 0, 0, 0, 0]) }.is_ok();
+        const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE: i32 = 64;
+        let ok = host::membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE).is_ok();
         MEMBARRIER_OK.store(ok, Ordering::Relaxed);
     }
 }
 
 fn sync_core() -> bool {
-    // MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE
-    // SAFETY: integer arguments only.
-    unsafe { host::call(324, [32, 0, 0, 0, 0, 0]) }.is_ok()
+    const MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE: i32 = 32;
+    host::membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE).is_ok()
 }
 
 /// Records a shared mapping (never patched: the write would reach the file).
@@ -372,15 +383,6 @@ pub fn forget_range(addr: usize, len: usize) {
     st.mapped.retain(|_, m| m.site < addr || m.site >= end);
 }
 
-/// Does `[addr, addr+len)` overlap a trampoline region?
-pub fn owns(addr: usize, end: usize) -> bool {
-    let n = REGION_COUNT.load(Ordering::Acquire);
-    (0..n).any(|i| {
-        let b = REGION_BASE[i].load(Ordering::Relaxed);
-        b != 0 && addr < b + REGION_SIZE && b < end
-    })
-}
-
 /// One step of writing code: bytes at an address, or a core-serialising
 /// barrier (see [`sync_core`]).
 enum CodeOp<'a> {
@@ -402,26 +404,14 @@ enum CodeOp<'a> {
 fn write_code(ops: &[CodeOp<'_>]) -> Result<(), Errno> {
     // The outer error is the open's, the inner one a write's.
     let run = || -> Result<Result<(), Errno>, Errno> {
-        const O_RDWR_CLOEXEC: i32 = 0o2 | 0o2000000;
-        let fd = host::openat(host::AT_FDCWD, c"/proc/thread-self/mem", O_RDWR_CLOEXEC, 0)? as i32;
+        let flags = host::O_RDWR | host::O_CLOEXEC;
+        let fd = host::openat(host::AT_FDCWD, c"/proc/thread-self/mem", flags, 0)? as i32;
         let r = ops.iter().try_for_each(|op| match *op {
             CodeOp::Write(addr, bytes) => {
-                // SAFETY: pwrite64 from a live buffer; the kernel writes
-                // `addr` in our own address space, which the caller has
-                // checked is program code or a trampoline region of ours.
-                let n = unsafe {
-                    host::call(
-                        host::nr::PWRITE64,
-                        [
-                            fd as usize,
-                            bytes.as_ptr() as usize,
-                            bytes.len(),
-                            addr,
-                            0,
-                            0,
-                        ],
-                    )
-                }?;
+                // The kernel writes `addr` in our own address space, which
+                // the caller has checked is program code or a trampoline
+                // region of ours.
+                let n = host::pwrite(fd, bytes, addr as u64)?;
                 if n == bytes.len() {
                     Ok(())
                 } else {
@@ -439,7 +429,7 @@ fn write_code(ops: &[CodeOp<'_>]) -> Result<(), Errno> {
         let _ = host::close(fd);
         Ok(r)
     };
-    match crate::kernel::fs::with_transient_fds(run) {
+    match crate::host::fds::with_transient_fds(run) {
         Ok(r) => r,
         Err(e) => {
             if e != Errno::EMFILE && e != Errno::ENFILE && e != Errno::EAGAIN {
@@ -467,9 +457,7 @@ fn alloc_trampoline(st: &mut State, site: usize, pun: Option<u8>) -> Option<usiz
         Some(r) => rel32(addr + TRAMP_SIZE, site + 64).is_some() && pun.is_none_or(|p| r[3] == p),
         None => false,
     };
-    let n = REGION_COUNT.load(Ordering::Acquire);
-    for (i, base) in REGION_BASE.iter().enumerate().take(n) {
-        let b = base.load(Ordering::Relaxed);
+    for (i, b) in runtime::code_regions().enumerate() {
         if st.used[i] + TRAMP_SIZE <= REGION_SIZE && fits(b + st.used[i]) {
             let t = b + st.used[i];
             st.used[i] += TRAMP_SIZE;
@@ -490,8 +478,8 @@ fn alloc_trampoline(st: &mut State, site: usize, pun: Option<u8>) -> Option<usiz
         None => [page.checked_sub(k << 20), page.checked_add(k << 20)],
     });
     for cand in candidates.flatten() {
-        let n = REGION_COUNT.load(Ordering::Acquire);
-        if n >= MAX_REGIONS {
+        let n = runtime::code_regions().count();
+        if n >= runtime::MAX_CODE_REGIONS {
             return None;
         }
         if cand < (16 << 20)
@@ -501,40 +489,20 @@ fn alloc_trampoline(st: &mut State, site: usize, pun: Option<u8>) -> Option<usiz
         {
             continue;
         }
-        // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
-        let r = unsafe {
-            host::mmap(
-                cand,
-                REGION_SIZE,
-                runtime::PROT_READ | runtime::PROT_WRITE,
-                runtime::MAP_PRIVATE | runtime::MAP_ANONYMOUS | runtime::MAP_FIXED_NOREPLACE,
-                -1,
-                0,
-            )
-        };
-        let Ok(b) = r else { continue };
-        if b != cand {
-            continue;
-        }
-        // The region starts with the runtime's entry addresses, written
-        // while it is still ours alone and writable; then it becomes code.
+        // The region starts with the runtime's entry addresses; then it is
+        // code (mapped by `mm`, which counts it as the runtime's memory).
         let mut header = [0u8; ENTRIES * 8];
         for (i, e) in st.entries.iter().enumerate() {
             header[i * 8..i * 8 + 8].copy_from_slice(&e.to_le_bytes());
         }
-        // SAFETY: `b` is the start of the fresh writable mapping above.
-        unsafe { core::ptr::copy_nonoverlapping(header.as_ptr(), b as *mut u8, header.len()) };
-        // SAFETY: our own fresh mapping, which no code uses yet.
-        if unsafe { host::mprotect(b, REGION_SIZE, runtime::PROT_READ | runtime::PROT_EXEC) }
-            .is_err()
-        {
-            // SAFETY: as above.
-            let _ = unsafe { host::munmap(b, REGION_SIZE) };
-            return None;
+        match runtime::map_code_region(cand, &header) {
+            Ok(i) if i == n => {}
+            Ok(_) => return None, // (regions are only mapped under the state lock)
+            Err(Errno::ENOMEM) => return None,
+            Err(_) => continue,
         }
-        REGION_BASE[n].store(b, Ordering::Relaxed);
+        let b = cand;
         st.used[n] = 64;
-        REGION_COUNT.store(n + 1, Ordering::Release);
         if !fits(b + 64) {
             continue; // usable for other sites; look further for this one
         }
@@ -545,9 +513,7 @@ fn alloc_trampoline(st: &mut State, site: usize, pun: Option<u8>) -> Option<usiz
 }
 
 fn region_of(addr: usize) -> usize {
-    let n = REGION_COUNT.load(Ordering::Acquire);
-    (0..n)
-        .map(|i| REGION_BASE[i].load(Ordering::Relaxed))
+    runtime::code_regions()
         .find(|&b| addr >= b && addr < b + REGION_SIZE)
         .unwrap_or(0)
 }
@@ -944,60 +910,49 @@ fn match_dynamic(
 }
 
 /// Answers the trampoline can give from the runtime's caches without
-/// entering the runtime: getpid, getppid (per-process cache, reached through
-/// the thread's SigHand) and gettid (the thread's own state). A zero in the
-/// cache means "unknown": the trampoline then takes the normal path. Only
-/// for sites without copied moves (they would run twice), and never with
-/// --stats or --trace (those must see every call).
+/// entering the runtime: getpid, getppid (per-process state, reached
+/// through a pointer in the thread's) and gettid (the thread's own state),
+/// at the offsets [`Config::inline`] gives. A zero there means "unknown":
+/// the trampoline then takes the normal path. Only for sites without copied
+/// moves (they would run twice).
 fn inline_answer(nr: u32, site: &Site) -> Option<Vec<u8>> {
-    if !site.moves.is_empty()
-        || !site.pre.is_empty()
-        || !site.post.is_empty()
-        || crate::diag::stats::on()
-        || crate::diag::log::enabled(crate::diag::log::LogLevel::Trace)
-    {
+    if !site.moves.is_empty() || !site.pre.is_empty() || !site.post.is_empty() {
         return None;
     }
-    use crate::kernel::thread::{SigHand, Thread};
-    use crate::sys::ids::IdCache;
-    let sighand = core::mem::offset_of!(Thread, sighand) as u32;
-    let ids = core::mem::offset_of!(SigHand, ids) as u32;
+    let off = (*INLINE.get()?)?;
     let mut c = Vec::with_capacity(24);
     match nr {
         39 | 110 => {
-            let field = if nr == 39 {
-                core::mem::offset_of!(IdCache, pid)
-            } else {
-                core::mem::offset_of!(IdCache, ppid)
-            } as u32;
-            // mov %gs:sighand, %rcx
+            let field = if nr == 39 { off.pid } else { off.ppid };
+            // mov %gs:process, %rcx
             c.extend_from_slice(&[0x65, 0x48, 0x8b, 0x0c, 0x25]);
-            c.extend_from_slice(&sighand.to_le_bytes());
-            // mov ids+field(%rcx), %ecx
+            c.extend_from_slice(&off.process.to_le_bytes());
+            // mov field(%rcx), %ecx
             c.extend_from_slice(&[0x8b, 0x89]);
-            c.extend_from_slice(&(ids + field).to_le_bytes());
+            c.extend_from_slice(&field.to_le_bytes());
         }
         186 => {
             // mov %gs:tid, %ecx
             c.extend_from_slice(&[0x65, 0x8b, 0x0c, 0x25]);
-            c.extend_from_slice(&(core::mem::offset_of!(Thread, tid) as u32).to_le_bytes());
+            c.extend_from_slice(&off.tid.to_le_bytes());
         }
         _ => return None,
     }
     Some(c)
 }
 
-/// Which runtime entry a trampoline for call `nr` calls: a direct entry for
-/// a call the host serves unchanged, unless every call must reach the
-/// dispatcher (--stats, --trace).
+/// Which runtime entry a trampoline for call `nr` calls (its route, set
+/// by [`init`]).
 fn entry_for(nr: u32) -> usize {
-    use crate::sys::def::{lookup, Serve};
-    if crate::diag::stats::on() || crate::diag::log::enabled(crate::diag::log::LogLevel::Trace) {
-        return ENTRY_FAST;
-    }
-    match lookup(nr as usize).map(|d| d.serve) {
-        Some(Serve::Host) => ENTRY_DIRECT,
-        Some(Serve::HostBlocking { .. }) => ENTRY_DIRECT_BLOCKING,
+    use crate::arch::class;
+    let c = crate::arch::DIRECT_CLASS
+        .get(nr as usize)
+        .map_or(class::FAST, |c| c.load(Ordering::Relaxed));
+    match c {
+        class::DIRECT => ENTRY_DIRECT,
+        class::DIRECT_BLOCKING => ENTRY_DIRECT_BLOCKING,
+        class::DIRECT_FD => ENTRY_DIRECT_FD,
+        class::DIRECT_FD_BLOCKING => ENTRY_DIRECT_FD_BLOCKING,
         _ => ENTRY_FAST,
     }
 }
@@ -1068,12 +1023,9 @@ fn trampoline_bytes(t: usize, nr: u32, site: &Site) -> Option<(Vec<u8>, usize, T
 /// `syscall` instruction) with number `nr`: patches the site if it has a
 /// known shape. Returns where the trapped call must now return to, when the
 /// patch covered bytes after its `syscall` (the `read` shape).
-pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext) -> Option<usize> {
-    if !enabled()
-        || nr > 0xffff
-        || after < 64
-        || crate::kernel::thread::current().sighand.get() as usize != OWNER.load(Ordering::Relaxed)
-    {
+/// `owner` identifies the calling process as [`Config::owner`] does.
+pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext, owner: usize) -> Option<usize> {
+    if !enabled() || nr > 0xffff || after < 64 || owner != OWNER.load(Ordering::Relaxed) {
         return None;
     }
     // Bytes around the syscall: room for the longest shape before it and
@@ -1143,6 +1095,8 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext) -> Option<usize> {
             (false, _) => "dynamic entry, number from RAX",
             (_, ENTRY_DIRECT) => "direct entry",
             (_, ENTRY_DIRECT_BLOCKING) => "direct blocking entry",
+            (_, ENTRY_DIRECT_FD) => "direct entry for pass-through descriptors",
+            (_, ENTRY_DIRECT_FD_BLOCKING) => "direct blocking entry for pass-through descriptors",
             _ => "fast entry",
         }
     );
@@ -1178,472 +1132,6 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext) -> Option<usize> {
 /// faulting thread retries the instruction there.
 pub fn is_patch_trap(rip: usize) -> bool {
     MULTI.load(Ordering::Relaxed) && state().sites.contains(&(rip - 1))
-}
-
-/// Syscalls that the fast entry hands to the trap path at once: they need
-/// the complete signal context (FPU state) or replace the register state.
-pub fn needs_trap(nr: u64) -> bool {
-    matches!(nr, 15 | 56 | 57 | 58 | 59 | 322 | 435 | 130 | 131)
-}
-
-use crate::arch::{FastFrame, SigContext, UContext, FAST_FRAME_GAP};
-use crate::kernel::thread::Thread;
-
-/// The trampoline's return address: the entry's `pushfq` put RFLAGS at
-/// `guest_sp`, just below it.
-fn trampoline_ret(f: &FastFrame) -> usize {
-    // SAFETY: guest_sp points at the RFLAGS the entry pushed on the program
-    // stack, then the trampoline's return address (both written by us).
-    unsafe { *((f.guest_sp + 8) as *const u64) as usize }
-}
-
-/// The program's RFLAGS, which the entry's `pushfq` put at `guest_sp`.
-fn entry_flags(f: &FastFrame) -> u64 {
-    // SAFETY: as in trampoline_ret.
-    unsafe { *(f.guest_sp as *const u64) }
-}
-
-/// Where the fast path continues: the trampoline stores it (site+7, or its
-/// own copy of the `syscall` + 2) at a fixed offset from its return address.
-fn site_ret_of(ret: usize) -> u64 {
-    // SAFETY: `ret` is a trampoline's return address (trampoline_ret).
-    unsafe { *((ret + RET_TO_SITE_RET) as *const u64) }
-}
-
-/// Program registers `m` on a host signal frame's context `host`: the
-/// segment and FPU fields stay the host frame's.
-fn on_host_frame(m: SigContext, host: &SigContext) -> SigContext {
-    SigContext {
-        cs: host.cs,
-        gs: host.gs,
-        fs: host.fs,
-        ss: host.ss,
-        fpstate: host.fpstate,
-        ..m
-    }
-}
-
-/// Where `picos_fast_entry` puts the FastFrame of thread `t`.
-fn frame_addr(t: &Thread) -> usize {
-    (t.stack_top() & !63) - FAST_FRAME_GAP - core::mem::size_of::<FastFrame>()
-}
-
-/// The program context a fast call returns to, as the frame describes it:
-/// registers from the frame, RFLAGS saved by the entry, RSP above the red
-/// zone, RIP = the continuation in RCX (site+7, or the trampoline's slow path).
-fn final_context(f: &FastFrame, base: &SigContext) -> SigContext {
-    on_host_frame(fast_context(f), base)
-}
-
-/// The program's registers as the fast entry saved them, built in place
-/// (no segment or FPU state: the fast path never needs them).
-#[inline(always)]
-fn fast_context(f: &FastFrame) -> SigContext {
-    let flags = entry_flags(f);
-    SigContext {
-        r8: f.r8,
-        r9: f.r9,
-        r10: f.r10,
-        r11: f.r11,
-        r12: f.r12,
-        r13: f.r13,
-        r14: f.r14,
-        r15: f.r15,
-        rdi: f.rdi,
-        rsi: f.rsi,
-        rbp: f.rbp,
-        rbx: f.rbx,
-        rdx: f.rdx,
-        rax: f.rax,
-        rcx: f.rcx,
-        rsp: f.guest_sp + 16 + 128,
-        rip: f.rcx,
-        eflags: flags,
-        cs: 0,
-        gs: 0,
-        fs: 0,
-        ss: 0,
-        err: 0,
-        trapno: 0,
-        oldmask: 0,
-        cr2: 0,
-        fpstate: 0,
-        reserved1: [0; 8],
-    }
-}
-
-/// A signal interrupted the last instructions of a fast return to the
-/// program (the fast entry's exit sequence, a direct entry's, or
-/// picos_resume_full's): replaces the interrupted (runtime) context in `uc`
-/// by the program context being returned to, so that the signal is
-/// delivered there. False if `uc` is in none of them.
-pub fn complete_exit(uc: &mut UContext) -> bool {
-    let rip = uc.mcontext.rip;
-    if crate::arch::in_fast_exit(rip) {
-        let t = crate::kernel::thread::current();
-        if t.resume_on.swap(0, Ordering::Relaxed) != 0 {
-            // It was about to return to a context of its own (signals just
-            // delivered): that one.
-            complete_resume(t, uc);
-        } else {
-            complete_fast(t, uc);
-        }
-    } else if crate::arch::in_resume(rip) {
-        complete_resume(crate::kernel::thread::current(), uc);
-    } else if let Some(at) = crate::arch::in_direct_exit(rip) {
-        complete_direct(uc, at);
-    } else {
-        return false;
-    }
-    true
-}
-
-/// A signal interrupted the fast entry's exit sequence on thread `t`:
-/// replace the interrupted (runtime) context in `uc` by the program context
-/// the fast call is returning to, so the signal is delivered there.
-fn complete_fast(t: &Thread, uc: &mut UContext) {
-    // SAFETY: the frame lies in this thread's runtime stack, written by the
-    // fast entry, and stays intact until the entry's final `ret`.
-    let f = unsafe { *(frame_addr(t) as *const FastFrame) };
-    uc.mcontext = final_context(&f, &uc.mcontext);
-}
-
-/// Serves a system call from a patched site (called by picos_fast_entry).
-#[no_mangle]
-extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
-    let t = crate::kernel::thread::current();
-    let ret = trampoline_ret(f);
-    let site_ret = site_ret_of(ret);
-    let slow = (ret + RET_TO_SLOW) as u64;
-    // Linux takes the call number from EAX (see `sys::dispatch`).
-    let nr = f.rax as u32 as u64;
-    if nr == 15 && fast_sigreturn(t, f) {
-        return; // the entry continues at picos_resume_full
-    }
-    if needs_trap(nr) {
-        f.rcx = slow;
-        return;
-    }
-    f.rcx = site_ret;
-    let mask_before = t.sig_mask.get();
-    let mut uc = UContext {
-        mcontext: fast_context(f),
-        sigmask: crate::kernel::signal::host_mask(mask_before),
-        ..UContext::default()
-    };
-    t.in_fast.set(true);
-    crate::sys::dispatch(t, &mut uc);
-    t.in_fast.set(false);
-    let mask_after = t.sig_mask.get();
-    if mask_after != mask_before {
-        // Signals this unblocks arrive during this host call and wait in the
-        // thread's pending set (several of a real-time signal, in order);
-        // the exit sequence then finishes through the trap path to deliver
-        // them.
-        let _ = host::rt_sigprocmask(
-            crate::host::abi::SIG_SETMASK,
-            Some(crate::kernel::signal::host_mask(mask_after)),
-        );
-        t.update_pending_flag();
-    }
-    let m = &uc.mcontext;
-    if m.rip != site_ret || m.rsp != f.guest_sp + 16 + 128 {
-        // The call changed where the program continues (SA_RESTART rewind,
-        // sigreturn): finish through the trap path.
-        t.deferred.set(Some(*m));
-        f.rax = DEFERRED_NR;
-        f.rcx = slow;
-        return;
-    }
-    f.rax = m.rax;
-    f.rcx = m.rcx;
-    f.r11 = m.r11;
-    f.rdx = m.rdx;
-}
-
-/// The FPU image of a signal frame at `fp`, if it is one `xrstor` may load:
-/// 64-byte aligned, with the kernel's extended-state markers. Returns the
-/// feature mask to restore (the image's own, as the kernel uses).
-fn fp_image(fp: usize) -> Option<(u32, u32)> {
-    use crate::arch::{FP_SW_RESERVED, FP_XSTATE_MAGIC1, FP_XSTATE_MAGIC2};
-    if fp == 0 || fp % 64 != 0 {
-        return None;
-    }
-    let mut sw = [0u8; 20];
-    crate::mm::user::copy_in(&mut sw, fp + FP_SW_RESERVED).ok()?;
-    let word = |i: usize| u32::from_ne_bytes(sw[i..i + 4].try_into().unwrap());
-    let (magic1, xfeatures, size) = (
-        word(0),
-        u64::from_ne_bytes(sw[8..16].try_into().unwrap()),
-        word(16),
-    );
-    if magic1 != FP_XSTATE_MAGIC1 || !(576..=MAX_FP_IMAGE as u32).contains(&size) {
-        return None;
-    }
-    let mut m2 = [0u8; 4];
-    crate::mm::user::copy_in(&mut m2, fp + size as usize).ok()?;
-    (u32::from_ne_bytes(m2) == FP_XSTATE_MAGIC2)
-        .then_some((xfeatures as u32, (xfeatures >> 32) as u32))
-}
-
-/// Largest FPU image the fast rt_sigreturn handles (AVX-512 needs ~2.7 KB).
-const MAX_FP_IMAGE: usize = 12 << 10;
-
-/// Room for an FPU image, 64-byte aligned as XSAVE requires. Left
-/// uninitialised: `xsave_image` writes only the image's own bytes.
-#[repr(C, align(64))]
-struct FpImage([u8; MAX_FP_IMAGE + 64]);
-
-/// rt_sigreturn without the trap: restores the FPU state with `xrstor`
-/// from the frame, the rest as the trap path does (`signal::sigreturn`),
-/// and has the fast entry return to the restored context itself
-/// (`arch::picos_resume_full`). False leaves everything to the trap path:
-/// tracing, no XSAVE, a frame it does not recognise, single-stepping.
-fn fast_sigreturn(t: &'static Thread, f: &FastFrame) -> bool {
-    if crate::diag::log::enabled(crate::diag::log::LogLevel::Trace) || !crate::arch::has_xsave() {
-        return false;
-    }
-    let mut uc = UContext {
-        mcontext: fast_context(f),
-        ..UContext::default()
-    };
-    let Ok(saved) = crate::mm::user::read::<UContext>(uc.mcontext.rsp as usize) else {
-        return false;
-    };
-    if saved.mcontext.eflags & 0x100 != 0 {
-        return false; // TF: let the kernel start the single-stepping
-    }
-    let fp = saved.mcontext.fpstate as usize;
-    let Some((lo, hi)) = fp_image(fp) else {
-        return false;
-    };
-    // SAFETY: `fp` is a 64-byte aligned program address with a kernel-format
-    // image; a fault or a refused image comes back as -EFAULT (fault fixup).
-    if unsafe { crate::arch::picos_xrstor(fp as *const u8, lo, hi) } != 0 {
-        return false;
-    }
-    let before = t.sig_mask.get();
-    if crate::kernel::signal::sigreturn_from(t, &mut uc, &saved).is_err() {
-        return false; // the trap path reads the frame again and sends SIGSEGV
-    }
-    t.in_fast.set(true);
-    crate::diag::stats::syscall(t, 15, true);
-    t.in_fast.set(false);
-    let after = t.sig_mask.get();
-    if after != before {
-        let _ = host::rt_sigprocmask(
-            crate::host::abi::SIG_SETMASK,
-            Some(crate::kernel::signal::host_mask(after)),
-        );
-    }
-    t.update_pending_flag();
-    uc.mcontext.fpstate = 0;
-    t.resume.set(uc.mcontext);
-    t.resume_on.store(1, Ordering::Relaxed);
-    true
-}
-
-/// Signals are pending as the fast entry is about to return to
-/// `Thread::resume`: deliver them on it (called by picos_resume_full).
-#[no_mangle]
-extern "C" fn picos_resume_deliver() {
-    let t = crate::kernel::thread::current();
-    let mut m = t.resume.get();
-    deliver_on(t, &mut m, &mut core::mem::MaybeUninit::uninit());
-    t.resume.set(m);
-}
-
-/// Delivers the pending signals the program does not block on context
-/// `m`, building their frames with an image of the FPU registers (which
-/// hold the program's state) saved into `buf`, as a host signal handler
-/// would. Without an image format learnt from the kernel (`note_fpstate`),
-/// frames get no FPU state (the trap path is used instead where it can be).
-fn deliver_on(t: &Thread, m: &mut SigContext, buf: &mut core::mem::MaybeUninit<FpImage>) {
-    let mut uc = UContext {
-        mcontext: *m,
-        sigmask: crate::kernel::signal::host_mask(t.sig_mask.get()),
-        ..UContext::default()
-    };
-    uc.mcontext.fpstate = xsave_image(buf).map_or(0, |p| p as u64);
-    // Async signals stay open on the host meanwhile (no mask change going
-    // in): one that arrives while the pending set is worked on is handed
-    // back to the host and blocked until the final mask below is in force
-    // (`signal::host_signal`, `Thread::delivering`), as are the ones
-    // deliver_pending re-queues because the program blocks them.
-    t.delivering.set(true);
-    crate::kernel::signal::deliver_pending(t, &mut uc);
-    t.delivering.set(false);
-    let _ = host::rt_sigprocmask(crate::host::abi::SIG_SETMASK, Some(uc.sigmask));
-    *m = uc.mcontext;
-    m.fpstate = 0;
-}
-
-/// The kernel's signal-frame FPU format for this process, learnt from the
-/// first host signal frame (`note_fpstate`): its feature mask and size.
-static FP_XFEATURES: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
-static FP_XSIZE: AtomicUsize = AtomicUsize::new(0);
-
-/// Learns the kernel's FPU frame format from a host frame's image at `fp`
-/// (called on every trap until it knows; a load once it does).
-pub fn note_fpstate(fp: u64) {
-    if FP_XSIZE.load(Ordering::Relaxed) != 0 || fp == 0 {
-        return;
-    }
-    use crate::arch::{FP_SW_RESERVED, FP_XSTATE_MAGIC1};
-    // SAFETY: `fp` is the kernel-built image of the current host frame.
-    let (magic1, xfeatures, size) = unsafe {
-        let sw = (fp as usize + FP_SW_RESERVED) as *const u8;
-        (
-            (sw as *const u32).read_unaligned(),
-            (sw.add(8) as *const u64).read_unaligned(),
-            (sw.add(16) as *const u32).read_unaligned() as usize,
-        )
-    };
-    if magic1 == FP_XSTATE_MAGIC1 && (576..=MAX_FP_IMAGE).contains(&size) {
-        FP_XFEATURES.store(xfeatures, Ordering::Relaxed);
-        FP_XSIZE.store(size, Ordering::Relaxed);
-    }
-}
-
-/// Saves the FPU registers into `img` in the kernel's signal-frame format:
-/// XSAVE of the kernel's features, its software bytes, and the trailing
-/// magic. None if the format is not known yet.
-fn xsave_image(img: &mut core::mem::MaybeUninit<FpImage>) -> Option<*const u8> {
-    use crate::arch::{FP_SW_RESERVED, FP_XSTATE_MAGIC1, FP_XSTATE_MAGIC2};
-    let size = FP_XSIZE.load(Ordering::Relaxed);
-    let xf = FP_XFEATURES.load(Ordering::Relaxed);
-    if size == 0 || size + 4 > core::mem::size_of::<FpImage>() || !crate::arch::has_xsave() {
-        return None;
-    }
-    let p = img.as_mut_ptr() as *mut u8;
-    // SAFETY: the image's `size + 4` bytes lie inside `img`; they are
-    // zeroed first (XRSTOR wants the header's unused bytes zero), so the
-    // slice over them is initialised.
-    let buf = unsafe {
-        core::ptr::write_bytes(p, 0, size + 4);
-        core::slice::from_raw_parts_mut(p, size + 4)
-    };
-    // SAFETY: `buf` is 64-byte aligned (FpImage) and holds `size` bytes, the
-    // XSAVE area size of the kernel's feature mask `xf`.
-    unsafe { crate::arch::picos_xsave(buf.as_mut_ptr(), xf as u32, (xf >> 32) as u32) };
-    // As the kernel: FP and SSE are always marked present.
-    buf[512] |= 3;
-    let sw = FP_SW_RESERVED;
-    buf[sw..sw + 4].copy_from_slice(&FP_XSTATE_MAGIC1.to_ne_bytes());
-    buf[sw + 4..sw + 8].copy_from_slice(&((size + 4) as u32).to_ne_bytes());
-    buf[sw + 8..sw + 16].copy_from_slice(&xf.to_ne_bytes());
-    buf[sw + 16..sw + 20].copy_from_slice(&(size as u32).to_ne_bytes());
-    buf[size..size + 4].copy_from_slice(&FP_XSTATE_MAGIC2.to_ne_bytes());
-    Some(buf.as_ptr())
-}
-
-/// A signal interrupted picos_resume_full's final sequence: the context in
-/// `uc` becomes the one it is returning to (the FPU state, already restored,
-/// is in `uc`'s own image).
-fn complete_resume(t: &Thread, uc: &mut UContext) {
-    uc.mcontext = on_host_frame(t.resume.get(), &uc.mcontext);
-}
-
-/// The full exit of a direct entry (see `arch`): the host returned EINTR,
-/// or a signal arrived during the call. `f.rax` holds the host's result.
-#[no_mangle]
-extern "C" fn picos_direct_finish(f: &mut FastFrame) {
-    let t = crate::kernel::thread::current();
-    let ret = trampoline_ret(f);
-    let site_ret = site_ret_of(ret);
-    // The entry recorded the number (a trampoline of a dynamic site has no
-    // `mov $NR, %eax` to read it from).
-    let nr = t.direct_nr.load(Ordering::Relaxed);
-    f.rcx = site_ret;
-    f.r11 = entry_flags(f);
-    let restart = matches!(
-        crate::sys::def::lookup(nr as usize).map(|d| d.serve),
-        Some(crate::sys::def::Serve::HostBlocking { restart: true })
-    );
-    let res = f.rax as i64;
-    let err = (-4095..0).contains(&res).then(|| Errno(-res as i32));
-    if crate::sys::rewinds(t, err, restart) {
-        // As the dispatcher does: run the `syscall` again after the handler.
-        let mut m = fast_context(f);
-        m.rip = site_ret - 2;
-        m.rax = nr as u64;
-        t.deferred.set(Some(m));
-        f.rax = DEFERRED_NR;
-        f.rcx = (ret + RET_TO_SLOW) as u64;
-    }
-}
-
-/// A signal interrupted a direct entry's exit sequence (`where_`): replace
-/// the interrupted context in `uc` by the program context the call returns
-/// to (RAX, the result, is already in place).
-fn complete_direct(uc: &mut UContext, where_: crate::arch::DirectExit) {
-    let m = &mut uc.mcontext;
-    let sp = m.rsp;
-    // SAFETY: the direct entry pushed RFLAGS below the trampoline's return
-    // address on the program stack; both stay until its final `ret`, and
-    // the trampoline stores the continuation at a fixed offset.
-    let (flags, ret, prog_sp) = unsafe {
-        match where_ {
-            crate::arch::DirectExit::BeforePopf => (
-                *(sp as *const u64),
-                *((sp + 8) as *const u64),
-                sp + 16 + 128,
-            ),
-            crate::arch::DirectExit::AtRet => (m.eflags, *(sp as *const u64), sp + 8 + 128),
-        }
-    };
-    let cont = site_ret_of(ret as usize);
-    m.rip = cont;
-    m.rcx = cont;
-    m.r11 = flags;
-    m.eflags = flags;
-    m.rsp = prog_sp;
-}
-
-/// The exit sequence found a pending signal: finish through the trap path,
-/// which delivers it with the full signal context.
-#[no_mangle]
-extern "C" fn picos_fast_defer(f: &mut FastFrame) {
-    let t = crate::kernel::thread::current();
-    let ret = trampoline_ret(f);
-    if FP_XSIZE.load(Ordering::Relaxed) != 0
-        && crate::arch::has_xsave()
-        && !crate::diag::log::enabled(crate::diag::log::LogLevel::Trace)
-    {
-        // Deliver here and return to the handler through picos_resume_full:
-        // no trap. The context is where the call continues (a rewind or a
-        // sigreturn's, if the call changed it).
-        let mut m = t
-            .deferred
-            .take()
-            .unwrap_or_else(|| final_context(f, &SigContext::default()));
-        deliver_on(t, &mut m, &mut core::mem::MaybeUninit::uninit());
-        t.resume.set(m);
-        t.resume_on.store(1, Ordering::Relaxed);
-        return;
-    }
-    if t.deferred.get().is_none() {
-        t.deferred
-            .set(Some(final_context(f, &SigContext::default())));
-    }
-    f.rax = DEFERRED_NR;
-    f.rcx = (ret + RET_TO_SLOW) as u64;
-}
-
-/// The trap path's half of a deferred fast call: continue at the context the
-/// fast path computed, delivering pending signals on it.
-pub fn finish_deferred(t: &Thread, uc: &mut UContext) -> bool {
-    let Some(m) = t.deferred.take() else {
-        return false;
-    };
-    crate::log!(
-        Debug,
-        "deferred fast call continues at {:#x} rax={:#x}",
-        m.rip,
-        m.rax
-    );
-    uc.mcontext = on_host_frame(m, &uc.mcontext);
-    true
 }
 
 #[cfg(test)]
@@ -1843,11 +1331,7 @@ mod tests {
         // Trampoline: pre, lea, call (no mov $NR), and the continuation in
         // the trampoline (the jump covers the `syscall`).
         let t = 0x5000_0000;
-        REGION_BASE[0].store(t - 64, Ordering::Relaxed);
-        REGION_COUNT.store(
-            REGION_COUNT.load(Ordering::Relaxed).max(1),
-            Ordering::Release,
-        );
+        runtime::set_code_region_for_test(t - 64);
         let s = Site {
             start: t + 0x1000,
             pre: vec![0x48, 0x89, 0xe8],

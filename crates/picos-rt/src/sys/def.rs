@@ -50,6 +50,25 @@ pub struct SyscallDef {
 /// Highest syscall number in the table plus one.
 pub const MAX_NR: usize = 512;
 
+/// The route of call `nr` from a patched site (`arch::class`): calls the
+/// host serves unchanged go direct, through the pass-through check when
+/// their first argument is a descriptor (the library OS may serve that
+/// descriptor itself); everything else through the fast entry.
+pub fn route(nr: u32) -> u8 {
+    use crate::arch::class;
+    let Some(d) = lookup(nr as usize) else {
+        return class::FAST;
+    };
+    let fd = d.args.starts_with('f');
+    match (d.serve, fd) {
+        (Serve::Host, false) => class::DIRECT,
+        (Serve::Host, true) => class::DIRECT_FD,
+        (Serve::HostBlocking { .. }, false) => class::DIRECT_BLOCKING,
+        (Serve::HostBlocking { .. }, true) => class::DIRECT_FD_BLOCKING,
+        _ => class::FAST,
+    }
+}
+
 /// Looks up a syscall by number.
 #[inline]
 pub fn lookup(nr: usize) -> Option<&'static SyscallDef> {

@@ -11,84 +11,13 @@
 
 use super::{host_call, Ctx, SysResult};
 use crate::host::errno::Errno;
+use crate::kernel::process::Creds;
+use crate::kernel::thread::{AFFINITY_GEN, AFFINITY_TTL, AFFINITY_WORDS};
 use crate::mm::user::{self, UserPtr};
 use alloc::vec::Vec;
-use core::cell::Cell;
-use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicI32, Ordering};
 
-/// Credentials as the host reported them.
-#[derive(Clone, Debug)]
-pub struct Creds {
-    pub uid: [u32; 3],
-    pub gid: [u32; 3],
-    pub groups: Vec<u32>,
-}
-
-/// Per-process cached answers (0, -1 or None: unknown, ask the host). The
-/// pids use 0 for "unknown" because patched sites read them directly (see
-/// `patch`), and a zero test there needs no flags.
-pub struct IdCache {
-    pub pid: AtomicI32,
-    pub ppid: AtomicI32,
-    /// Process group and session (0: unknown). Only cached in a process that
-    /// has exec'd since it was forked: until then its parent may move it to
-    /// another group (setpgid on a child is allowed until the child execs).
-    pub pgid: AtomicI32,
-    pub sid: AtomicI32,
-    pub pgid_cacheable: core::sync::atomic::AtomicBool,
-    pub umask: AtomicI32,
-    /// The program's own parent-death signal (prctl), emulated.
-    pub guest_pdeathsig: AtomicI32,
-    pub creds: crate::sync::Lock<Option<Creds>>,
-    pub uname: crate::sync::Lock<Option<[u8; 390]>>,
-    pub rlimits: crate::sync::Lock<[Option<[u64; 2]>; 16]>,
-}
-
-impl IdCache {
-    pub const fn new() -> Self {
-        IdCache {
-            pid: AtomicI32::new(0),
-            ppid: AtomicI32::new(0),
-            pgid: AtomicI32::new(0),
-            sid: AtomicI32::new(0),
-            pgid_cacheable: core::sync::atomic::AtomicBool::new(false),
-            umask: AtomicI32::new(-1),
-            guest_pdeathsig: AtomicI32::new(0),
-            creds: crate::sync::Lock::new(crate::sync::Rank::Ids, None),
-            uname: crate::sync::Lock::new(crate::sync::Rank::Ids, None),
-            rlimits: crate::sync::Lock::new(crate::sync::Rank::Ids, [None; 16]),
-        }
-    }
-
-    /// A copy for a child sharing our memory but not our process (vfork):
-    /// everything but its own and its parent's pid carries over.
-    pub fn copy_for_child(&self) -> Self {
-        // One lock at a time (each guard dropped at the end of its own
-        // statement): the copy is not shared yet.
-        let creds = self.creds.lock().clone();
-        let uname = *self.uname.lock();
-        let rlimits = *self.rlimits.lock();
-        let c = IdCache {
-            creds: crate::sync::Lock::new(crate::sync::Rank::Ids, creds),
-            uname: crate::sync::Lock::new(crate::sync::Rank::Ids, uname),
-            rlimits: crate::sync::Lock::new(crate::sync::Rank::Ids, rlimits),
-            ..IdCache::new()
-        };
-        c.umask
-            .store(self.umask.load(Ordering::Relaxed), Ordering::Relaxed);
-        c.ppid
-            .store(self.pid.load(Ordering::Relaxed), Ordering::Relaxed);
-        c
-    }
-}
-
-impl Default for IdCache {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-fn cache(c: &Ctx<'_>) -> &'static IdCache {
+fn cache(c: &Ctx<'_>) -> &'static crate::kernel::process::IdCache {
     c.t.ids()
 }
 
@@ -396,78 +325,6 @@ pub fn time(c: &mut Ctx<'_>) -> SysResult {
             Ok(t as usize)
         }
         None => c.host(),
-    }
-}
-
-/// Largest affinity mask cached, in 64-bit words (1,024 CPUs); hosts with
-/// more CPUs are asked every time.
-const AFFINITY_WORDS: usize = 16;
-
-/// How long a thread trusts its cached affinity, in TSC ticks (10 to 50 ms
-/// at 5 to 1 GHz). Changes the program makes itself are seen at once (see
-/// [`AFFINITY_GEN`]); this bounds how long a change made from outside the
-/// picoprocess (`taskset -p`, a cpuset cgroup) goes unseen.
-const AFFINITY_TTL: u64 = 50_000_000;
-
-/// Bumped whenever a thread of this process changes an affinity through
-/// sched_setaffinity: every thread then re-reads its own.
-static AFFINITY_GEN: AtomicU64 = AtomicU64::new(1);
-
-/// A thread's CPU affinity as the host last reported it (sched_getaffinity
-/// with a 1,024-CPU buffer): the kernel's answer size and the mask.
-pub struct AffinityCache {
-    /// AFFINITY_GEN when read (0: never read).
-    gen: Cell<u64>,
-    /// TSC when read.
-    stamp: Cell<u64>,
-    /// Bytes the host wrote (the kernel's cpumask size).
-    len: Cell<usize>,
-    mask: [Cell<u64>; AFFINITY_WORDS],
-}
-
-impl AffinityCache {
-    pub const fn new() -> Self {
-        AffinityCache {
-            gen: Cell::new(0),
-            stamp: Cell::new(0),
-            len: Cell::new(0),
-            mask: [const { Cell::new(0) }; AFFINITY_WORDS],
-        }
-    }
-
-    /// Reads the calling thread's affinity from the host into the cache;
-    /// false if it does not fit.
-    fn refresh(&self, gen: u64, now: u64) -> Result<bool, Errno> {
-        let mut buf = [0u64; AFFINITY_WORDS];
-        let r = host_call(
-            204,
-            [
-                0,
-                core::mem::size_of_val(&buf),
-                buf.as_mut_ptr() as usize,
-                0,
-                0,
-                0,
-            ],
-        );
-        let n = match r {
-            Ok(n) => n,
-            Err(Errno::EINVAL) => return Ok(false), // more CPUs than the buffer holds
-            Err(e) => return Err(e),
-        };
-        for (c, w) in self.mask.iter().zip(buf) {
-            c.set(w);
-        }
-        self.len.set(n);
-        self.stamp.set(now);
-        self.gen.set(gen);
-        Ok(true)
-    }
-}
-
-impl Default for AffinityCache {
-    fn default() -> Self {
-        Self::new()
     }
 }
 

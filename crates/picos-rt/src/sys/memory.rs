@@ -59,7 +59,7 @@ fn brk_randomized() -> bool {
     {
         return false;
     }
-    crate::kernel::fs::read_small_file::<4>(c"/proc/sys/kernel/randomize_va_space")
+    crate::host::fds::read_small_file::<4>(c"/proc/sys/kernel/randomize_va_space")
         .is_ok_and(|(b, n)| n >= 1 && b[0] == b'2')
 }
 

@@ -5,9 +5,8 @@
 use super::{host_call, Ctx, SysResult};
 use crate::host;
 use crate::host::errno::Errno;
-use crate::kernel::thread::{self, SigHand};
+use crate::kernel::thread;
 use crate::mm::user::{self, UserPtr};
-use alloc::boxed::Box;
 
 pub const CLONE_VM: u64 = 0x100;
 pub const CLONE_FS: u64 = 0x200;
@@ -184,7 +183,7 @@ fn do_clone(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     }
     if a.flags & CLONE_FILES != 0 {
         // Program code may now run while the runtime works in this table.
-        crate::kernel::fs::note_shared_fds();
+        crate::host::fds::note_shared_fds();
     }
     if a.flags & CLONE_VM == 0 {
         fork_process(c, a)
@@ -206,7 +205,7 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
         // any other lock may allocate (the patcher allocates under its
         // state lock: taking the heap first deadlocked a fork against a
         // thread patching a site).
-        let _acts = t.sighand().actions.lock();
+        let _acts = t.process().actions.lock();
         let _brk = super::memory::BRK.lock();
         let _stats = crate::diag::stats::fork_guard();
         let _patch = crate::patch::fork_guard();
@@ -239,21 +238,32 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
 fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     let parent = c.t;
     crate::patch::note_shared_memory();
-    let own_sighand = a.flags & CLONE_SIGHAND == 0;
-    let sighand: *const SigHand = if own_sighand {
-        Box::into_raw(Box::new(parent.sighand().copy()))
+    // A process of its own (no CLONE_SIGHAND) gets a copy of our process
+    // state, a table of its own (no CLONE_FILES) a copy of our table's.
+    let own_process = a.flags & CLONE_SIGHAND == 0;
+    let own_table = a.flags & CLONE_FILES == 0;
+    let process = if own_process {
+        parent.process().for_child()
     } else {
-        parent.sighand.get()
+        parent.process()
     };
-    let free_sighand = || {
-        if own_sighand {
-            thread::drop_sighand(sighand);
+    let fd_table = if own_table {
+        parent.fd_table.get().for_child()
+    } else {
+        parent.fd_table.get()
+    };
+    let release = || {
+        if own_process {
+            crate::kernel::process::release(process);
+        }
+        if own_table {
+            fd_table.release();
         }
     };
-    let child = match thread::alloc(sighand, parent.sig_mask.get()) {
+    let child = match thread::alloc(process, fd_table, parent.sig_mask.get()) {
         Ok(t) => t,
         Err(e) => {
-            free_sighand();
+            release();
             return Err(e);
         }
     };
@@ -272,10 +282,10 @@ fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     // CLONE_CHILD_SETTID/CLEARTID go to the host as asked: the kernel must
     // clear the tid only once the thread is really gone (glibc frees the
     // thread's memory, rseq area included, as soon as it sees the clear).
-    let r = thread::spawn(a.flags | a.exit_signal, sp, a.ptid, a.ctid, a.tls);
+    let r = thread::spawn(child, a.flags | a.exit_signal, sp, a.ptid, a.ctid, a.tls);
     if r < 0 {
         thread::free_unused(child);
-        free_sighand();
+        release();
         return Err(Errno(-r as i32));
     }
     child
@@ -284,10 +294,11 @@ fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     if a.flags & CLONE_VFORK != 0 {
         // The child has exec'd or exited: its runtime state is ours to free.
         thread::free_unused(child);
-        free_sighand();
+        release();
     } else if a.flags & CLONE_THREAD == 0 {
         // A process sharing our memory: its stack slot is freed once it is
-        // gone; its dispositions stay (they are small).
+        // gone; its process state and table stay (they are small, and we
+        // cannot tell when it stops using them).
         thread::retire(child);
     }
     Ok(r as usize)
@@ -364,7 +375,7 @@ fn exec_common(
     // The check opens the files of the chain: in a table of its own, so
     // that a full table does not fail the exec (the kernel's execve needs
     // no descriptor) and other threads never see the descriptors.
-    let checked = crate::kernel::fs::with_own_fds(|| {
+    let checked = crate::host::fds::with_own_fds(|| {
         crate::kernel::exec::loader::check_executable_chain(&full)
     })
     .unwrap_or_else(|_| crate::kernel::exec::loader::check_executable_chain(&full));

@@ -41,7 +41,7 @@ pub fn rt_sigaction(c: &mut Ctx<'_>) -> SysResult {
     if new_act.is_some() && (signo == SIGKILL || signo == SIGSTOP) {
         return Err(Errno::EINVAL);
     }
-    let acts = &c.t.sighand().actions;
+    let acts = &c.t.process().actions;
     let mut prev = acts.get(signo);
     if let Some(mut a) = new_act {
         a.mask &= !(bit(SIGKILL) | bit(SIGSTOP));
@@ -173,7 +173,7 @@ fn host_thread_pending(tid: i32) -> Option<u64> {
         tid
     );
     let path = core::ffi::CStr::from_bytes_with_nul(path.as_bytes()).ok()?;
-    let (buf, n) = crate::kernel::fs::read_small_file::<2048>(path).ok()?;
+    let (buf, n) = crate::host::fds::read_small_file::<2048>(path).ok()?;
     parse_sigpnd(&buf[..n])
 }
 

@@ -6,6 +6,10 @@
 //! recover from faults on program memory. Their contracts are written on each.
 #![allow(unsafe_code)]
 
+pub mod fpu;
+
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+
 use crate::host::abi::StackT;
 use core::arch::{asm, global_asm};
 
@@ -66,6 +70,8 @@ impl Default for SigInfo {
 }
 
 impl SigInfo {
+    /// All zero.
+    pub const ZERO: SigInfo = SigInfo([0; 128]);
     pub fn signo(&self) -> i32 {
         i32::from_ne_bytes(self.0[0..4].try_into().unwrap())
     }
@@ -105,30 +111,6 @@ pub struct RtSigFrame {
 const _: () = assert!(core::mem::size_of::<SigContext>() == 256);
 const _: () = assert!(core::mem::size_of::<UContext>() == 304);
 const _: () = assert!(core::mem::size_of::<RtSigFrame>() == 440);
-
-/// Offset of the software-reserved bytes in an FXSAVE/XSAVE area.
-pub const FP_SW_RESERVED: usize = 464;
-pub const FP_XSTATE_MAGIC1: u32 = 0x4650_5853;
-pub const FP_XSTATE_MAGIC2: u32 = 0x4650_5845;
-/// Size of the legacy FXSAVE area.
-pub const FXSAVE_SIZE: usize = 512;
-
-/// Size in bytes of the FPU state at `fpstate` in a kernel-built frame,
-/// including the trailing magic word.
-///
-/// # Safety
-/// `fpstate` must point at a readable kernel-built FPU frame.
-pub unsafe fn fpstate_size(fpstate: *const u8) -> usize {
-    // SAFETY: the caller guarantees at least the FXSAVE area is readable.
-    unsafe {
-        let magic1 = (fpstate.add(FP_SW_RESERVED) as *const u32).read_unaligned();
-        if magic1 == FP_XSTATE_MAGIC1 {
-            (fpstate.add(FP_SW_RESERVED + 4) as *const u32).read_unaligned() as usize
-        } else {
-            FXSAVE_SIZE
-        }
-    }
-}
 
 // ---------------------------------------------------------------------------
 // Assembly stubs.
@@ -185,7 +167,7 @@ global_asm!(
     "    ret",
     "1:  xor %ebp, %ebp",
     "    mov %rsp, %rdi",
-    "    call picos_clone_child",
+    "    call *{up_picos_clone_child}(%rip)",
     "    ud2",
     // picos_blocking_syscall(args: *const [usize; 7]) -> isize
     // A syscall that may block with signals unblocked. A signal that arrives
@@ -268,7 +250,8 @@ global_asm!(
     ".globl picos_strlen_end",
     "picos_strlen_end:",
     "3:  ret",
-    pending = const crate::kernel::thread::PENDING_OFFSET,
+    pending = const PENDING_OFFSET,
+    up_picos_clone_child = sym UP_CLONE_CHILD,
     options(att_syntax)
 );
 
@@ -292,7 +275,7 @@ global_asm!(
     "    push %rbp; push %rdi; push %rsi; push %rdx; push %rcx; push %rbx; push %rax",
     "    mov %rsp, %rdi",
     "    cld",
-    "    call \\fn",
+    "    call *\\fn(%rip)",
     ".endm",
     // picos_fast_entry: called from a patched site's trampoline with RAX =
     // syscall number and RSP below the program's red zone. Saves flags on
@@ -304,7 +287,7 @@ global_asm!(
     "picos_fast_entry:",
     "    pushfq",
     "picos_fast_entry_flags_saved:",
-    "    PICOS_FAST_FRAME picos_fast_syscall",
+    "    PICOS_FAST_FRAME {up_picos_fast_syscall}",
     "    cmpl $0, %gs:{resume_on}",
     "    jne picos_resume_full",
     // From here to picos_fast_exit_end the result is final: a signal that
@@ -320,7 +303,7 @@ global_asm!(
     "    popfq",
     "    ret",
     "2:  mov %rsp, %rdi",
-    "    call picos_fast_defer",
+    "    call *{up_picos_fast_defer}(%rip)",
     "    cmpl $0, %gs:{resume_on}",
     "    jne picos_resume_full",
     "    jmp 1b",
@@ -357,7 +340,45 @@ global_asm!(
     "    je picos_direct_entry_flags_saved",
     "    cmp $2, %ecx",
     "    je picos_direct_blocking_entry_flags_saved",
+    "    cmp $3, %ecx",
+    "    je picos_direct_fd_entry_flags_saved",
+    "    cmp $4, %ecx",
+    "    je picos_direct_fd_blocking_entry_flags_saved",
     "    jmp picos_fast_entry_flags_saved",
+    // picos_direct_fd_entry, picos_direct_fd_blocking_entry: a call whose
+    // first argument is a descriptor goes direct only if the host serves
+    // that descriptor unchanged: its bit in the thread's PassThrough map
+    // (%gs:{passthrough}) is set. Linux reads the descriptor as an int
+    // (EDI); one at or above PASSTHROUGH_FDS (or negative) takes the fast
+    // entry, as does one the library OS serves. RCX and R11 only.
+    ".globl picos_direct_fd_entry",
+    ".type picos_direct_fd_entry,@function",
+    "picos_direct_fd_entry:",
+    "    pushfq",
+    "picos_direct_fd_entry_flags_saved:",
+    "    cmp ${nfd}, %edi",
+    "    jae picos_fast_entry_flags_saved",
+    "    mov %gs:{passthrough}, %r11",
+    "    mov %edi, %ecx",
+    "    shr $6, %ecx",
+    "    mov (%r11,%rcx,8), %rcx",
+    "    bt %rdi, %rcx",
+    "    jnc picos_fast_entry_flags_saved",
+    "    jmp picos_direct_entry_flags_saved",
+    ".globl picos_direct_fd_blocking_entry",
+    ".type picos_direct_fd_blocking_entry,@function",
+    "picos_direct_fd_blocking_entry:",
+    "    pushfq",
+    "picos_direct_fd_blocking_entry_flags_saved:",
+    "    cmp ${nfd}, %edi",
+    "    jae picos_fast_entry_flags_saved",
+    "    mov %gs:{passthrough}, %r11",
+    "    mov %edi, %ecx",
+    "    shr $6, %ecx",
+    "    mov (%r11,%rcx,8), %rcx",
+    "    bt %rdi, %rcx",
+    "    jnc picos_fast_entry_flags_saved",
+    "    jmp picos_direct_blocking_entry_flags_saved",
     // picos_direct_entry: a call that never blocks indefinitely.
     ".globl picos_direct_entry",
     ".type picos_direct_entry,@function",
@@ -409,15 +430,20 @@ global_asm!(
     // The full exit: a FastFrame as picos_fast_entry builds it, RAX = the
     // result; picos_direct_finish fills in the continuation (or a rewind)
     // and the fast entry's exit sequence delivers what is pending.
-    "5:  PICOS_FAST_FRAME picos_direct_finish",
+    "5:  PICOS_FAST_FRAME {up_picos_direct_finish}",
     "    jmp picos_fast_exit_start",
     gap = const FAST_FRAME_GAP,
-    nclass = const crate::patch::DIRECT_CLASSES,
-    class = sym crate::patch::DIRECT_CLASS,
-    direct_nr = const crate::kernel::thread::DIRECT_NR_OFFSET,
-    site_ret = const crate::patch::RET_TO_SITE_RET,
-    pending = const crate::kernel::thread::PENDING_OFFSET,
-    resume_on = const crate::kernel::thread::RESUME_ON_OFFSET,
+    nclass = const DIRECT_CLASSES,
+    class = sym DIRECT_CLASS,
+    direct_nr = const core::mem::offset_of!(EntryState, direct_nr),
+    passthrough = const core::mem::offset_of!(EntryState, passthrough),
+    nfd = const PASSTHROUGH_FDS,
+    site_ret = const RET_TO_SITE_RET,
+    pending = const PENDING_OFFSET,
+    resume_on = const core::mem::offset_of!(EntryState, resume_on),
+    up_picos_fast_syscall = sym UP_FAST_SYSCALL,
+    up_picos_fast_defer = sym UP_FAST_DEFER,
+    up_picos_direct_finish = sym UP_DIRECT_FINISH,
     options(att_syntax)
 );
 
@@ -446,7 +472,7 @@ global_asm!(
     "    jmp *%gs:{rip}",
     ".globl picos_resume_end",
     "picos_resume_end:",
-    "3:  call picos_resume_deliver",
+    "3:  call *{up_picos_resume_deliver}(%rip)",
     "    jmp 1b",
     // picos_xrstor(area, mask_lo, mask_hi) -> 0, or -EFAULT if the image
     // is refused (#GP) or unreadable.
@@ -469,26 +495,27 @@ global_asm!(
     "    mov %esi, %eax",
     "    xsave64 (%rdi)",
     "    ret",
-    pending = const crate::kernel::thread::PENDING_OFFSET,
-    resume_on = const crate::kernel::thread::RESUME_ON_OFFSET,
-    rflags = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, eflags),
-    r8 = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r8),
-    r9 = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r9),
-    r10 = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r10),
-    r11 = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r11),
-    r12 = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r12),
-    r13 = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r13),
-    r14 = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r14),
-    r15 = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, r15),
-    rdi = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rdi),
-    rsi = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rsi),
-    rbp = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rbp),
-    rbx = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rbx),
-    rdx = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rdx),
-    rax = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rax),
-    rcx = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rcx),
-    rsp = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rsp),
-    rip = const crate::kernel::thread::RESUME_OFFSET + core::mem::offset_of!(SigContext, rip),
+    pending = const PENDING_OFFSET,
+    resume_on = const core::mem::offset_of!(EntryState, resume_on),
+    rflags = const core::mem::offset_of!(EntryState, resume) + core::mem::offset_of!(SigContext, eflags),
+    r8 = const core::mem::offset_of!(EntryState, resume) + core::mem::offset_of!(SigContext, r8),
+    r9 = const core::mem::offset_of!(EntryState, resume) + core::mem::offset_of!(SigContext, r9),
+    r10 = const core::mem::offset_of!(EntryState, resume) + core::mem::offset_of!(SigContext, r10),
+    r11 = const core::mem::offset_of!(EntryState, resume) + core::mem::offset_of!(SigContext, r11),
+    r12 = const core::mem::offset_of!(EntryState, resume) + core::mem::offset_of!(SigContext, r12),
+    r13 = const core::mem::offset_of!(EntryState, resume) + core::mem::offset_of!(SigContext, r13),
+    r14 = const core::mem::offset_of!(EntryState, resume) + core::mem::offset_of!(SigContext, r14),
+    r15 = const core::mem::offset_of!(EntryState, resume) + core::mem::offset_of!(SigContext, r15),
+    rdi = const core::mem::offset_of!(EntryState, resume) + core::mem::offset_of!(SigContext, rdi),
+    rsi = const core::mem::offset_of!(EntryState, resume) + core::mem::offset_of!(SigContext, rsi),
+    rbp = const core::mem::offset_of!(EntryState, resume) + core::mem::offset_of!(SigContext, rbp),
+    rbx = const core::mem::offset_of!(EntryState, resume) + core::mem::offset_of!(SigContext, rbx),
+    rdx = const core::mem::offset_of!(EntryState, resume) + core::mem::offset_of!(SigContext, rdx),
+    rax = const core::mem::offset_of!(EntryState, resume) + core::mem::offset_of!(SigContext, rax),
+    rcx = const core::mem::offset_of!(EntryState, resume) + core::mem::offset_of!(SigContext, rcx),
+    rsp = const core::mem::offset_of!(EntryState, resume) + core::mem::offset_of!(SigContext, rsp),
+    rip = const core::mem::offset_of!(EntryState, resume) + core::mem::offset_of!(SigContext, rip),
+    up_picos_resume_deliver = sym UP_RESUME_DELIVER,
     options(att_syntax)
 );
 
@@ -554,6 +581,8 @@ pub fn has_xsave() -> bool {
 extern "C" {
     pub fn picos_fast_entry();
     pub fn picos_direct_entry();
+    pub fn picos_direct_fd_entry();
+    pub fn picos_direct_fd_blocking_entry();
     pub fn picos_dynamic_entry();
     pub fn picos_direct_blocking_entry();
     static picos_fast_exit_start: u8;
@@ -625,8 +654,9 @@ pub struct FastFrame {
     pub r14: u64,
     pub r15: u64,
     /// The program's RSP at entry: it points at the saved RFLAGS, then the
-    /// trampoline's return address, then the 128-byte red zone.
-    pub guest_sp: u64,
+    /// trampoline's return address, then the 128-byte red zone. Private:
+    /// only the stubs make frames, so the accessors may trust it.
+    guest_sp: u64,
 }
 
 extern "C" {
@@ -793,4 +823,232 @@ pub fn note_hwcap2(hwcap2: u64) {
 #[inline(always)]
 pub fn has_fsgsbase() -> bool {
     FSGSBASE.load(core::sync::atomic::Ordering::Relaxed)
+}
+
+/// Program registers `m` on a host signal frame's context `host`: the
+/// segment and FPU fields stay the host frame's.
+pub fn on_host_frame(m: SigContext, host: &SigContext) -> SigContext {
+    SigContext {
+        cs: host.cs,
+        gs: host.gs,
+        fs: host.fs,
+        ss: host.ss,
+        fpstate: host.fpstate,
+        ..m
+    }
+}
+
+/// A host signal handler written in safe code: `arch` receives the
+/// kernel's raw `siginfo` and `ucontext` pointers and passes references.
+pub trait SignalHandler {
+    fn handle(sig: i32, info: &SigInfo, uc: &mut UContext);
+}
+
+extern "C" fn signal_shim<H: SignalHandler>(sig: i32, info: *mut SigInfo, uc: *mut UContext) {
+    // SAFETY: installed with SA_SIGINFO (see `handler_address`), so the
+    // kernel passes valid siginfo and ucontext pointers into the signal
+    // frame, which only this handler uses while it runs.
+    let (info, uc) = unsafe { (&*info, &mut *uc) };
+    fpu::note_format(uc);
+    H::handle(sig, info, uc)
+}
+
+/// The address to install (with SA_SIGINFO) for handler `H`.
+pub fn handler_address<H: SignalHandler>() -> usize {
+    signal_shim::<H> as *const () as usize
+}
+
+// ---------------------------------------------------------------------------
+// What the stubs read through %gs, and the Rust functions they call.
+
+/// The per-thread words the entry stubs use through %gs: the first field of
+/// the runtime's per-thread state (the GS base points at it).
+#[repr(C)]
+pub struct EntryState {
+    /// Points at itself (offset 0): `mov %gs:0` gives the runtime stack's
+    /// top, and a mismatch tells that GS was changed behind the runtime.
+    pub self_ptr: usize,
+    /// Non-zero while a signal the program does not block waits in the
+    /// runtime's queues (offset 8).
+    pub pending: AtomicU32,
+    /// The number of the call a direct entry is making (written by the
+    /// entry, read by `entry::fast`'s finish).
+    pub direct_nr: AtomicU32,
+    /// Non-zero when the fast entry must return to `resume` rather than to
+    /// its trampoline (a fast rt_sigreturn, a delivery on the fast path).
+    pub resume_on: AtomicU32,
+    /// The descriptors of this thread's descriptor table that the host
+    /// serves unchanged ([`PassThrough`]): the direct entries check the
+    /// descriptor of an fd-taking call here.
+    pub passthrough: AtomicPtr<PassThrough>,
+    /// The full program context the fast entry returns to (`resume_on`);
+    /// its `fpstate` field is unused: FPU state is already in the registers.
+    pub resume: core::cell::Cell<SigContext>,
+}
+
+/// Offset of [`EntryState::pending`] (the blocking stubs check it).
+pub const PENDING_OFFSET: usize = core::mem::offset_of!(EntryState, pending);
+const _: () = assert!(PENDING_OFFSET == 8);
+
+impl EntryState {
+    /// The state of a thread whose area is at `addr`, with descriptor
+    /// table view `passthrough`.
+    pub fn new(addr: usize, passthrough: &'static PassThrough) -> Self {
+        EntryState {
+            self_ptr: addr,
+            pending: AtomicU32::new(0),
+            direct_nr: AtomicU32::new(0),
+            resume_on: AtomicU32::new(0),
+            passthrough: AtomicPtr::new(passthrough as *const PassThrough as *mut PassThrough),
+            resume: core::cell::Cell::new(SigContext::default()),
+        }
+    }
+}
+
+/// Descriptors below this are looked up in a [`PassThrough`] map; a call on
+/// a higher one takes the fast entry (the dispatcher decides).
+pub const PASSTHROUGH_FDS: usize = 4096;
+
+/// Which descriptors of a descriptor table the host serves unchanged (a
+/// bit per descriptor): a direct entry of an fd-taking call issues the call
+/// at once only when its descriptor's bit is set; otherwise the call goes
+/// to the dispatcher, where the library OS serves descriptors of its own.
+pub struct PassThrough(pub [AtomicU64; PASSTHROUGH_FDS / 64]);
+
+impl PassThrough {
+    /// Every descriptor passed through.
+    pub const fn all() -> Self {
+        PassThrough([const { AtomicU64::new(u64::MAX) }; PASSTHROUGH_FDS / 64])
+    }
+    /// Makes this map a copy of `other` (for a new descriptor table).
+    pub fn copy_from(&self, other: &PassThrough) {
+        for (d, s) in self.0.iter().zip(other.0.iter()) {
+            d.store(s.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+    }
+    /// Does the host serve descriptor `fd` unchanged?
+    pub fn get(&self, fd: i32) -> bool {
+        let fd = fd as u32 as usize;
+        fd >= PASSTHROUGH_FDS || self.0[fd / 64].load(Ordering::Relaxed) & (1 << (fd % 64)) != 0
+    }
+    /// Sets whether the host serves descriptor `fd` unchanged (a
+    /// descriptor at or above [`PASSTHROUGH_FDS`] always goes to the
+    /// dispatcher, whatever is set).
+    pub fn set(&self, fd: i32, on: bool) {
+        let fd = fd as u32 as usize;
+        if fd < PASSTHROUGH_FDS {
+            let b = 1u64 << (fd % 64);
+            if on {
+                self.0[fd / 64].fetch_or(b, Ordering::Relaxed);
+            } else {
+                self.0[fd / 64].fetch_and(!b, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// How the dynamic entry routes a call by number (`DIRECT_CLASS`): see
+/// `picos_dynamic_entry`.
+pub mod class {
+    /// Through the fast entry (the dispatcher).
+    pub const FAST: u8 = 0;
+    /// Issued at once.
+    pub const DIRECT: u8 = 1;
+    /// Issued at once in the blocking window.
+    pub const DIRECT_BLOCKING: u8 = 2;
+    /// As DIRECT if the host serves the descriptor in the first argument
+    /// unchanged (`PassThrough`), else FAST.
+    pub const DIRECT_FD: u8 = 3;
+    /// As DIRECT_BLOCKING if the descriptor is passed through, else FAST.
+    pub const DIRECT_FD_BLOCKING: u8 = 4;
+}
+
+/// Numbers the dynamic entry routes: calls at or above go through the fast entry.
+pub const DIRECT_CLASSES: usize = 512;
+
+/// The dynamic entry's route per syscall number ([`class`]), set once at
+/// start-up (`patch::init`).
+pub static DIRECT_CLASS: [AtomicU8; DIRECT_CLASSES] = [const { AtomicU8::new(0) }; DIRECT_CLASSES];
+
+/// Offset from a trampoline's return address of the `.quad` holding where
+/// the fast path continues (`patch`'s trampoline layout).
+pub const RET_TO_SITE_RET: usize = 24;
+
+/// The Rust functions the stubs call, set once at start-up before any of
+/// them can run ([`set_upcalls`]).
+pub struct Upcalls {
+    /// `picos_fast_entry`: serve the call in the frame.
+    pub fast_syscall: extern "C" fn(&mut FastFrame),
+    /// The direct entries' full exit (EINTR, or a signal during the call).
+    pub direct_finish: extern "C" fn(&mut FastFrame),
+    /// The fast exit found a pending signal.
+    pub fast_defer: extern "C" fn(&mut FastFrame),
+    /// `picos_resume_full` found a pending signal.
+    pub resume_deliver: extern "C" fn(),
+    /// First code of a child made by [`picos_clone`], with its stack.
+    pub clone_child: extern "C" fn(usize) -> !,
+}
+
+static UP_FAST_SYSCALL: AtomicUsize = AtomicUsize::new(0);
+static UP_DIRECT_FINISH: AtomicUsize = AtomicUsize::new(0);
+static UP_FAST_DEFER: AtomicUsize = AtomicUsize::new(0);
+static UP_RESUME_DELIVER: AtomicUsize = AtomicUsize::new(0);
+static UP_CLONE_CHILD: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets the functions the stubs call (an indirect `call` through these
+/// words: the layers above `arch` are not named here).
+pub fn set_upcalls(u: &Upcalls) {
+    UP_FAST_SYSCALL.store(u.fast_syscall as usize, Ordering::Relaxed);
+    UP_DIRECT_FINISH.store(u.direct_finish as usize, Ordering::Relaxed);
+    UP_FAST_DEFER.store(u.fast_defer as usize, Ordering::Relaxed);
+    UP_RESUME_DELIVER.store(u.resume_deliver as usize, Ordering::Relaxed);
+    UP_CLONE_CHILD.store(u.clone_child as usize, Ordering::Release);
+}
+
+impl FastFrame {
+    /// The program's RFLAGS, which the entry's `pushfq` put at `guest_sp`.
+    #[inline(always)]
+    pub fn entry_flags(&self) -> u64 {
+        // SAFETY: a FastFrame is only built by the entry stubs (its
+        // `guest_sp` is private to `arch`), which pushed RFLAGS at guest_sp
+        // on the program stack, under the trampoline's return address.
+        unsafe { *(self.guest_sp as *const u64) }
+    }
+    /// The trampoline's return address, just above the saved RFLAGS.
+    #[inline(always)]
+    pub fn trampoline_ret(&self) -> usize {
+        // SAFETY: as in `entry_flags`.
+        unsafe { *((self.guest_sp + 8) as *const u64) as usize }
+    }
+    /// Where the fast path continues: the trampoline stores it (site+7, or
+    /// its own copy of the `syscall` + 2) at a fixed offset from its return
+    /// address.
+    #[inline(always)]
+    pub fn continuation(&self) -> u64 {
+        // SAFETY: the return address is a trampoline's (only trampolines
+        // call the entries), which holds the `.quad` at RET_TO_SITE_RET.
+        unsafe { *((self.trampoline_ret() + RET_TO_SITE_RET) as *const u64) }
+    }
+    /// The program's RSP at the entry.
+    pub fn guest_sp(&self) -> u64 {
+        self.guest_sp
+    }
+}
+
+/// Returns to the program through the kernel-format signal frame whose
+/// ucontext is at `uc` (rt_sigreturn): the kernel checks the frame (a bad
+/// one ends the thread with SIGSEGV), and this thread's runtime code is
+/// done (nothing of its stack is used after).
+pub fn sigreturn_to(uc: usize) -> ! {
+    // SAFETY: rt_sigreturn replaces every register of this thread; the
+    // runtime keeps no reference into this stack frame.
+    unsafe { picos_sigreturn_to(uc as *mut UContext) }
+}
+
+/// Starts the program at `entry` with stack pointer `sp` (the loader's),
+/// leaving the runtime for good on this thread.
+pub fn enter_program(entry: usize, sp: usize) -> ! {
+    // SAFETY: the jump leaves runtime code; nothing of this stack is used
+    // after it.
+    unsafe { picos_enter(entry, sp) }
 }

@@ -113,7 +113,7 @@ pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
     let orig = uc.mcontext;
     let nr = orig.rax as u32;
     let Some((nr64, signed)) = translate(nr) else {
-        super::warn_unsupported_int80(nr);
+        crate::entry::dispatch::warn_unsupported_int80(nr);
         uc.mcontext.rax = crate::host::errno::Errno::ENOSYS.to_ret() as u64;
         return;
     };
@@ -128,7 +128,7 @@ pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
     let m = &mut uc.mcontext;
     m.rax = nr64 as u64;
     (m.rdi, m.rsi, m.rdx, m.r10, m.r8, m.r9) = (arg(0), arg(1), arg(2), arg(3), arg(4), arg(5));
-    super::dispatch(t, uc);
+    crate::entry::dispatch::dispatch(t, uc);
     // Only RAX changes (and RIP, if the call is to run again: then with
     // the i386 number, for `int $0x80` to repeat it).
     let (rax, rip) = (uc.mcontext.rax, uc.mcontext.rip);

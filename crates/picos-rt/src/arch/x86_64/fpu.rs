@@ -1,0 +1,139 @@
+//! The FPU state in signal frames: its size in a kernel-built frame, the
+//! kernel's format learnt from the first one, and XSAVE/XRSTOR of images in
+//! that format (the fast path builds and loads frames without the kernel).
+//!
+//! Invariant the safe functions rely on: the `fpstate` pointer of every
+//! `UContext` the runtime handles is 0 or points at a complete image that
+//! lives as long as the context: the host's own frame (a signal handler's
+//! context) or an [`FpImage`] of the runtime. A pointer the program
+//! supplies (a sigreturn frame's) is only ever read through `mm::user`.
+#![allow(unsafe_code)]
+
+use super::UContext;
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// Offset of the software-reserved bytes in an FXSAVE/XSAVE area.
+pub const FP_SW_RESERVED: usize = 464;
+pub const FP_XSTATE_MAGIC1: u32 = 0x4650_5853;
+pub const FP_XSTATE_MAGIC2: u32 = 0x4650_5845;
+/// Size of the legacy FXSAVE area.
+pub const FXSAVE_SIZE: usize = 512;
+/// Largest FPU image the fast path handles (AVX-512 needs ~2.7 KB).
+pub const MAX_FP_IMAGE: usize = 12 << 10;
+
+/// Size in bytes of the FPU state at `fpstate` in a kernel-built frame,
+/// including the trailing magic word.
+///
+/// # Safety
+/// `fpstate` must point at a readable kernel-built FPU frame.
+unsafe fn image_size(fpstate: *const u8) -> usize {
+    // SAFETY: the caller guarantees at least the FXSAVE area is readable.
+    unsafe {
+        let magic1 = (fpstate.add(FP_SW_RESERVED) as *const u32).read_unaligned();
+        if magic1 == FP_XSTATE_MAGIC1 {
+            (fpstate.add(FP_SW_RESERVED + 4) as *const u32).read_unaligned() as usize
+        } else {
+            FXSAVE_SIZE
+        }
+    }
+}
+
+/// The FPU image of context `uc` (see the module's invariant), if it has one.
+pub fn image(uc: &UContext) -> Option<&[u8]> {
+    let fp = uc.mcontext.fpstate as *const u8;
+    if fp.is_null() {
+        return None;
+    }
+    // SAFETY: by the module's invariant `fp` is a complete image living as
+    // long as `uc`.
+    unsafe { Some(core::slice::from_raw_parts(fp, image_size(fp))) }
+}
+
+/// As [`image`], writable (to load a sigreturn frame's image into it).
+pub fn image_mut(uc: &mut UContext) -> Option<&mut [u8]> {
+    let fp = uc.mcontext.fpstate as *mut u8;
+    if fp.is_null() {
+        return None;
+    }
+    // SAFETY: as in `image`; `uc` is borrowed mutably, so is its image.
+    unsafe { Some(core::slice::from_raw_parts_mut(fp, image_size(fp))) }
+}
+
+/// The kernel's signal-frame FPU format for this process, learnt from the
+/// first host signal frame: its feature mask and size.
+static FP_XFEATURES: AtomicU64 = AtomicU64::new(0);
+static FP_XSIZE: AtomicUsize = AtomicUsize::new(0);
+
+/// Learns the kernel's FPU frame format from a host frame (called for every
+/// host signal until it knows; a load once it does).
+pub(super) fn note_format(uc: &UContext) {
+    if FP_XSIZE.load(Ordering::Relaxed) != 0 {
+        return;
+    }
+    let Some(img) = image(uc) else {
+        return;
+    };
+    if img.len() < FP_SW_RESERVED + 20 {
+        return;
+    }
+    let sw = &img[FP_SW_RESERVED..];
+    let magic1 = u32::from_ne_bytes(sw[0..4].try_into().unwrap());
+    let xfeatures = u64::from_ne_bytes(sw[8..16].try_into().unwrap());
+    let size = u32::from_ne_bytes(sw[16..20].try_into().unwrap()) as usize;
+    if magic1 == FP_XSTATE_MAGIC1 && (576..=MAX_FP_IMAGE).contains(&size) {
+        FP_XFEATURES.store(xfeatures, Ordering::Relaxed);
+        FP_XSIZE.store(size, Ordering::Relaxed);
+    }
+}
+
+/// Is the kernel's format known (a host signal frame has been seen)?
+pub fn format_known() -> bool {
+    FP_XSIZE.load(Ordering::Relaxed) != 0
+}
+
+/// Room for an FPU image, 64-byte aligned as XSAVE requires. Left
+/// uninitialised: `xsave_image` writes only the image's own bytes.
+#[repr(C, align(64))]
+pub struct FpImage([u8; MAX_FP_IMAGE + 64]);
+
+/// Saves the FPU registers into `img` in the kernel's signal-frame format:
+/// XSAVE of the kernel's features, its software bytes, and the trailing
+/// magic. Returns the image's address, or None if the format is not known
+/// yet (or the CPU has no XSAVE).
+pub fn xsave_image(img: &mut core::mem::MaybeUninit<FpImage>) -> Option<u64> {
+    let size = FP_XSIZE.load(Ordering::Relaxed);
+    let xf = FP_XFEATURES.load(Ordering::Relaxed);
+    if size == 0 || size + 4 > core::mem::size_of::<FpImage>() || !super::has_xsave() {
+        return None;
+    }
+    let p = img.as_mut_ptr() as *mut u8;
+    // SAFETY: the image's `size + 4` bytes lie inside `img`; they are
+    // zeroed first (XRSTOR wants the header's unused bytes zero), so the
+    // slice over them is initialised.
+    let buf = unsafe {
+        core::ptr::write_bytes(p, 0, size + 4);
+        core::slice::from_raw_parts_mut(p, size + 4)
+    };
+    // SAFETY: `buf` is 64-byte aligned (FpImage) and holds `size` bytes, the
+    // XSAVE area size of the kernel's feature mask `xf`.
+    unsafe { super::picos_xsave(buf.as_mut_ptr(), xf as u32, (xf >> 32) as u32) };
+    // As the kernel: FP and SSE are always marked present.
+    buf[512] |= 3;
+    let sw = FP_SW_RESERVED;
+    buf[sw..sw + 4].copy_from_slice(&FP_XSTATE_MAGIC1.to_ne_bytes());
+    buf[sw + 4..sw + 8].copy_from_slice(&((size + 4) as u32).to_ne_bytes());
+    buf[sw + 8..sw + 16].copy_from_slice(&xf.to_ne_bytes());
+    buf[sw + 16..sw + 20].copy_from_slice(&(size as u32).to_ne_bytes());
+    buf[size..size + 4].copy_from_slice(&FP_XSTATE_MAGIC2.to_ne_bytes());
+    Some(buf.as_ptr() as u64)
+}
+
+/// XRSTOR of the image at program address `fp` with feature mask
+/// `(lo, hi)`. False if the CPU refused the image or could not read it.
+/// Only reads memory, and its faults are recovered (`fault_fixup`); the
+/// caller checks that `fp` is program memory (`mm::user`).
+pub fn xrstor(fp: usize, lo: u32, hi: u32) -> bool {
+    // SAFETY: XRSTOR only reads `fp`; a fault or a refused image comes back
+    // as -EFAULT through the stub's fault fixup.
+    unsafe { super::picos_xrstor(fp as *const u8, lo, hi) == 0 }
+}

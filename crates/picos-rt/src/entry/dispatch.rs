@@ -1,0 +1,124 @@
+//! The dispatcher: serves a trapped or fast-path system call as the
+//! syscall table says (`sys::table`), and writes its result back into the
+//! program's registers.
+#![deny(unsafe_code)]
+
+use crate::arch::UContext;
+use crate::diag::log::LogLevel;
+use crate::diag::trace::Served;
+use crate::host::errno::Errno;
+use crate::kernel::thread::Thread;
+use crate::sys::def::{lookup, Serve, MAX_NR};
+use crate::sys::{Ctx, SysResult};
+use core::sync::atomic::{AtomicU64, Ordering};
+
+static WARNED: [AtomicU64; MAX_NR / 64 + 1] = [const { AtomicU64::new(0) }; MAX_NR / 64 + 1];
+
+fn warn_unsupported(nr: usize, name: &str) {
+    let (w, b) = (nr / 64, 1u64 << (nr % 64));
+    if w < WARNED.len() && WARNED[w].fetch_or(b, Ordering::Relaxed) & b == 0 {
+        crate::log!(
+            Warning,
+            "unsupported system call {} ({}) returns ENOSYS",
+            name,
+            nr
+        );
+    }
+}
+
+pub fn warn_unsupported_int80(nr: u32) {
+    static WARNED_INT80: AtomicU64 = AtomicU64::new(0);
+    if WARNED_INT80.swap(1, Ordering::Relaxed) == 0 {
+        crate::log!(
+            Warning,
+            "unsupported 32-bit system call {} (int $0x80) returns ENOSYS (further ones are not reported)",
+            nr
+        );
+    }
+}
+
+/// Is a call that failed with `err` run again after the signal's handler
+/// (its `syscall` re-executed)? Yes for a blocking call a pending signal
+/// kept from starting (as if the signal had arrived just before it), and,
+/// as Linux does for -ERESTARTSYS with SA_RESTART, for a restartable call
+/// (`restart`) it interrupted. Shared by the dispatcher and the direct
+/// entries (`patch::picos_direct_finish`).
+pub fn rewinds(t: &Thread, err: Option<Errno>, restart: bool) -> bool {
+    err == Some(Errno::NOT_STARTED)
+        || err == Some(Errno::EINTR) && restart && crate::kernel::signal::pending_wants_restart(t)
+}
+
+/// Runs the call's handler as the table says; returns the result, how it
+/// was served, and whether SA_RESTART may restart it.
+#[inline(always)]
+fn serve(
+    ctx: &mut Ctx<'_>,
+    def: Option<&'static crate::sys::def::SyscallDef>,
+) -> (SysResult, Served, bool) {
+    let (res, served, restart) = match def.map(|d| d.serve) {
+        Some(Serve::Emulated(h)) => (h(ctx), Served::Emulated, false),
+        Some(Serve::Mediated(h)) => (h(ctx), Served::Mediated, false),
+        Some(Serve::Host) => (ctx.host(), Served::Host, false),
+        Some(Serve::HostBlocking { restart }) => (ctx.host_blocking(), Served::Host, restart),
+        Some(Serve::Unsupported) | None => {
+            warn_unsupported(ctx.nr, def.map_or("unknown", |d| d.name));
+            (Err(Errno::ENOSYS), Served::Unsupported, false)
+        }
+    };
+    crate::diag::stats::syscall(ctx.t, ctx.nr, served == Served::Emulated);
+    (res, served, restart)
+}
+
+/// As `serve`, printing the `--trace` line (kept out of the hot path: its
+/// line buffer is large).
+#[cold]
+#[inline(never)]
+fn serve_traced(
+    ctx: &mut Ctx<'_>,
+    def: Option<&'static crate::sys::def::SyscallDef>,
+) -> (SysResult, Served, bool) {
+    let pre = crate::diag::trace::Pre::capture(ctx.t, ctx.nr, def, &ctx.args);
+    let (res, served, restart) = serve(ctx, def);
+    pre.finish(&res, served, ctx.keep_regs);
+    (res, served, restart)
+}
+
+/// Serves the system call in `uc` (trapped by Syscall User Dispatch) and
+/// writes its result into `uc`.
+pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
+    let m = &uc.mcontext;
+    // Linux reads the number as an int: the upper half of RAX is ignored
+    // ((1 << 32) | 39 is getpid).
+    let raw_nr = m.rax;
+    let nr = raw_nr as u32 as usize;
+    let args = [m.rdi, m.rsi, m.rdx, m.r10, m.r8, m.r9].map(|a| a as usize);
+    let def = lookup(nr);
+    let mut ctx = Ctx {
+        t,
+        uc,
+        nr,
+        args,
+        keep_regs: false,
+    };
+    let (res, _, restart) = if crate::diag::log::enabled(LogLevel::Trace) {
+        serve_traced(&mut ctx, def)
+    } else {
+        serve(&mut ctx, def)
+    };
+    if ctx.keep_regs {
+        return;
+    }
+    let m = &mut ctx.uc.mcontext;
+    if rewinds(t, res.err(), restart) {
+        m.rip -= 2;
+        m.rax = raw_nr;
+        return;
+    }
+    m.rax = match res {
+        Ok(v) => v as u64,
+        Err(e) => e.to_ret() as u64,
+    };
+    // The `syscall` instruction leaves RIP in RCX and RFLAGS in R11.
+    m.rcx = m.rip;
+    m.r11 = m.eflags;
+}

@@ -1,0 +1,117 @@
+//! Descriptors the runtime opens for itself, where the program never sees
+//! them: briefly in the program's table when nothing of the program can run
+//! meanwhile, otherwise in the table of a transient thread of its own.
+#![allow(unsafe_code)]
+
+use super::errno::Errno;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+/// Is the descriptor table shared with code of the program that may run
+/// while the runtime works (another thread, or a process made with
+/// CLONE_FILES)? Set before such a clone is made, never cleared.
+static FDS_SHARED: AtomicBool = AtomicBool::new(false);
+
+/// Called before a clone that shares the descriptor table (CLONE_FILES).
+pub fn note_shared_fds() {
+    FDS_SHARED.store(true, Ordering::Relaxed);
+}
+
+/// May the runtime open a descriptor in the program's table for a moment?
+/// Only while no code of the program can run until it is closed again (no
+/// other thread or process shares the table; this thread is in the runtime
+/// with signals blocked): the program then never sees it.
+pub fn may_use_program_fds() -> bool {
+    !FDS_SHARED.load(Ordering::Relaxed)
+}
+
+/// Runs `f`, which opens descriptors and closes them before it returns
+/// (its error is the open's), where the program never sees them: in the
+/// program's table when [`may_use_program_fds`] and the table has room,
+/// otherwise in a table of its own ([`with_own_fds`]).
+pub fn with_transient_fds<R>(f: impl Fn() -> Result<R, Errno>) -> Result<R, Errno> {
+    if may_use_program_fds() {
+        match f() {
+            // The program's table is full: not a reason to give up.
+            Err(Errno::EMFILE) => {}
+            r => return r,
+        }
+    }
+    with_own_fds(&f).and_then(|r| r)
+}
+
+/// The first bytes (at most `N`) of a small file such as a /proc or /sys
+/// one, and how many there are, read through a descriptor the program
+/// never sees ([`with_transient_fds`]).
+pub fn read_small_file<const N: usize>(path: &core::ffi::CStr) -> Result<([u8; N], usize), Errno> {
+    with_transient_fds(|| {
+        let fd =
+            super::openat(super::AT_FDCWD, path, super::O_RDONLY | super::O_CLOEXEC, 0)? as i32;
+        let mut buf = [0u8; N];
+        let r = super::pread(fd, &mut buf, 0);
+        let _ = super::close(fd);
+        Ok((buf, r?.min(N)))
+    })
+}
+
+/// Stack of the transient thread of [`with_own_fds`].
+const OWN_FDS_STACK: usize = 256 << 10;
+
+/// Runs `f` on a transient thread of this process that has a descriptor
+/// table of its own (holding only a copy of 2, for messages): what `f` opens never enters the
+/// program's table (the program cannot reach it, and a full table does not
+/// stop it), while memory, the working directory and credentials are the
+/// process's. The calling thread waits until `f` is done (CLONE_VFORK).
+/// `f` must not take a lock the caller holds, and must only make host calls
+/// and touch runtime memory; it runs with async signals blocked, off the
+/// signal stack. The cost is a thread's creation and exit (~50 µs).
+pub fn with_own_fds<F: FnOnce() -> R, R>(f: F) -> Result<R, Errno> {
+    struct Job<F, R> {
+        f: Option<F>,
+        r: Option<R>,
+    }
+    extern "C" fn run<F: FnOnce() -> R, R>(job: usize) -> ! {
+        // SAFETY: `job` points at the caller's `Job`, which the caller does
+        // not touch until this thread has exited (CLONE_VFORK).
+        let job = unsafe { &mut *(job as *mut Job<F, R>) };
+        // CLONE_VFORK kept the caller's signal stack, which the caller's
+        // frames may be using: a signal here must use the current stack.
+        let off = super::abi::StackT {
+            flags: super::abi::SS_DISABLE,
+            ..Default::default()
+        };
+        let _ = super::sigaltstack(Some(&off), None);
+        // CLOSE_RANGE_UNSHARE from 3 up: a new table holding copies of 0,
+        // 1 and 2 only (Linux copies just the numbers below the range,
+        // cheap whatever the program's table holds); 0 and 1 are closed,
+        // 2 stays for the runtime's messages (the loader's warnings).
+        if super::close_range(3, u32::MAX, 2).is_ok() {
+            let _ = super::close(0);
+            let _ = super::close(1);
+            job.r = job.f.take().map(|f| f());
+        }
+        super::exit_thread(0)
+    }
+    // CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+    // CLONE_SYSVSEM | CLONE_VFORK: the child unshares the table itself.
+    const FLAGS: usize = 0x100 | 0x200 | 0x400 | 0x800 | 0x10000 | 0x40000 | 0x4000;
+    let mut job = Job {
+        f: Some(f),
+        r: None,
+    };
+    let mut stack: Vec<u8> = Vec::with_capacity(OWN_FDS_STACK);
+    let top = (stack.as_mut_ptr() as usize + OWN_FDS_STACK) & !15;
+    // The child starts with this mask: every signal but the synchronous
+    // faults blocked, so that the process's signals go to its other threads.
+    let old = super::rt_sigprocmask(super::abi::SIG_SETMASK, Some(!super::abi::SYNC_FAULTS))?;
+    // SAFETY: CLONE_VM; `stack` is ours and unused until the child exits,
+    // which CLONE_VFORK waits for; `run` never returns and reads `job` as
+    // the `Job` it is.
+    let r = unsafe {
+        super::clone_thread(FLAGS, top, run::<F, R>, &mut job as *mut Job<F, R> as usize)
+    };
+    let _ = super::rt_sigprocmask(super::abi::SIG_SETMASK, Some(old));
+    drop(stack);
+    r?;
+    job.r.ok_or(Errno::ENOSYS)
+}

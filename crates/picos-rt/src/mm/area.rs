@@ -1,0 +1,83 @@
+//! The thread area: the runtime's state for a thread lives at the top of
+//! the thread's runtime stack slot (`runtime`), and the thread's GS base
+//! points at it. This module places that state and hands out references to
+//! it, checking addresses, so that no layer above needs a raw pointer: a GS
+//! base the program changed (`wrgsbase`) finds no area instead of a bogus
+//! one.
+//!
+//! One type lives in the areas of a process (the first [`place`] fixes it);
+//! an area is readable from its `place` until its slot is freed.
+//!
+//! The type need not be `Sync`: other threads reach an area (`in_slot`) to
+//! read its atomics (a thread's id, the pending flag, `--stats` counters
+//! when the process ends). Its non-atomic fields (`Cell`s) are, by the
+//! discipline of `kernel::thread`, only touched by the thread that owns the
+//! area, with the signals that could interleave blocked.
+#![allow(unsafe_code)]
+
+use super::runtime::{self, STACK_SLOT, STACK_SLOTS};
+use core::any::TypeId;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+/// Bytes reserved at the top of a slot for the area of a `T`.
+pub const fn area_size<T>() -> usize {
+    (core::mem::size_of::<T>() + 4095) & !4095
+}
+
+/// The address of slot `slot`'s area for a `T` (page aligned).
+pub fn area_addr<T>(slot: usize) -> usize {
+    runtime::slot_base(slot) + STACK_SLOT - area_size::<T>()
+}
+
+/// The type the areas hold.
+static TYPE: spin::Once<TypeId> = spin::Once::new();
+/// Which slots hold an area (written by `place`, cleared when the slot is
+/// freed).
+static PLACED: [AtomicBool; STACK_SLOTS] = [const { AtomicBool::new(false) }; STACK_SLOTS];
+
+/// Writes `v` as the area of slot `slot`, which the caller has just taken
+/// (`runtime::alloc_stack_slot`) and so holds alone; returns it. Panics if
+/// `T` is not the areas' type or does not fit.
+pub fn place<T: 'static>(slot: usize, v: T) -> &'static T {
+    assert!(area_size::<T>() <= STACK_SLOT / 2 && core::mem::align_of::<T>() <= 4096);
+    assert!(*TYPE.call_once(TypeId::of::<T>) == TypeId::of::<T>());
+    assert!(runtime::slot_in_use(slot));
+    let p = area_addr::<T>(slot) as *mut T;
+    PLACED[slot].store(false, Ordering::Release);
+    // SAFETY: the area lies inside the slot, which is mapped read-write
+    // (slot_in_use), is aligned (page aligned, align ≤ 4096), and belongs
+    // to the caller alone (just taken). Any old value there is forgotten,
+    // not dropped (the areas' type needs no drop).
+    unsafe { p.write(v) };
+    PLACED[slot].store(true, Ordering::Release);
+    // SAFETY: initialised just above; it stays until the slot is freed.
+    unsafe { &*p }
+}
+
+/// The area at `addr`, if `addr` is the address of a placed area of type `T`.
+#[inline]
+pub fn at<T: 'static>(addr: usize) -> Option<&'static T> {
+    let slot = runtime::slot_of(addr)?;
+    if addr != area_addr::<T>(slot)
+        || !PLACED[slot].load(Ordering::Acquire)
+        || TYPE.get() != Some(&TypeId::of::<T>())
+    {
+        return None;
+    }
+    // SAFETY: a placed area of type T (checked above) at this address,
+    // initialised by `place` and mapped while its slot is not freed.
+    Some(unsafe { &*(addr as *const T) })
+}
+
+/// The area of slot `slot`, if placed.
+pub fn in_slot<T: 'static>(slot: usize) -> Option<&'static T> {
+    if slot >= STACK_SLOTS {
+        return None;
+    }
+    at(area_addr::<T>(slot))
+}
+
+/// Forgets slot `slot`'s area (its slot is being freed).
+pub(super) fn forget(slot: usize) {
+    PLACED[slot].store(false, Ordering::Release);
+}
