@@ -279,7 +279,8 @@ pub fn after_fork_child(t: &thread::Thread, parent: i32) {
         host::exit_group(127);
     }
     crate::mm::runtime::reset_slots_after_fork(t.slot);
-    crate::diag::stats::after_fork_child(t);
+    crate::diag::stats::after_fork_child();
+    t.stats.reset();
     // A forked child does not inherit the parent-death signal.
     watch_parent(t, Some(parent));
     // Until it execs, its parent may still move it to another group.

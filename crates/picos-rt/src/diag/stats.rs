@@ -8,8 +8,7 @@
 #![deny(unsafe_code)]
 
 use crate::diag::log::LineBuf;
-use crate::kernel::thread::Thread;
-use crate::sys::def::MAX_NR;
+use crate::host::nr::{name, MAX_NR};
 use alloc::vec::Vec;
 use core::cell::Cell;
 use core::fmt::Write;
@@ -65,13 +64,13 @@ fn bump(c: &Cell<u64>) {
     c.set(c.get() + 1);
 }
 
-/// A system call was dispatched (`emulated`: served without the host).
+/// A system call was dispatched (`fast`: from a patched site; `emulated`:
+/// served without the host).
 #[inline(always)]
-pub fn syscall(t: &Thread, nr: usize, emulated: bool) {
+pub fn syscall(s: &Counters, nr: usize, fast: bool, emulated: bool) {
     if on() {
-        let s = &t.stats;
         bump(&s.syscalls);
-        if t.in_fast.get() {
+        if fast {
             bump(&s.fast);
         } else {
             bump(&s.trap);
@@ -87,29 +86,27 @@ pub fn syscall(t: &Thread, nr: usize, emulated: bool) {
 
 /// The runtime made a host call on the program's behalf.
 #[inline(always)]
-pub fn host_call() {
+pub fn host_call(s: &Counters) {
     if on() {
-        if let Some(t) = crate::kernel::thread::current_checked() {
-            bump(&t.stats.host_calls);
-        }
+        bump(&s.host_calls);
     }
 }
 
 /// A signal was delivered to the program.
 #[inline(always)]
-pub fn signal(t: &Thread, synchronous: bool) {
+pub fn signal(s: &Counters, synchronous: bool) {
     if on() {
         bump(if synchronous {
-            &t.stats.sync_signals
+            &s.sync_signals
         } else {
-            &t.stats.async_signals
+            &s.async_signals
         });
     }
 }
 
 /// Sums of counters.
 #[derive(Default, Clone)]
-struct Totals {
+pub struct Totals {
     threads: u64,
     syscalls: u64,
     fast: u64,
@@ -122,7 +119,8 @@ struct Totals {
 }
 
 impl Totals {
-    fn add(&mut self, c: &Counters) {
+    /// Adds one thread's counters.
+    pub fn add(&mut self, c: &Counters) {
         if self.per_nr.is_empty() {
             self.per_nr = alloc::vec![0; MAX_NR];
         }
@@ -145,7 +143,7 @@ impl Totals {
             .iter()
             .enumerate()
             .filter(|(_, &c)| c > 0)
-            .map(|(nr, &c)| (crate::sys::def::lookup(nr).map_or("?", |d| d.name), c))
+            .map(|(nr, &c)| (name(nr).unwrap_or("?"), c))
             .collect();
         v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
         v.truncate(n);
@@ -157,7 +155,9 @@ impl Totals {
 static EXITED: crate::sync::Lock<Option<Totals>> =
     crate::sync::Lock::new(crate::sync::Rank::Exited, None);
 
-fn report(kind: &str, id: i32, t: &Totals) {
+/// Prints the report of a thread or process (`kind`) `id` to stderr, and
+/// writes its JSON line (`--stats-json`) into `json`.
+pub fn report(kind: &str, id: i32, t: &Totals, json: &mut LineBuf) {
     let mut b = LineBuf::new();
     let _ = write!(
         b,
@@ -178,7 +178,8 @@ fn report(kind: &str, id: i32, t: &Totals) {
         let _ = b.write_str("\n");
         b.flush();
     }
-    crate::kernel::process::stats_json_line(|b: &mut LineBuf| {
+    {
+        let b = json;
         let _ = write!(
             b,
             "{{\"kind\":\"{kind}\",\"id\":{id},\"syscalls\":{},\"fast_path\":{},\"trap_path\":{},\"emulated\":{},\"host_calls\":{},\"sync_signals\":{},\"async_signals\":{},\"threads\":{},\"top\":[",
@@ -192,38 +193,18 @@ fn report(kind: &str, id: i32, t: &Totals) {
             );
         }
         let _ = b.write_str("]}\n");
-    });
-}
-
-/// A thread is exiting: report it and keep its counts for the process.
-pub fn thread_exit(t: &Thread) {
-    if !on() {
-        return;
-    }
-    let mut mine = Totals::default();
-    mine.add(&t.stats);
-    report("thread", t.tid(), &mine);
-    {
-        let mut g = EXITED.lock();
-        let all = g.get_or_insert_with(Totals::default);
-        all.add(&t.stats);
-    }
-    // The last thread leaving with exit(2) ends the process.
-    let mut live = 0;
-    crate::kernel::thread::for_each_live(|_| live += 1);
-    if live <= 1 {
-        process_exit();
     }
 }
 
-/// The process is exiting (or exec'ing): report the whole process.
-pub fn process_exit() {
-    if !on() {
-        return;
-    }
-    let mut total = EXITED.lock().clone().unwrap_or_default();
-    crate::kernel::thread::for_each_live(|t| total.add(&t.stats));
-    report("process", crate::host::getpid(), &total);
+/// Adds an exiting thread's counters to the process's.
+pub fn add_exited(c: &Counters) {
+    let mut g = EXITED.lock();
+    g.get_or_insert_with(Totals::default).add(c);
+}
+
+/// The counters of the threads that have exited.
+pub fn exited() -> Totals {
+    EXITED.lock().clone().unwrap_or_default()
 }
 
 /// Held across fork so the child never inherits the lock held.
@@ -232,20 +213,26 @@ pub fn fork_guard() -> impl Sized {
 }
 
 /// In a forked child: the counts so far belong to the parent.
-pub fn after_fork_child(t: &Thread) {
+pub fn after_fork_child() {
     *EXITED.lock() = None;
-    for c in [
-        &t.stats.syscalls,
-        &t.stats.fast,
-        &t.stats.trap,
-        &t.stats.emulated,
-        &t.stats.host_calls,
-        &t.stats.sync_signals,
-        &t.stats.async_signals,
-    ] {
-        c.set(0);
-    }
-    for c in &t.stats.per_nr {
-        c.set(0);
+}
+
+impl Counters {
+    /// Back to zero (a forked child's thread: its counts were the parent's).
+    pub fn reset(&self) {
+        for c in [
+            &self.syscalls,
+            &self.fast,
+            &self.trap,
+            &self.emulated,
+            &self.host_calls,
+            &self.sync_signals,
+            &self.async_signals,
+        ] {
+            c.set(0);
+        }
+        for c in &self.per_nr {
+            c.set(0);
+        }
     }
 }

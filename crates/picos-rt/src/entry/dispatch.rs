@@ -7,8 +7,9 @@ use crate::arch::UContext;
 use crate::diag::log::LogLevel;
 use crate::diag::trace::Served;
 use crate::host::errno::Errno;
+use crate::host::nr::MAX_NR;
 use crate::kernel::thread::Thread;
-use crate::sys::def::{lookup, Serve, MAX_NR};
+use crate::sys::def::{lookup, Serve};
 use crate::sys::{Ctx, SysResult};
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -65,7 +66,12 @@ fn serve(
             (Err(Errno::ENOSYS), Served::Unsupported, false)
         }
     };
-    crate::diag::stats::syscall(ctx.t, ctx.nr, served == Served::Emulated);
+    crate::diag::stats::syscall(
+        &ctx.t.stats,
+        ctx.nr,
+        ctx.t.in_fast.get(),
+        served == Served::Emulated,
+    );
     (res, served, restart)
 }
 

@@ -11,9 +11,11 @@
 #![deny(unsafe_code)]
 
 /// Syscalls that the fast entry hands to the trap path at once: they need
-/// the complete signal context (FPU state) or replace the register state.
-pub fn needs_trap(nr: u64) -> bool {
-    matches!(nr, 15 | 56 | 57 | 58 | 59 | 322 | 435 | 130 | 131)
+/// the complete signal context (FPU state) or replace the register state
+/// (the table's `full_context`).
+#[inline]
+fn needs_trap(nr: u64) -> bool {
+    crate::sys::def::lookup(nr as usize).is_some_and(|d| d.full_context)
 }
 
 use crate::arch::{FastFrame, SigContext, UContext, FAST_FRAME_GAP};
@@ -218,7 +220,7 @@ fn fast_sigreturn(t: &'static Thread, f: &FastFrame) -> bool {
         return false; // the trap path reads the frame again and sends SIGSEGV
     }
     t.in_fast.set(true);
-    crate::diag::stats::syscall(t, 15, true);
+    crate::diag::stats::syscall(&t.stats, 15, true, true);
     t.in_fast.set(false);
     let after = t.sig_mask.get();
     if after != before {

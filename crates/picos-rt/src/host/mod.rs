@@ -12,6 +12,7 @@
 pub mod abi;
 pub mod errno;
 pub mod fds;
+pub mod nr;
 
 use alloc::vec::Vec;
 
@@ -76,53 +77,6 @@ macro_rules! sc {
     ($nr:expr, $a:expr, $b:expr, $c:expr, $d:expr) => { call($nr, [$a as usize, $b as usize, $c as usize, $d as usize, 0, 0]) };
     ($nr:expr, $a:expr, $b:expr, $c:expr, $d:expr, $e:expr) => { call($nr, [$a as usize, $b as usize, $c as usize, $d as usize, $e as usize, 0]) };
     ($nr:expr, $a:expr, $b:expr, $c:expr, $d:expr, $e:expr, $f:expr) => { call($nr, [$a as usize, $b as usize, $c as usize, $d as usize, $e as usize, $f as usize]) };
-}
-
-/// Host syscall numbers the runtime itself uses.
-pub mod nr {
-    pub const READ: usize = 0;
-    pub const WRITE: usize = 1;
-    pub const CLOSE: usize = 3;
-    pub const FSTAT: usize = 5;
-    pub const MMAP: usize = 9;
-    pub const MPROTECT: usize = 10;
-    pub const MUNMAP: usize = 11;
-    pub const RT_SIGACTION: usize = 13;
-    pub const RT_SIGPROCMASK: usize = 14;
-    pub const RT_SIGRETURN: usize = 15;
-    pub const PREAD64: usize = 17;
-    pub const PWRITE64: usize = 18;
-    pub const MEMBARRIER: usize = 324;
-    pub const SCHED_GETAFFINITY: usize = 204;
-    pub const FCNTL: usize = 72;
-    pub const DUP3: usize = 292;
-    pub const MADVISE: usize = 28;
-    pub const SHMCTL: usize = 31;
-    pub const SCHED_YIELD: usize = 24;
-    pub const GETPID: usize = 39;
-    pub const CLONE: usize = 56;
-    pub const EXECVE: usize = 59;
-    pub const EXIT: usize = 60;
-    pub const KILL: usize = 62;
-    pub const GETCWD: usize = 79;
-    pub const READLINK: usize = 89;
-    pub const GETPPID: usize = 110;
-    pub const SETRLIMIT: usize = 160;
-    pub const SIGALTSTACK: usize = 131;
-    pub const PRCTL: usize = 157;
-    pub const ARCH_PRCTL: usize = 158;
-    pub const RT_SIGTIMEDWAIT: usize = 128;
-    pub const RT_SIGPENDING: usize = 127;
-    pub const RT_SIGQUEUEINFO: usize = 129;
-    pub const GETTID: usize = 186;
-    pub const FUTEX: usize = 202;
-    pub const EXIT_GROUP: usize = 231;
-    pub const TGKILL: usize = 234;
-    pub const OPENAT: usize = 257;
-    pub const FACCESSAT: usize = 269;
-    pub const RT_TGSIGQUEUEINFO: usize = 297;
-    pub const GETRANDOM: usize = 318;
-    pub const CLOSE_RANGE: usize = 436;
 }
 
 pub const AT_FDCWD: isize = -100;

@@ -357,30 +357,55 @@ fn gone(pid: u32, picoprocess: bool) -> bool {
 
 /// Called when a program thread exits (exit(2)).
 pub fn thread_exiting(t: &thread::Thread) {
-    crate::diag::stats::thread_exit(t);
+    use crate::diag::stats;
+    if !stats::on() {
+        return;
+    }
+    let mut mine = stats::Totals::default();
+    mine.add(&t.stats);
+    report_stats("thread", t.tid(), &mine);
+    stats::add_exited(&t.stats);
+    // The last thread leaving with exit(2) ends the process.
+    let mut live = 0;
+    thread::for_each_live(|_| live += 1);
+    if live <= 1 {
+        process_exiting();
+    }
 }
 
 /// Called when the program exits the process (exit_group(2)) or replaces
 /// itself (execve(2)).
 pub fn process_exiting() {
-    crate::diag::stats::process_exit();
+    use crate::diag::stats;
+    if !stats::on() {
+        return;
+    }
+    let mut total = stats::exited();
+    thread::for_each_live(|t| total.add(&t.stats));
+    report_stats("process", host::getpid(), &total);
+}
+
+/// Prints a `--stats` report, and appends its JSON line to the
+/// `--stats-json` file if one was asked for.
+fn report_stats(kind: &str, id: i32, t: &crate::diag::stats::Totals) {
+    let mut json = crate::diag::log::LineBuf::new();
+    crate::diag::stats::report(kind, id, t, &mut json);
+    stats_json_line(json.as_bytes());
 }
 
 /// Appends one line to the `--stats-json` file, if one was asked for.
-pub fn stats_json_line(f: impl FnOnce(&mut crate::diag::log::LineBuf)) {
+fn stats_json_line(line: &[u8]) {
     let path = &config().stats_json;
     if path.is_empty() {
         return;
     }
     let mut p = path.clone();
     p.push(0);
-    let mut b = crate::diag::log::LineBuf::new();
-    f(&mut b);
     let append = || -> Result<(), Errno> {
         let path = core::ffi::CStr::from_bytes_with_nul(&p).map_err(|_| Errno::EINVAL)?;
         let flags = host::O_WRONLY | host::O_CREAT | host::O_APPEND | host::O_CLOEXEC;
         let fd = host::openat(host::AT_FDCWD, path, flags, 0o644)? as i32;
-        host::write_diagnostic(fd, b.as_bytes());
+        host::write_diagnostic(fd, line);
         let _ = host::close(fd);
         Ok(())
     };

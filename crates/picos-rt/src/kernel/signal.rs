@@ -194,7 +194,7 @@ pub fn die_by_signal(sig: i32) {
 /// Delivers one signal to the program according to its disposition.
 pub fn deliver(t: &Thread, info: &SigInfo, uc: &mut UContext) {
     let sig = info.signo();
-    crate::diag::stats::signal(t, SYNC_FAULTS & bit(sig) != 0 && info.code() > 0);
+    crate::diag::stats::signal(&t.stats, SYNC_FAULTS & bit(sig) != 0 && info.code() > 0);
     let act = t.process().get(sig);
     match act.handler {
         SIG_IGN => {}

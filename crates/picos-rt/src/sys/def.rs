@@ -34,6 +34,30 @@ impl Serve {
     }
 }
 
+/// What a sandbox may do with a system call (see `tools/gen_table.py`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Sandbox {
+    /// Touches nothing outside the process: always allowed.
+    Allow,
+    /// Allowed once the sandbox has checked its arguments (a path, an
+    /// address, another process, credentials).
+    Check,
+    /// Never allowed under a sandbox (host administration, or a way around
+    /// the runtime).
+    Deny,
+}
+
+impl Sandbox {
+    /// As `picos syscalls` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Sandbox::Allow => "allow",
+            Sandbox::Check => "check",
+            Sandbox::Deny => "deny",
+        }
+    }
+}
+
 /// One row of the syscall table.
 #[derive(Clone, Copy)]
 pub struct SyscallDef {
@@ -44,11 +68,13 @@ pub struct SyscallDef {
     /// u unsigned, x hex, f fd, s string, p pointer, o octal, g signal,
     /// a string array.
     pub args: &'static str,
+    /// Needs the trap path's full signal context (FPU state), or replaces
+    /// the register state: the fast entry hands it to the trap at once.
+    pub full_context: bool,
+    /// What a sandbox may do with it.
+    pub sandbox: Sandbox,
     pub note: &'static str,
 }
-
-/// Highest syscall number in the table plus one.
-pub const MAX_NR: usize = 512;
 
 /// The route of call `nr` from a patched site (`arch::class`): calls the
 /// host serves unchanged go direct, through the pass-through check when
@@ -79,6 +105,7 @@ pub fn lookup(nr: usize) -> Option<&'static SyscallDef> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::nr::MAX_NR;
     use crate::sys::table::TABLE;
 
     #[test]

@@ -47,9 +47,19 @@ impl Ctx<'_> {
     }
 }
 
+/// Counts a host call made on the program's behalf (`--stats`).
+#[inline(always)]
+fn count_host_call() {
+    if crate::diag::stats::on() {
+        if let Some(t) = crate::kernel::thread::current_checked() {
+            crate::diag::stats::host_call(&t.stats);
+        }
+    }
+}
+
 /// A host call with the program's arguments.
 pub fn host_call(nr: usize, args: [usize; 6]) -> SysResult {
-    crate::diag::stats::host_call();
+    count_host_call();
     #[allow(unsafe_code)]
     // SAFETY: the arguments are the program's own; the kernel validates
     // program pointers (EFAULT) exactly as it would for the program.
@@ -81,7 +91,7 @@ pub fn host_blocking_with_mask(nr: usize, args: [usize; 6], mask: u64) -> SysRes
 /// The blocking-syscall stub with whatever host mask is in force (the
 /// program's own on the fast path).
 fn blocking_raw(nr: usize, args: [usize; 6]) -> SysResult {
-    crate::diag::stats::host_call();
+    count_host_call();
     let a = [nr, args[0], args[1], args[2], args[3], args[4], args[5]];
     #[allow(unsafe_code)]
     // SAFETY: as for host_call; the stub only reads `a`.
