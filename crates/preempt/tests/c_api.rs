@@ -108,7 +108,7 @@ fn c_api_shared_library() {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = Command::new(cargo)
         .current_dir(&root)
-        .env("RUSTFLAGS", "-C target-feature=-crt-static")
+        .env_remove("RUSTFLAGS")
         .env_remove("CARGO_TARGET_DIR")
         .args([
             "rustc",
@@ -116,6 +116,8 @@ fn c_api_shared_library() {
             "-p",
             "preempt",
             "--lib",
+            "--features",
+            "global-allocator",
             "--target",
             "x86_64-unknown-linux-gnu",
             "--crate-type",
