@@ -49,6 +49,14 @@
 //!
 //! The document is walked with `toml_edit`, which keeps the byte span of every key and
 //! value, rather than deserialized with serde, so that every error can point at its source.
+//! `toml` + serde derive (with `toml::Spanned`) was considered and is not smaller here:
+//! every field would need `Spanned<...>` for the value checks done after parsing (sizes,
+//! paths, `file:` URIs, log levels); `deny_unknown_fields` reports an unknown key by its last
+//! segment with serde's list of expected fields, not the full dotted key with a did-you-mean
+//! that also finds keys in another table, nor the Gramine notes; a type error would say
+//! "invalid type: ..., expected ..." instead of naming the key and showing the value; and
+//! `loader.env`'s two forms would be an untagged enum, whose error is only "data did not
+//! match any variant". The schema walk below keeps all of these messages for the same code.
 //!
 //! [Gramine]: https://gramine.readthedocs.io/en/stable/manifest-syntax.html
 
@@ -249,10 +257,14 @@ fn read_manifest_text(path: &Path) -> std::io::Result<String> {
 }
 
 /// Why a manifest could not be read or is invalid. Each displays as one line.
-#[derive(Debug)]
+///
+/// No variant has a `source`: every message is complete on its own (see
+/// [`ManifestError::Read`]).
+#[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
     /// The file could not be read (the OS error is part of the message, not a `source`,
     /// so that the message is complete on its own).
+    #[error("cannot read manifest {}: {error}", path.display())]
     Read {
         /// The path given to [`Manifest::from_file`].
         path: PathBuf,
@@ -260,6 +272,7 @@ pub enum ManifestError {
         error: std::io::Error,
     },
     /// The text is not valid TOML.
+    #[error("{location}: invalid TOML: {message}")]
     Syntax {
         /// Where the parser gave up.
         location: Location,
@@ -267,6 +280,7 @@ pub enum ManifestError {
         message: String,
     },
     /// A key that the manifest format does not have.
+    #[error("{location}: unknown key `{key}`{}", unknown_key_hint(*note, suggestion.as_deref()))]
     UnknownKey {
         /// Where the key is written.
         location: Location,
@@ -278,6 +292,7 @@ pub enum ManifestError {
         note: Option<&'static str>,
     },
     /// A value of the wrong type, a missing key, or a value that makes no sense.
+    #[error("{location}: {message}")]
     Invalid {
         /// Where the offending value (or key) is written.
         location: Location,
@@ -290,37 +305,15 @@ pub enum ManifestError {
     },
 }
 
-impl fmt::Display for ManifestError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ManifestError::Read { path, error } => {
-                write!(f, "cannot read manifest {}: {error}", path.display())
-            }
-            ManifestError::Syntax { location, message } => {
-                write!(f, "{location}: invalid TOML: {message}")
-            }
-            ManifestError::UnknownKey {
-                location,
-                key,
-                suggestion,
-                note,
-            } => {
-                write!(f, "{location}: unknown key `{key}`")?;
-                match (note, suggestion) {
-                    (Some(n), _) => write!(f, "; {n}"),
-                    (None, Some(s)) => write!(f, "; did you mean `{s}`?"),
-                    (None, None) => Ok(()),
-                }
-            }
-            ManifestError::Invalid {
-                location, message, ..
-            } => write!(f, "{location}: {message}"),
-        }
+/// What follows "unknown key `...`": the Gramine note if there is one, else
+/// the did-you-mean suggestion, if any.
+fn unknown_key_hint(note: Option<&str>, suggestion: Option<&str>) -> String {
+    match (note, suggestion) {
+        (Some(n), _) => format!("; {n}"),
+        (None, Some(s)) => format!("; did you mean `{s}`?"),
+        (None, None) => String::new(),
     }
 }
-
-/// No `source`: every message is complete on its own (see [`ManifestError::Read`]).
-impl std::error::Error for ManifestError {}
 
 impl Manifest {
     /// The embedded default, parsed from [`DEFAULT_MANIFEST`]: the whole host file system

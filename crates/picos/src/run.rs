@@ -11,7 +11,6 @@ use picos_rt::kernel::exec::loader::{
     check_executable, check_executable_chain, ExecError, ExecFailure, Via,
 };
 use std::ffi::{OsStr, OsString};
-use std::fmt;
 use std::io::Write;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
@@ -119,80 +118,56 @@ impl RunArgs {
 }
 
 /// Why `picos run` could not start the program.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The manifest could not be read or is invalid.
-    Manifest(ManifestError),
+    /// (Displayed as the manifest error alone, which is also its `source`.)
+    #[error("{0}")]
+    Manifest(#[from] ManifestError),
     /// No program named on the command line or in the manifest.
+    #[error(
+        "no program to run: give one on the command line (picos run PROGRAM) \
+         or set libos.entrypoint in the manifest"
+    )]
     NoProgram,
     /// The program (as the user wrote it) does not exist.
+    #[error("{}: {}", .0, not_found_reason(.0))]
     NotFound(String),
     /// The program (as the user wrote it) exists but cannot be run, and why.
+    #[error("{0}: {1}")]
     CannotRun(String, String),
     /// The program (as the user wrote it) exists but an interpreter it
     /// needs does not; the message names it (a shell's status is 127).
+    #[error("{0}: {1}")]
     InterpreterNotFound(String, String),
     /// `--log-level` names no log level.
+    #[error("unknown log level `{0}` (expected none, error, warning, debug or trace)")]
     BadLogLevel(String),
     /// The manifest's `fs.start_dir` cannot be used.
+    #[error("working directory {0}: {1}")]
     StartDir(String, std::io::Error),
     /// The `--stats-json` file cannot be opened for appending.
+    #[error("--stats-json {}: cannot append to it: {}", .0.display(), open_error(.1))]
     StatsJson(PathBuf, std::io::Error),
     /// The runtime process could not be started.
+    #[error("cannot start the picoprocess: {0}")]
     Spawn(std::io::Error),
     /// This process cannot use Syscall User Dispatch (an old kernel, or
     /// picos itself running under picos).
+    #[error(
+        "Syscall User Dispatch is not available here ({0}): picos needs Linux 5.11+ \
+         with it, and cannot run under picos, which does not offer it to programs"
+    )]
     NoDispatch(std::io::Error),
 }
 
-impl fmt::Display for RunError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RunError::Manifest(e) => write!(f, "{e}"),
-            RunError::NoProgram => f.write_str(
-                "no program to run: give one on the command line (picos run PROGRAM) \
-                 or set libos.entrypoint in the manifest",
-            ),
-            RunError::NotFound(shown) => write!(f, "{shown}: {}", not_found_reason(shown)),
-            RunError::CannotRun(shown, reason) | RunError::InterpreterNotFound(shown, reason) => {
-                write!(f, "{shown}: {reason}")
-            }
-            RunError::BadLogLevel(l) => write!(
-                f,
-                "unknown log level `{l}` (expected none, error, warning, debug or trace)"
-            ),
-            RunError::StartDir(d, e) => write!(f, "working directory {d}: {e}"),
-            RunError::StatsJson(p, e) => {
-                write!(f, "--stats-json {}: cannot append to it: ", p.display())?;
-                if e.raw_os_error() == Some(libc::ENXIO) {
-                    // O_NONBLOCK open of a FIFO that nobody reads.
-                    f.write_str("a FIFO with no reader")
-                } else {
-                    write!(f, "{e}")
-                }
-            }
-            RunError::Spawn(e) => write!(f, "cannot start the picoprocess: {e}"),
-            RunError::NoDispatch(e) => write!(
-                f,
-                "Syscall User Dispatch is not available here ({e}): picos needs Linux 5.11+ \
-                 with it, and cannot run under picos, which does not offer it to programs"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for RunError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            RunError::Manifest(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<ManifestError> for RunError {
-    fn from(e: ManifestError) -> Self {
-        RunError::Manifest(e)
+/// Why opening the `--stats-json` file failed, in words.
+fn open_error(e: &std::io::Error) -> String {
+    if e.raw_os_error() == Some(libc::ENXIO) {
+        // O_NONBLOCK open of a FIFO that nobody reads.
+        "a FIFO with no reader".into()
+    } else {
+        e.to_string()
     }
 }
 

@@ -5,19 +5,26 @@ use picos_rt::sys::table::TABLE;
 /// Prints the table as aligned text or JSON.
 pub fn print(json: bool) {
     if json {
-        println!("[");
-        for (i, d) in TABLE.iter().enumerate() {
-            let comma = if i + 1 < TABLE.len() { "," } else { "" };
-            println!(
-                "  {{\"nr\": {}, \"name\": \"{}\", \"served\": \"{}\", \"note\": \"{}\"}}{}",
-                d.nr,
-                d.name,
-                d.serve.level(),
-                d.note.replace('\\', "\\\\").replace('"', "\\\""),
-                comma
-            );
+        #[derive(serde::Serialize)]
+        struct Entry {
+            nr: u32,
+            name: &'static str,
+            served: &'static str,
+            note: &'static str,
         }
-        println!("]");
+        let entries: Vec<Entry> = TABLE
+            .iter()
+            .map(|d| Entry {
+                nr: d.nr,
+                name: d.name,
+                served: d.serve.level(),
+                note: d.note,
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&entries).expect("the syscall table serializes to JSON")
+        );
         return;
     }
     println!("{:>4}  {:<24} {:<12} NOTE", "NR", "NAME", "SERVED");

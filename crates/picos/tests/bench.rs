@@ -8,10 +8,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-// The harness's own JSON parser (it depends on nothing else).
-#[allow(dead_code)]
-#[path = "../src/bench/json.rs"]
-mod json;
+use serde_json::Value;
 
 const PICOS: &str = env!("CARGO_BIN_EXE_picos");
 
@@ -86,40 +83,35 @@ fn quick_bench_covers_every_row_and_column() {
 
     // JSON: every row, every available column, every sample finite and > 0.
     let text = std::fs::read_to_string(&json_path).unwrap();
-    let v = json::parse(&text).unwrap_or_else(|e| panic!("bench JSON: {e}\n{text}"));
-    assert_eq!(
-        v.get("format").and_then(json::Value::as_str),
-        Some("picos-bench/1")
-    );
-    let columns = v.get("columns").and_then(json::Value::as_array).unwrap();
+    let v: Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("bench JSON: {e}\n{text}"));
+    assert_eq!(v["format"], "picos-bench/1");
+    let columns = v["columns"].as_array().unwrap();
     let available: Vec<&str> = columns
         .iter()
-        .filter(|c| c.get("available") == Some(&json::Value::Bool(true)))
-        .filter_map(|c| c.get("name").and_then(json::Value::as_str))
+        .filter(|c| c["available"] == true)
+        .filter_map(|c| c["name"].as_str())
         .collect();
     assert_eq!(available, ["native", "picos", "picos-trap"]);
-    let rows = v.get("rows").and_then(json::Value::as_array).unwrap();
-    let json_keys: Vec<&str> = rows
-        .iter()
-        .filter_map(|r| r.get("key").and_then(json::Value::as_str))
-        .collect();
+    let rows = v["rows"].as_array().unwrap();
+    let json_keys: Vec<&str> = rows.iter().filter_map(|r| r["key"].as_str()).collect();
     assert_eq!(json_keys, keys);
     for row in rows {
-        let key = row.get("key").and_then(json::Value::as_str).unwrap();
-        let cols = row.get("columns").and_then(json::Value::as_array).unwrap();
+        let key = row["key"].as_str().unwrap();
+        let cols = row["columns"].as_array().unwrap();
         for name in &available {
             let col = cols
                 .iter()
-                .find(|c| c.get("name").and_then(json::Value::as_str) == Some(name))
+                .find(|c| c["name"].as_str() == Some(name))
                 .unwrap_or_else(|| panic!("{key}: no column {name}"));
-            assert_eq!(col.get("error"), Some(&json::Value::Null), "{key}/{name}");
-            let samples = col.get("samples").and_then(json::Value::as_array).unwrap();
+            assert_eq!(col["error"], Value::Null, "{key}/{name}");
+            let samples = col["samples"].as_array().unwrap();
             assert_eq!(samples.len(), 5, "{key}/{name}: --quick takes 5 samples");
             for s in samples {
                 let x = s.as_f64().unwrap_or(f64::NAN);
                 assert!(x.is_finite() && x > 0.0, "{key}/{name}: sample {s:?}");
             }
-            let mean = col.get("mean").and_then(json::Value::as_f64).unwrap();
+            let mean = col["mean"].as_f64().unwrap();
             assert!(mean.is_finite() && mean > 0.0, "{key}/{name}: mean {mean}");
         }
     }

@@ -216,9 +216,9 @@ pub(crate) fn wrapper_seen() -> bool {
 }
 
 /// A `GlobalAlloc` that makes every call non-preemptible and tracks blocks
-/// per preemptible function. The crate installs `PreemptAlloc<System>` as the
-/// global allocator unless its `global-allocator` feature is off; then install
-/// one yourself:
+/// per preemptible function. It must be the global allocator of a program
+/// that launches preemptible functions: the crate installs it with its
+/// `global-allocator` feature (off by default), or install one yourself:
 ///
 /// ```text
 /// #[global_allocator]

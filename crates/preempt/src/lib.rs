@@ -52,6 +52,8 @@ pub use engine::{
 };
 pub use stack::STACK_SIZE;
 
+/// Installed only with the `global-allocator` feature (off by default: the
+/// final program chooses; see [`PreemptAlloc`]).
 #[cfg(feature = "global-allocator")]
 #[global_allocator]
 static GLOBAL: PreemptAlloc = PreemptAlloc::system();
@@ -113,7 +115,7 @@ impl fmt::Display for Error {
             Error::NotInFunction => write!(f, "not inside a preemptible function"),
             Error::WrongThread => write!(f, "continuation belongs to another thread"),
             Error::AllocatorNotInstalled => {
-                write!(f, "the global allocator is not preempt::PreemptAlloc (enable the `global-allocator` feature)")
+                write!(f, "the global allocator is not preempt::PreemptAlloc (enable preempt's `global-allocator` feature, or install it with #[global_allocator])")
             }
             Error::TooManyThreads => write!(f, "too many threads use preemptible functions"),
             Error::Os(e) => write!(

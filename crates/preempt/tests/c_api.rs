@@ -1,33 +1,54 @@
 //! Builds the C test program (tests/c/api_test.c) and the C example
 //! (examples/c/example.c) against libpreempt.a with musl-gcc, and runs them.
 //!
-//! libpreempt.a is the staticlib cargo built for this test run (the crate's
-//! `crate-type` includes "staticlib"), found next to this test binary; the
-//! link also needs the Rust toolchain's libunwind.a for musl.
+//! libpreempt.a is built by the test as docs/PREEMPT.md says (the crate's
+//! `crate-type` includes "staticlib"); the link also needs the Rust
+//! toolchain's libunwind.a for musl.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
+/// libpreempt.a, built as docs/PREEMPT.md says (with the
+/// `global-allocator` feature) into a target directory of its own, once per
+/// test run. Not the libpreempt.a next to this test binary: a plain `cargo
+/// build -p preempt` leaves one there without the feature (it is off by
+/// default), whose `preempt_launch` fails.
 fn staticlib() -> PathBuf {
-    // cargo builds the library once per profile variant (the test build uses
-    // panic=unwind, `cargo build` panic=abort) into deps/libpreempt-HASH.a and
-    // uplifts only the non-test one to ../libpreempt.a, so take the newest of
-    // them all: it is the one built from the current sources.
-    let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap();
-    let mut candidates = vec![deps.parent().unwrap().join("libpreempt.a")];
-    for e in std::fs::read_dir(deps).unwrap().flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if name.starts_with("libpreempt-") && name.ends_with(".a") {
-            candidates.push(e.path());
-        }
-    }
-    candidates
-        .into_iter()
-        .filter_map(|p| Some((p.metadata().ok()?.modified().ok()?, p)))
-        .max()
-        .expect("libpreempt.a not found next to the test binary")
-        .1
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("preempt-a");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let out = Command::new(cargo)
+            .current_dir(&root)
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_TARGET_DIR")
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "preempt",
+                "--lib",
+                "--features",
+                "global-allocator",
+                "--target",
+                "x86_64-unknown-linux-musl",
+                "--target-dir",
+            ])
+            .arg(&target_dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "building libpreempt.a failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lib = target_dir.join("x86_64-unknown-linux-musl/release/libpreempt.a");
+        assert!(lib.exists(), "{} missing", lib.display());
+        lib
+    })
+    .clone()
 }
 
 /// The Rust toolchain's LLVM libunwind for musl: the staticlib refers to
@@ -108,7 +129,7 @@ fn c_api_shared_library() {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = Command::new(cargo)
         .current_dir(&root)
-        .env("RUSTFLAGS", "-C target-feature=-crt-static")
+        .env_remove("RUSTFLAGS")
         .env_remove("CARGO_TARGET_DIR")
         .args([
             "rustc",
@@ -116,6 +137,8 @@ fn c_api_shared_library() {
             "-p",
             "preempt",
             "--lib",
+            "--features",
+            "global-allocator",
             "--target",
             "x86_64-unknown-linux-gnu",
             "--crate-type",

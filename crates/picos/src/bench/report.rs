@@ -8,9 +8,9 @@
 //! is the geometric mean of the per-round paired ratios, with a 95% t
 //! interval on the log scale ([`stats::paired_log_ratio`]).
 
-use super::json::{self, Value};
 use super::stats::{self, Ratio, Summary};
 use super::{Group, Launch, RowResult, RunInfo, Unit, CONFIGS};
+use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 use std::path::Path;
 
@@ -162,137 +162,175 @@ pub fn markdown(results: &[RowResult], info: &RunInfo) -> String {
     out
 }
 
-/// The JSON record: the run, the columns, and per row every sample of
-/// every column with its statistics.
+/// The JSON record (format `picos-bench/1`): the run, the columns, and per
+/// row every sample of every column with its statistics. Numbers that are
+/// not finite are written as `null`.
+#[derive(Serialize)]
+struct Record<'a> {
+    format: &'static str,
+    picos_version: &'static str,
+    command: &'a str,
+    date_utc: &'a str,
+    started_unix_s: u64,
+    duration_s: f64,
+    quick: bool,
+    samples: usize,
+    target_loop_ns: f64,
+    pin: Option<usize>,
+    host: Host<'a>,
+    columns: Vec<ColumnRecord>,
+    rows: Vec<RowRecord<'a>>,
+}
+
+#[derive(Serialize)]
+struct Host<'a> {
+    kernel: &'a str,
+    cpu: &'a str,
+    cpus: usize,
+    load_start: &'a str,
+    load_end: &'a str,
+    files_dir: &'a str,
+}
+
+/// One entry of [`CONFIGS`]: `picos_args` is `null` for native, absent
+/// (with `why`) for a column that is not implemented.
+#[derive(Serialize)]
+struct ColumnRecord {
+    name: &'static str,
+    available: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    picos_args: Option<Option<&'static [&'static str]>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+struct RowRecord<'a> {
+    key: &'static str,
+    label: &'static str,
+    unit: &'static str,
+    better: &'static str,
+    group: &'static str,
+    iters: u64,
+    round_orders: Vec<Vec<&'static str>>,
+    columns: Vec<CellRecord<'a>>,
+}
+
+/// One measured column of a row. The statistics are there when it has
+/// samples; `cost_ratio` and `overhead_pct` on every column but native
+/// (`null` when there is no ratio).
+#[derive(Serialize)]
+struct CellRecord<'a> {
+    name: &'static str,
+    error: Option<&'a str>,
+    samples: &'a [f64],
+    elapsed_ns: &'a [f64],
+    #[serde(flatten)]
+    stats: Option<StatsRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost_ratio: Option<Option<Ratio>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    overhead_pct: Option<Option<f64>>,
+}
+
+#[derive(Serialize)]
+struct StatsRecord {
+    mean: f64,
+    ci95: f64,
+    sd: f64,
+    median: f64,
+    min: f64,
+    max: f64,
+    outliers: usize,
+}
+
+/// The JSON record of a run (see [`Record`]), pretty-printed.
 pub fn json(results: &[RowResult], info: &RunInfo) -> String {
-    let s = json::string;
-    let n = json::number;
-    let mut out = String::from("{\n");
-    let _ = writeln!(out, "  \"format\": \"picos-bench/1\",");
-    let _ = writeln!(
-        out,
-        "  \"picos_version\": {},",
-        s(env!("CARGO_PKG_VERSION"))
-    );
-    let _ = writeln!(out, "  \"command\": {},", s(&info.command));
-    let _ = writeln!(out, "  \"date_utc\": {},", s(&info.date_utc));
-    let _ = writeln!(out, "  \"started_unix_s\": {},", info.started_unix_s);
-    let _ = writeln!(out, "  \"duration_s\": {},", n(info.duration_s));
-    let _ = writeln!(out, "  \"quick\": {},", info.quick);
-    let _ = writeln!(out, "  \"samples\": {},", info.samples);
-    let _ = writeln!(out, "  \"target_loop_ns\": {},", n(info.target_ns));
-    let _ = writeln!(
-        out,
-        "  \"pin\": {},",
-        info.pin.map(|c| c.to_string()).unwrap_or("null".into())
-    );
-    let _ = writeln!(
-        out,
-        "  \"host\": {{\"kernel\": {}, \"cpu\": {}, \"cpus\": {}, \"load_start\": {}, \"load_end\": {}, \"files_dir\": {}}},",
-        s(&info.kernel),
-        s(&info.cpu),
-        info.cpus,
-        s(&info.load_start),
-        s(&info.load_end),
-        s(&info.files_dir)
-    );
-    let cols: Vec<String> = CONFIGS
+    let columns = CONFIGS
         .iter()
-        .map(|c| match c.launch {
-            Launch::Native => format!(
-                "{{\"name\": {}, \"available\": true, \"picos_args\": null}}",
-                s(c.name)
-            ),
-            Launch::Picos(a) => format!(
-                "{{\"name\": {}, \"available\": true, \"picos_args\": [{}]}}",
-                s(c.name),
-                a.iter().map(|a| s(a)).collect::<Vec<_>>().join(", ")
-            ),
-            Launch::NotImplemented => format!(
-                "{{\"name\": {}, \"available\": false, \"why\": \"not implemented\"}}",
-                s(c.name)
-            ),
+        .map(|c| ColumnRecord {
+            name: c.name,
+            available: c.launch != Launch::NotImplemented,
+            picos_args: match c.launch {
+                Launch::Native => Some(None),
+                Launch::Picos(a) => Some(Some(a)),
+                Launch::NotImplemented => None,
+            },
+            why: (c.launch == Launch::NotImplemented).then_some("not implemented"),
         })
         .collect();
-    let _ = writeln!(out, "  \"columns\": [\n    {}\n  ],", cols.join(",\n    "));
-    out.push_str("  \"rows\": [");
-    for (ri, row) in results.iter().enumerate() {
-        out.push_str(if ri == 0 { "\n" } else { ",\n" });
-        let _ = writeln!(
-            out,
-            "    {{\"key\": {}, \"label\": {}, \"unit\": {}, \"better\": {}, \"group\": {}, \"iters\": {},",
-            s(row.spec.key),
-            s(row.spec.label),
-            s(row.spec.unit.guest_name()),
-            s(if row.spec.unit.higher_is_better() { "higher" } else { "lower" }),
-            s(row.spec.group.key()),
-            row.iters
-        );
-        let orders: Vec<String> = row
-            .orders
-            .iter()
-            .map(|o| {
-                format!(
-                    "[{}]",
-                    o.iter()
-                        .map(|&c| s(CONFIGS[c].name))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            })
-            .collect();
-        let _ = writeln!(out, "     \"round_orders\": [{}],", orders.join(", "));
-        out.push_str("     \"columns\": [");
-        let mut first = true;
-        for (i, c) in CONFIGS.iter().enumerate() {
-            if c.launch == Launch::NotImplemented {
-                continue;
-            }
-            out.push_str(if first { "\n" } else { ",\n" });
-            first = false;
-            let cell = &row.cells[i];
-            let _ = write!(
-                out,
-                "       {{\"name\": {}, \"error\": {}, \"samples\": {}, \"elapsed_ns\": {}",
-                s(c.name),
-                cell.error.as_deref().map(s).unwrap_or("null".into()),
-                json::numbers(&cell.samples),
-                json::numbers(&cell.elapsed_ns)
-            );
-            if let Some(st) = summary(row, i) {
-                let _ = write!(
-                    out,
-                    ", \"mean\": {}, \"ci95\": {}, \"sd\": {}, \"median\": {}, \"min\": {}, \"max\": {}, \"outliers\": {}",
-                    n(st.mean),
-                    n(st.ci95),
-                    n(st.sd),
-                    n(st.median),
-                    n(st.min),
-                    n(st.max),
-                    st.outliers
-                );
-            }
-            if i > 0 {
-                match cost_ratio(row, i) {
-                    Some(r) => {
-                        let _ = write!(
-                            out,
-                            ", \"cost_ratio\": {{\"est\": {}, \"lo\": {}, \"hi\": {}}}, \"overhead_pct\": {}",
-                            n(r.est),
-                            n(r.lo),
-                            n(r.hi),
-                            n((r.est - 1.0) * 100.0)
-                        );
+    let rows = results
+        .iter()
+        .map(|row| RowRecord {
+            key: row.spec.key,
+            label: row.spec.label,
+            unit: row.spec.unit.guest_name(),
+            better: if row.spec.unit.higher_is_better() {
+                "higher"
+            } else {
+                "lower"
+            },
+            group: row.spec.group.key(),
+            iters: row.iters,
+            round_orders: row
+                .orders
+                .iter()
+                .map(|o| o.iter().map(|&c| CONFIGS[c].name).collect())
+                .collect(),
+            columns: CONFIGS
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.launch != Launch::NotImplemented)
+                .map(|(i, c)| {
+                    let cell = &row.cells[i];
+                    let ratio = (i > 0).then(|| cost_ratio(row, i));
+                    CellRecord {
+                        name: c.name,
+                        error: cell.error.as_deref(),
+                        samples: &cell.samples,
+                        elapsed_ns: &cell.elapsed_ns,
+                        stats: summary(row, i).map(|st| StatsRecord {
+                            mean: st.mean,
+                            ci95: st.ci95,
+                            sd: st.sd,
+                            median: st.median,
+                            min: st.min,
+                            max: st.max,
+                            outliers: st.outliers,
+                        }),
+                        cost_ratio: ratio,
+                        overhead_pct: ratio.map(|r| r.map(|r| (r.est - 1.0) * 100.0)),
                     }
-                    None => out.push_str(", \"cost_ratio\": null, \"overhead_pct\": null"),
-                }
-            }
-            out.push('}');
-        }
-        out.push_str("\n     ]}");
-    }
-    out.push_str("\n  ]\n}\n");
-    out
+                })
+                .collect(),
+        })
+        .collect();
+    let record = Record {
+        format: FORMAT,
+        picos_version: env!("CARGO_PKG_VERSION"),
+        command: &info.command,
+        date_utc: &info.date_utc,
+        started_unix_s: info.started_unix_s,
+        duration_s: info.duration_s,
+        quick: info.quick,
+        samples: info.samples,
+        target_loop_ns: info.target_ns,
+        pin: info.pin,
+        host: Host {
+            kernel: &info.kernel,
+            cpu: &info.cpu,
+            cpus: info.cpus,
+            load_start: &info.load_start,
+            load_end: &info.load_end,
+            files_dir: &info.files_dir,
+        },
+        columns,
+        rows,
+    };
+    let mut text =
+        serde_json::to_string_pretty(&record).expect("the bench record serializes to JSON");
+    text.push('\n');
+    text
 }
 
 fn xml(s: &str) -> String {
@@ -463,51 +501,69 @@ pub fn svg(results: &[RowResult], info: &RunInfo) -> String {
     out
 }
 
-/// The old run's samples of `key`/`column`, if it has them with `unit`.
-fn old_samples(old: &Value, key: &str, unit: Unit, column: &str) -> Option<Vec<f64>> {
-    let row = old
-        .get("rows")?
-        .as_array()?
-        .iter()
-        .find(|r| r.get("key").and_then(Value::as_str) == Some(key))?;
-    if row.get("unit")?.as_str()? != unit.guest_name() {
-        return None;
-    }
-    let col = row
-        .get("columns")?
-        .as_array()?
-        .iter()
-        .find(|c| c.get("name").and_then(Value::as_str) == Some(column))?;
-    col.get("samples")?
-        .as_array()?
-        .iter()
-        .map(Value::as_f64)
-        .collect()
+/// The `format` of the JSON record.
+const FORMAT: &str = "picos-bench/1";
+
+/// What `--compare` reads of an earlier run's JSON record; the rest of the
+/// record is ignored.
+#[derive(Debug, Deserialize)]
+pub struct OldRun {
+    #[serde(default)]
+    date_utc: Option<String>,
+    rows: Vec<OldRow>,
 }
 
-/// Checks that `old` is the JSON of `picos bench --json`.
-pub fn check_old(old: &Value, path: &Path) -> Result<(), String> {
-    if old.get("format").and_then(Value::as_str) != Some("picos-bench/1") {
+#[derive(Debug, Deserialize)]
+struct OldRow {
+    key: String,
+    unit: String,
+    columns: Vec<OldColumn>,
+}
+
+#[derive(Debug, Deserialize)]
+struct OldColumn {
+    name: String,
+    /// `null` for a sample that was not a finite number.
+    samples: Vec<Option<f64>>,
+}
+
+/// Reads the JSON record of an earlier `picos bench --json` from `text`
+/// (the contents of `path`).
+pub fn read_old(text: &str, path: &Path) -> Result<OldRun, String> {
+    let bad = |e: serde_json::Error| format!("--compare {}: {e}", path.display());
+    // Syntax first, then the format, so that another JSON file gets this
+    // message rather than one about the first key it lacks.
+    let value: serde_json::Value = serde_json::from_str(text).map_err(bad)?;
+    if value.get("format").and_then(serde_json::Value::as_str) != Some(FORMAT) {
         return Err(format!(
-            "--compare {}: not the JSON of `picos bench --json` (format picos-bench/1)",
+            "--compare {}: not the JSON of `picos bench --json` (format {FORMAT})",
             path.display()
         ));
     }
-    Ok(())
+    // From the text again rather than from `value`: errors then say where.
+    serde_json::from_str(text).map_err(bad)
+}
+
+/// The old run's samples of `key`/`column`, if it has them (all finite)
+/// with `unit`.
+fn old_samples(old: &OldRun, key: &str, unit: Unit, column: &str) -> Option<Vec<f64>> {
+    let row = old.rows.iter().find(|r| r.key == key)?;
+    if row.unit != unit.guest_name() {
+        return None;
+    }
+    let col = row.columns.iter().find(|c| c.name == column)?;
+    col.samples.iter().copied().collect()
 }
 
 /// `--compare`: per row and column, old vs new with the cost ratio
 /// new/old and its 95% CI (unpaired: delta method, Welch df).
-pub fn compare(results: &[RowResult], old: &Value, path: &Path) -> Result<String, String> {
-    check_old(old, path)?;
+pub fn compare(results: &[RowResult], old: &OldRun, path: &Path) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
         "\n### Compared with {} ({})\n",
         path.display(),
-        old.get("date_utc")
-            .and_then(Value::as_str)
-            .unwrap_or("date unknown")
+        old.date_utc.as_deref().unwrap_or("date unknown")
     );
     let _ = writeln!(
         out,
@@ -562,7 +618,7 @@ pub fn compare(results: &[RowResult], old: &Value, path: &Path) -> Result<String
     if !missing.is_empty() {
         let _ = writeln!(out, "\nNot in the old run: {}.", missing.join(", "));
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]
@@ -668,16 +724,28 @@ mod tests {
             "{md}"
         );
         let text = json(&results, &info());
-        let v = json::parse(&text).unwrap();
-        let rows = v.get("rows").unwrap().as_array().unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["format"], "picos-bench/1");
+        let rows = v["rows"].as_array().unwrap();
         assert_eq!(rows.len(), 2);
-        let cols = rows[0].get("columns").unwrap().as_array().unwrap();
-        assert_eq!(cols[1].get("samples").unwrap().as_array().unwrap().len(), 3);
-        assert!(cols[1].get("overhead_pct").unwrap().as_f64().unwrap() > 49.0);
+        let cols = rows[0]["columns"].as_array().unwrap();
+        assert_eq!(cols[0]["picos_args"], serde_json::Value::Null);
+        assert!(cols[0].get("cost_ratio").is_none(), "{text}");
+        assert_eq!(cols[1]["samples"].as_array().unwrap().len(), 3);
+        assert!(cols[1]["overhead_pct"].as_f64().unwrap() > 49.0);
+        assert!(cols[1]["cost_ratio"]["lo"].as_f64().is_some(), "{text}");
+        assert_eq!(cols[2]["error"], "exit status: 1");
+        assert_eq!(cols[2]["cost_ratio"], serde_json::Value::Null);
+        let columns = v["columns"].as_array().unwrap();
+        assert_eq!(columns[1]["picos_args"], serde_json::json!([]));
+        assert_eq!(columns[2]["picos_args"][0], "--no-patch");
+        assert!(columns.last().unwrap().get("picos_args").is_none());
+        assert_eq!(columns.last().unwrap()["why"], "not implemented");
         let svg_text = svg(&results, &info());
         assert!(svg_text.starts_with("<svg") && svg_text.ends_with("</svg>\n"));
         // Comparing a run with itself: ratios of 1, "no change".
-        let cmp = compare(&results, &v, Path::new("old.json")).unwrap();
+        let old = read_old(&text, Path::new("old.json")).unwrap();
+        let cmp = compare(&results, &old, Path::new("old.json"));
         assert!(
             cmp.contains("| null syscall (getppid) (µs) | picos | "),
             "{cmp}"
@@ -686,6 +754,66 @@ mod tests {
             cmp.contains("1.000 [") && cmp.contains("no change"),
             "{cmp}"
         );
-        assert!(compare(&results, &Value::Obj(vec![]), Path::new("x")).is_err());
+        assert!(cmp.contains("2000-01-01 00:00 UTC"), "{cmp}");
+    }
+
+    /// The record as the hand-written writer of earlier builds printed it
+    /// (integers without ".0", one row per line group) still reads back.
+    #[test]
+    fn reads_an_earlier_builds_record() {
+        let text = r#"{
+  "format": "picos-bench/1",
+  "picos_version": "0.1.0",
+  "date_utc": "2000-01-01 00:00 UTC",
+  "pin": null,
+  "columns": [
+    {"name": "native", "available": true, "picos_args": null}
+  ],
+  "rows": [
+    {"key": "null", "label": "null syscall (getppid)", "unit": "ns", "better": "lower", "group": "syscalls", "iters": 10,
+     "round_orders": [["native", "picos"]],
+     "columns": [
+       {"name": "native", "error": null, "samples": [100, 101.5, 99], "elapsed_ns": [1000000, 1000000, 1000000], "mean": 100.16666666666667},
+       {"name": "picos", "error": null, "samples": [150, null, 149], "elapsed_ns": [1, 1, 1], "cost_ratio": null, "overhead_pct": null}
+     ]}
+  ]
+}
+"#;
+        let old = read_old(text, Path::new("old.json")).unwrap();
+        assert_eq!(
+            old_samples(&old, "null", Unit::Ns, "native"),
+            Some(vec![100.0, 101.5, 99.0])
+        );
+        assert_eq!(old_samples(&old, "null", Unit::Ns, "picos"), None);
+        assert_eq!(old_samples(&old, "null", Unit::MBps, "native"), None);
+        assert_eq!(old_samples(&old, "pipe", Unit::Ns, "native"), None);
+    }
+
+    #[test]
+    fn bad_old_records_are_refused_clearly() {
+        let p = Path::new("old.json");
+        let err = |text: &str| read_old(text, p).unwrap_err();
+        assert!(err("").contains("--compare old.json: EOF while parsing"));
+        assert!(err("{\"format\": ").contains("line 1 column"));
+        for other in [
+            "[1, 2]",
+            "{}",
+            "{\"format\": \"x\"}",
+            "{\"format\": 1}",
+            "3",
+        ] {
+            let e = err(other);
+            assert!(
+                e.contains("not the JSON of `picos bench --json` (format picos-bench/1)"),
+                "{other}: {e}"
+            );
+        }
+        let e = err("{\"format\": \"picos-bench/1\"}");
+        assert!(e.contains("missing field `rows`"), "{e}");
+        let e = err("{\"format\": \"picos-bench/1\", \"rows\": [{\"key\": 1}]}");
+        assert!(
+            e.contains("invalid type: integer `1`, expected a string at line 1 column"),
+            "{e}"
+        );
     }
 }

@@ -120,7 +120,7 @@ pub fn summarize(xs: &[f64]) -> Option<Summary> {
 }
 
 /// A ratio with its 95% interval.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Ratio {
     pub est: f64,
     pub lo: f64,
