@@ -189,7 +189,7 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
         }
     };
     crate::kernel::process::set_exe_path(loaded.real_path.clone());
-    crate::sys::memory::init_brk(loaded.main.end);
+    crate::kernel::vm::init_brk(loaded.main.end);
     let execfn = &cfg.exe;
     let sp = match loader::build_stack(
         info.stack_top - 256,
@@ -262,29 +262,4 @@ fn set_name(exe: &[u8]) {
     let n = base.len().min(15);
     name[..n].copy_from_slice(&base[..n]);
     let _ = host::prctl(PR_SET_NAME, name.as_ptr() as usize, 0, 0, 0);
-}
-
-/// Fix-ups in a forked child: only the forking thread exists. `parent` is
-/// the pid of the process that forked it.
-pub fn after_fork_child(t: &thread::Thread, parent: i32) {
-    // Signals pending for the parent (held by its runtime) are not the
-    // child's; forget them before anything below can queue one of its own.
-    t.clear_pending();
-    if let Err(e) = arm_dispatch() {
-        crate::log!(
-            Error,
-            "cannot arm Syscall User Dispatch in a forked child: {}",
-            e
-        );
-        host::exit_group(127);
-    }
-    crate::mm::runtime::reset_slots_after_fork(t.slot);
-    crate::diag::stats::after_fork_child();
-    t.stats.reset();
-    // A forked child does not inherit the parent-death signal.
-    watch_parent(t, Some(parent));
-    // Until it execs, its parent may still move it to another group.
-    t.ids().pgid_cacheable.store(false, Ordering::Relaxed);
-    t.ids().pgid.store(0, Ordering::Relaxed);
-    t.tid.store(host::gettid(), Ordering::Release);
 }

@@ -13,33 +13,44 @@ use core::cell::Cell;
 use core::ops::{Deref, DerefMut};
 use core::sync::atomic::{AtomicU64, Ordering};
 
-/// The ranks, in the order locks are taken.
+/// The ranks, in the order locks are taken. Every lock that can be held
+/// while another thread forks is also held across the fork by its
+/// subsystem's [`ForkHook`] (registry: `kernel::process::FORK_HOOKS`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Rank {
     /// `kernel::signal::SigActions` (the dispositions' write lock).
     Actions = 1,
-    /// `kernel::process::BRK`.
+    /// `kernel::vm::BRK`.
     Brk = 2,
     /// `diag::stats::EXITED`.
     Exited = 3,
-    /// `kernel::process::IdCache` fields (never two at once).
-    Ids = 4,
+    /// `kernel::process::IdCache::creds`.
+    Creds = 4,
+    /// `kernel::process::IdCache::uname`.
+    Uname = 5,
+    /// `kernel::process::IdCache::rlimits`.
+    Rlimits = 6,
     /// `kernel::process::SPARE` (process states to reuse).
-    Spare = 5,
+    SpareProcesses = 7,
+    /// `kernel::fs::SPARE` (descriptor-table states to reuse).
+    SpareTables = 8,
     /// `patch::STATE`.
-    Patch = 6,
+    Patch = 9,
     /// The runtime heap: always last (code under any other lock may allocate).
-    Heap = 7,
+    Heap = 10,
 }
 
 impl Rank {
-    const ALL: [Rank; 7] = [
+    const ALL: [Rank; 10] = [
         Rank::Actions,
         Rank::Brk,
         Rank::Exited,
-        Rank::Ids,
-        Rank::Spare,
+        Rank::Creds,
+        Rank::Uname,
+        Rank::Rlimits,
+        Rank::SpareProcesses,
+        Rank::SpareTables,
         Rank::Patch,
         Rank::Heap,
     ];
@@ -48,14 +59,53 @@ impl Rank {
             Rank::Actions => "signal actions",
             Rank::Brk => "brk",
             Rank::Exited => "stats",
-            Rank::Ids => "ids",
-            Rank::Spare => "spare process states",
+            Rank::Creds => "credentials",
+            Rank::Uname => "uname",
+            Rank::Rlimits => "rlimits",
+            Rank::SpareProcesses => "spare process states",
+            Rank::SpareTables => "spare descriptor tables",
             Rank::Patch => "patcher state",
             Rank::Heap => "heap",
         }
     }
     fn bit(self) -> u32 {
         1 << self as u8
+    }
+}
+
+/// One subsystem's part in fork(2). The registry of them is
+/// `kernel::process::FORK_HOOKS`, in lock order: the host's fork runs with
+/// every hook's locks held (so that the child never inherits a lock some
+/// other thread held, half-way through a change), then each hook's `child`
+/// step runs in the child, in the same order. A subsystem that adds a lock
+/// or per-process state adds its hook there.
+pub struct ForkHook {
+    /// For messages and tests.
+    pub name: &'static str,
+    /// Runs `inner` (the fork, inside the hooks after this one) with this
+    /// subsystem's locks held.
+    pub hold: fn(inner: &mut dyn FnMut()),
+    /// In the child, right after the fork (only the forking thread exists):
+    /// makes the subsystem's state the child's. `parent` is the pid of the
+    /// process that forked.
+    pub child: fn(parent: i32),
+}
+
+impl ForkHook {
+    /// A `hold` for a subsystem with no lock to hold.
+    pub fn no_lock(inner: &mut dyn FnMut()) {
+        inner()
+    }
+    /// A `child` for a subsystem with nothing to change in the child.
+    pub fn no_change(_parent: i32) {}
+}
+
+/// Runs `fork` with the locks of every hook in `hooks` held, the first
+/// hook's outermost (taken first, released last).
+pub fn with_hooks_held(hooks: &[ForkHook], fork: &mut dyn FnMut()) {
+    match hooks.split_first() {
+        None => fork(),
+        Some((h, rest)) => (h.hold)(&mut || with_hooks_held(rest, fork)),
     }
 }
 
@@ -84,8 +134,8 @@ fn held() -> Option<&'static Cell<u32>> {
     }
 }
 
-/// Pairs (held, wanted) already reported.
-static REPORTED: AtomicU64 = AtomicU64::new(0);
+/// Pairs (held, wanted) already reported, a bit each (16 x 16).
+static REPORTED: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
 /// Violations seen (for tests).
 static VIOLATIONS: AtomicU64 = AtomicU64::new(0);
 
@@ -101,8 +151,9 @@ fn acquire(rank: Rank) {
             .find(|r| bad & r.bit() != 0)
             .copied()
             .unwrap_or(rank);
-        let pair = 1u64 << ((worst as u8 as u32) * 7 + rank as u8 as u32);
-        if REPORTED.fetch_or(pair, Ordering::Relaxed) & pair == 0 {
+        let pair = (worst as u8 as usize) * 16 + rank as u8 as usize;
+        let bit = 1u64 << (pair % 64);
+        if REPORTED[pair / 64].fetch_or(bit, Ordering::Relaxed) & bit == 0 {
             crate::log!(
                 Error,
                 "lock order violation: taking the {} lock while holding the {} lock (a possible deadlock; docs/ARCHITECTURE.md, \"Locks\")",

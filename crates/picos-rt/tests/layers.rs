@@ -187,3 +187,38 @@ fn the_check_sees_an_upward_edge() {
     assert_eq!(rank("diag::log").unwrap().0, 2);
     assert!(rank("kernel::thread").unwrap().0 > rank("patch").unwrap().0);
 }
+
+/// Every module that makes a runtime lock has a fork hook in
+/// `kernel::process::FORK_HOOKS` (which holds it across fork): a lock
+/// another thread holds at the fork would stay held forever in the child.
+#[test]
+fn every_lock_is_held_across_fork() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let registry = fs::read_to_string(src.join("kernel/process.rs")).unwrap();
+    let start = registry.find("pub static FORK_HOOKS").expect("FORK_HOOKS");
+    let list = &registry[start..start + registry[start..].find("];").unwrap()];
+    let mut errors = Vec::new();
+    for f in &files {
+        let module = module_of(&src, f);
+        if module == "sync" {
+            continue; // the lock itself (and its tests)
+        }
+        let code = code_only(&fs::read_to_string(f).unwrap());
+        if !code.contains("Lock::new(") {
+            continue;
+        }
+        let named = if module == "kernel::process" {
+            list.contains("    FORK_HOOK,")
+        } else {
+            list.contains(&format!("crate::{module}::FORK_HOOK"))
+        };
+        if !code.contains("pub const FORK_HOOK") || !named {
+            errors.push(format!(
+                "{module} makes a lock but has no FORK_HOOK in kernel::process::FORK_HOOKS"
+            ));
+        }
+    }
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}

@@ -10,6 +10,8 @@ pub fn print(json: bool) {
             nr: u32,
             name: &'static str,
             served: &'static str,
+            full_context: bool,
+            sandbox: &'static str,
             note: &'static str,
         }
         let entries: Vec<Entry> = TABLE
@@ -18,6 +20,8 @@ pub fn print(json: bool) {
                 nr: d.nr,
                 name: d.name,
                 served: d.serve.level(),
+                full_context: d.full_context,
+                sandbox: d.sandbox.name(),
                 note: d.note,
             })
             .collect();
@@ -27,13 +31,20 @@ pub fn print(json: bool) {
         );
         return;
     }
-    println!("{:>4}  {:<24} {:<12} NOTE", "NR", "NAME", "SERVED");
+    // TRAP: the call needs the full signal context (the fast entry hands
+    // it to the trap path); SANDBOX: what a sandbox may do with it.
+    println!(
+        "{:>4}  {:<24} {:<12} {:<5} {:<8} NOTE",
+        "NR", "NAME", "SERVED", "TRAP", "SANDBOX"
+    );
     for d in TABLE {
         println!(
-            "{:>4}  {:<24} {:<12} {}",
+            "{:>4}  {:<24} {:<12} {:<5} {:<8} {}",
             d.nr,
             d.name,
             d.serve.level(),
+            if d.full_context { "yes" } else { "" },
+            d.sandbox.name(),
             d.note
         );
     }

@@ -207,15 +207,16 @@ pub fn exited() -> Totals {
     EXITED.lock().clone().unwrap_or_default()
 }
 
-/// Held across fork so the child never inherits the lock held.
-pub fn fork_guard() -> impl Sized {
-    EXITED.lock()
-}
-
-/// In a forked child: the counts so far belong to the parent.
-pub fn after_fork_child() {
-    *EXITED.lock() = None;
-}
+/// The stats' part in fork: the exited threads' totals are locked across
+/// it; in the child they are the parent's, and forgotten.
+pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
+    name: "stats",
+    hold: |inner| {
+        let _exited = EXITED.lock();
+        inner()
+    },
+    child: |_| *EXITED.lock() = None,
+};
 
 impl Counters {
     /// Back to zero (a forked child's thread: its counts were the parent's).

@@ -522,6 +522,13 @@ pub fn get_tsc_mode() -> Result<i32, Errno> {
     Ok(mode)
 }
 
+/// personality(2): sets the execution domain `persona` (0xffffffff only
+/// reads it); returns the previous one.
+pub fn personality(persona: u32) -> HostResult {
+    // SAFETY: an integer argument only.
+    unsafe { sc!(nr::PERSONALITY, persona) }
+}
+
 /// membarrier(2) with command `cmd` and no flags.
 pub fn membarrier(cmd: i32) -> HostResult {
     // SAFETY: integer arguments only.

@@ -69,7 +69,7 @@ static FIRST: FdTable = FdTable {
 /// Tables of children that no longer run, for the next ones (see
 /// [`FdTable::release`]).
 static SPARE: crate::sync::Lock<Vec<&'static FdTable>> =
-    crate::sync::Lock::new(crate::sync::Rank::Spare, Vec::new());
+    crate::sync::Lock::new(crate::sync::Rank::SpareTables, Vec::new());
 
 impl FdTable {
     /// The table the program starts with (after execve too: the table
@@ -102,6 +102,16 @@ impl FdTable {
         }
     }
 }
+
+/// The descriptor tables' part in fork: the spare ones are locked across it.
+pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
+    name: "descriptor tables",
+    hold: |inner| {
+        let _spare = SPARE.lock();
+        inner()
+    },
+    child: crate::sync::ForkHook::no_change,
+};
 
 #[cfg(test)]
 mod tests {

@@ -5,3 +5,4 @@ pub mod process;
 pub mod signal;
 pub mod thread;
 pub mod time;
+pub mod vm;

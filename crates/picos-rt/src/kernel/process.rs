@@ -7,6 +7,7 @@ use crate::host;
 use crate::host::errno::Errno;
 use crate::host::KSigaction;
 use crate::kernel::thread::{self, NSIG};
+use crate::sync::ForkHook;
 use alloc::vec::Vec;
 use core::sync::atomic::AtomicI32;
 use core::sync::atomic::Ordering;
@@ -55,7 +56,7 @@ impl Process {
 /// States of children that no longer run (a vfork child that has exec'd or
 /// exited), for the next ones: a shell that spawns in a loop reuses one.
 static SPARE: crate::sync::Lock<Vec<&'static Process>> =
-    crate::sync::Lock::new(crate::sync::Rank::Spare, Vec::new());
+    crate::sync::Lock::new(crate::sync::Rank::SpareProcesses, Vec::new());
 
 /// Gives back the state [`Process::for_child`] made, once its process no
 /// longer runs in this memory.
@@ -68,6 +69,60 @@ impl Default for Process {
         Self::new()
     }
 }
+
+/// Every subsystem's part in fork(2) ([`ForkHook`]), in the runtime's lock
+/// order (docs/ARCHITECTURE.md, "Locks"): [`fork`] runs the host's fork
+/// with all their locks held, then, in the child, their `child` steps in
+/// this order. A subsystem that adds a lock, or state a forked child must
+/// change, adds its hook here.
+pub static FORK_HOOKS: &[ForkHook] = &[
+    crate::kernel::thread::FORK_HOOK,
+    crate::kernel::signal::FORK_HOOK,
+    crate::kernel::vm::FORK_HOOK,
+    crate::diag::stats::FORK_HOOK,
+    FORK_HOOK,
+    crate::kernel::fs::FORK_HOOK,
+    crate::patch::FORK_HOOK,
+    crate::mm::runtime::FORK_HOOK,
+];
+
+/// Forks with `fork`, a host clone(2) without CLONE_VM, under every
+/// hook's locks; in the child (`fork` returned 0) runs the hooks' `child`
+/// steps. Returns what `fork` returned.
+pub fn fork(mut fork: impl FnMut() -> Result<usize, Errno>) -> Result<usize, Errno> {
+    let parent = host::getpid();
+    let mut r = Err(Errno::EAGAIN);
+    crate::sync::with_hooks_held(FORK_HOOKS, &mut || r = fork());
+    if r == Ok(0) {
+        for h in FORK_HOOKS {
+            (h.child)(parent);
+        }
+    }
+    r
+}
+
+/// The process's part in fork: its cached ids and the spare states are
+/// locked across it (one lock at a time is the rule elsewhere; here they
+/// are taken in rank order); in the child, the parent-death watch is armed
+/// again (not inherited) and the process group forgotten (its parent may
+/// still move it to another, until it execs).
+pub const FORK_HOOK: ForkHook = ForkHook {
+    name: "process",
+    hold: |inner| {
+        let ids = &thread::current().process().ids;
+        let _creds = ids.creds.lock();
+        let _uname = ids.uname.lock();
+        let _rlimits = ids.rlimits.lock();
+        let _spare = SPARE.lock();
+        inner()
+    },
+    child: |parent| {
+        let t = thread::current();
+        watch_parent(t, Some(parent));
+        t.ids().pgid_cacheable.store(false, Ordering::Relaxed);
+        t.ids().pgid.store(0, Ordering::Relaxed);
+    },
+};
 
 /// Credentials as the host reported them.
 #[derive(Clone, Debug)]
@@ -107,9 +162,9 @@ impl IdCache {
             pgid_cacheable: core::sync::atomic::AtomicBool::new(false),
             umask: AtomicI32::new(-1),
             guest_pdeathsig: AtomicI32::new(0),
-            creds: crate::sync::Lock::new(crate::sync::Rank::Ids, None),
-            uname: crate::sync::Lock::new(crate::sync::Rank::Ids, None),
-            rlimits: crate::sync::Lock::new(crate::sync::Rank::Ids, [None; 16]),
+            creds: crate::sync::Lock::new(crate::sync::Rank::Creds, None),
+            uname: crate::sync::Lock::new(crate::sync::Rank::Uname, None),
+            rlimits: crate::sync::Lock::new(crate::sync::Rank::Rlimits, [None; 16]),
         }
     }
 

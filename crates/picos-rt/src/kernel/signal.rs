@@ -491,6 +491,17 @@ impl SigActions {
     }
 }
 
+/// The dispositions' part in fork: the process's are locked across it,
+/// so that the child never inherits a half-written table.
+pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
+    name: "signal actions",
+    hold: |inner| {
+        let _acts = crate::kernel::thread::current().process().actions.lock();
+        inner()
+    },
+    child: crate::sync::ForkHook::no_change,
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -480,6 +480,29 @@ pub fn spawn(child: &Thread, flags: u64, sp: usize, ptid: usize, ctid: usize, tl
     runtime::spawn_in_slot(child.slot, flags, sp, ptid, ctid, tls)
 }
 
+/// The thread's part in fork, first of all: in the child, the forking
+/// thread (the only one) forgets the signals its parent's runtime held for
+/// it, before anything can queue one of its own; arms Syscall User
+/// Dispatch (not inherited); starts its counters from zero; learns its id.
+pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
+    name: "thread",
+    hold: crate::sync::ForkHook::no_lock,
+    child: |_| {
+        let t = current();
+        t.clear_pending();
+        if let Err(e) = arm_dispatch() {
+            crate::log!(
+                Error,
+                "cannot arm Syscall User Dispatch in a forked child: {}",
+                e
+            );
+            host::exit_group(127);
+        }
+        t.stats.reset();
+        t.tid.store(host::gettid(), Ordering::Release);
+    },
+};
+
 /// Where patched sites find the answers they give inline (`patch::Inline`):
 /// the pid and the parent's pid in the process's [`IdCache`] (through the
 /// thread's pointer to its process), the tid in the thread's own state.

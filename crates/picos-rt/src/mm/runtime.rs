@@ -557,15 +557,22 @@ unsafe impl core::alloc::GlobalAlloc for RuntimeHeap {
 #[global_allocator]
 pub static HEAP: RuntimeHeap = RuntimeHeap::new();
 
-/// Holds the heap lock (used across fork).
-#[cfg(target_os = "none")]
-pub fn heap_guard() -> impl Sized + 'static {
-    HEAP.0.lock()
-}
-
-/// Holds the heap lock (used across fork); nothing to hold in host builds.
-#[cfg(not(target_os = "none"))]
-pub fn heap_guard() -> impl Sized {}
+/// The runtime memory's part in fork: the heap is locked across it (last:
+/// code holding any other lock may allocate), and in the child only the
+/// forking thread's stack slot stays in use.
+pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
+    name: "runtime memory",
+    hold: |inner| {
+        #[cfg(target_os = "none")]
+        let _heap = HEAP.0.lock();
+        inner()
+    },
+    child: |_| {
+        if let Some(slot) = slot_of(crate::arch::gs_base()) {
+            reset_slots_after_fork(slot);
+        }
+    },
+};
 
 #[cfg(test)]
 mod tests {

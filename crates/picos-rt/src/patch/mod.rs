@@ -329,17 +329,17 @@ fn state() -> crate::sync::Guard<'static, State> {
     STATE.lock()
 }
 
-/// Held across a fork (see [`fork_guard`]).
-pub struct ForkGuard {
-    _state: crate::sync::Guard<'static, State>,
-}
-
-/// Locks the patcher across a fork (until the guard is dropped): no thread
-/// is then writing code, so no descriptor of the patcher's exists for the
-/// child to inherit, and the child never inherits the lock held.
-pub fn fork_guard() -> ForkGuard {
-    ForkGuard { _state: state() }
-}
+/// The patcher's part in fork: its state is locked across the fork, so no
+/// thread is writing code then (no descriptor of the patcher's exists for
+/// the child to inherit) and the child never inherits the lock held.
+pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
+    name: "patch",
+    hold: |inner| {
+        let _state = state();
+        inner()
+    },
+    child: crate::sync::ForkHook::no_change,
+};
 
 /// Called when a thread or process sharing this memory is created.
 pub fn note_shared_memory() {

@@ -195,21 +195,9 @@ fn do_clone(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
 /// A child with its own copy of memory: the host's copy-on-write fork. The
 /// child continues right here, on its copy of this runtime stack.
 fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
-    let t = c.t;
-    // The child checks that we still live once it watches for our death.
-    let parent = host::getpid();
-    let r = {
-        // Hold every runtime lock across the fork so the child never
-        // inherits one held by another thread, in the runtime's lock order
-        // (docs/ARCHITECTURE.md, "Locks"): the heap last, since code holding
-        // any other lock may allocate (the patcher allocates under its
-        // state lock: taking the heap first deadlocked a fork against a
-        // thread patching a site).
-        let _acts = t.process().actions.lock();
-        let _brk = super::memory::BRK.lock();
-        let _stats = crate::diag::stats::fork_guard();
-        let _patch = crate::patch::fork_guard();
-        let _heap = crate::mm::runtime::heap_guard();
+    // Every subsystem's locks are held across the fork, and its state put
+    // right in the child (`kernel::process::FORK_HOOKS`).
+    let r = crate::kernel::process::fork(|| {
         host_call(
             host::nr::CLONE,
             [
@@ -221,9 +209,8 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
                 0,
             ],
         )
-    }?;
+    })?;
     if r == 0 {
-        crate::boot::after_fork_child(t, parent);
         if a.stack != 0 {
             // The child returns to the program on the stack it was given.
             c.uc.mcontext.rsp = a.stack as u64;
