@@ -6,9 +6,7 @@
 //! the SIGSYS handler, load the program, build its stack, arm Syscall User
 //! Dispatch (every syscall outside the runtime image now traps), and jump.
 //!
-//! # Safety
-//! `start` reads the kernel-built initial stack through a raw pointer.
-#![allow(unsafe_code)]
+#![deny(unsafe_code)]
 
 use crate::host;
 use crate::host::errno::Errno;
@@ -25,68 +23,43 @@ use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 use picos_abi::{LaunchConfig, CONFIG_ENV};
 
-const PR_SET_NAME: i32 = 15;
-
 const RLIMIT_STACK: i32 = 3;
 
-struct StartInfo {
-    argv: Vec<Vec<u8>>,
-    envp: Vec<Vec<u8>>,
-    auxv: Vec<(u64, u64)>,
-    stack_top: usize,
-    thread: &'static thread::Thread,
+/// What the kernel gave the process, read from its initial stack (by
+/// `main.rs`, the image's entry point).
+pub struct StartArgs {
+    pub argv: Vec<Vec<u8>>,
+    pub envp: Vec<Vec<u8>>,
+    /// The auxiliary vector, its AT_NULL pair included.
+    pub auxv: Vec<(u64, u64)>,
+    /// The initial stack pointer (the program's stack is built below it).
+    pub stack_top: usize,
 }
 
-unsafe fn cstr_at(p: *const u8) -> Vec<u8> {
-    let mut n = 0;
-    // SAFETY: the kernel NUL-terminates every argv/envp string.
-    unsafe {
-        while *p.add(n) != 0 {
-            n += 1;
-        }
-        core::slice::from_raw_parts(p, n).to_vec()
-    }
+/// The start-up state handed from [`start`] to [`main_on_runtime_stack`]
+/// across the switch to the main thread's runtime stack.
+struct StartInfo {
+    args: StartArgs,
+    /// The main thread's stack slot (its `Thread` is in the slot's area).
+    slot: usize,
 }
+
+static START: spin::Mutex<Option<StartInfo>> = spin::Mutex::new(None);
 
 fn fatal(code: i32, args: core::fmt::Arguments<'_>) -> ! {
     crate::diag::log::log_line(crate::diag::log::LogLevel::Error, args);
     host::exit_group(code)
 }
 
-/// Entry from `_start` (after self-relocation) with the kernel's stack pointer.
-///
-/// # Safety
-/// `sp` must be the initial stack pointer the kernel gave the process.
-pub unsafe fn start(sp: *const usize, image_base: usize, image_len: usize) -> ! {
-    // Memory first: everything after this may allocate.
-    if let Err(e) = crate::mm::runtime::init(image_base, image_len) {
-        fatal(127, format_args!("cannot reserve runtime memory: {}", e));
-    }
-    // SAFETY: the initial stack layout is argc, argv[], NULL, envp[], NULL, auxv.
-    let (argv, envp, auxv) = unsafe {
-        let argc = *sp;
-        let argvp = sp.add(1);
-        let argv: Vec<Vec<u8>> = (0..argc)
-            .map(|i| cstr_at(*argvp.add(i) as *const u8))
-            .collect();
-        let mut e = argvp.add(argc + 1);
-        let mut envp = Vec::new();
-        while *e != 0 {
-            envp.push(cstr_at(*e as *const u8));
-            e = e.add(1);
-        }
-        let mut a = e.add(1) as *const u64;
-        let mut auxv = Vec::new();
-        loop {
-            let (k, v) = (*a, *a.add(1));
-            auxv.push((k, v));
-            if k == 0 {
-                break;
-            }
-            a = a.add(2);
-        }
-        (argv, envp, auxv)
-    };
+/// Start-up, after `main.rs` has set up the runtime's memory
+/// (`mm::runtime::init`) and read the initial stack.
+pub fn start(args: StartArgs) -> ! {
+    let StartArgs {
+        argv,
+        envp,
+        auxv,
+        stack_top,
+    } = args;
     let hwcap2 = auxv
         .iter()
         .find(|a| a.0 == loader::AT_HWCAP2)
@@ -124,24 +97,28 @@ pub unsafe fn start(sp: *const usize, image_base: usize, image_len: usize) -> ! 
             format_args!("cannot allocate the main thread's runtime stack: {}", e),
         ),
     };
-    let info = Box::new(StartInfo {
-        argv,
-        envp,
-        auxv,
-        stack_top: sp as usize,
-        thread: t,
+    *START.lock() = Some(StartInfo {
+        args: StartArgs {
+            argv,
+            envp,
+            auxv,
+            stack_top,
+        },
+        slot: t.slot,
     });
-    let top = t.stack_top();
-    // SAFETY: `top` is the top of the fresh runtime stack; main_on_runtime_stack never returns.
-    unsafe {
-        crate::arch::picos_switch_stack(Box::into_raw(info) as usize, main_on_runtime_stack, top)
-    }
+    crate::mm::runtime::switch_stack(t.slot, t.stack_top(), main_on_runtime_stack)
 }
 
-extern "C" fn main_on_runtime_stack(info: usize) -> ! {
-    // SAFETY: `info` is the Box leaked by `start`.
-    let info = unsafe { Box::from_raw(info as *mut StartInfo) };
-    let t = info.thread;
+extern "C" fn main_on_runtime_stack() -> ! {
+    let Some(StartInfo { args: info, slot }) = START.lock().take() else {
+        fatal(127, format_args!("start-up state lost"));
+    };
+    let Some(t) = crate::mm::area::in_slot::<thread::Thread>(slot) else {
+        fatal(
+            127,
+            format_args!("the main thread's runtime state is missing"),
+        );
+    };
     thread::install(t);
     crate::kernel::signal::init_dispositions(t);
     watch_parent(t, None);
@@ -207,14 +184,13 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
         .iter()
         .find(|a| a.0 == loader::AT_SYSINFO_EHDR)
         .map_or(0, |a| a.1 as usize);
-    crate::kernel::time::init(vdso);
+    crate::host::vdso::init(vdso);
     // CPUID while it surely works (execve re-enables it); the program may
     // disable it with arch_prctl(ARCH_SET_CPUID, 0).
     crate::arch::probe_cpu();
     // PR_SET_TSC survives execve: a program started with `rdtsc` faulting
     // keeps the runtime off the TSC from the start.
-    const PR_TSC_SIGSEGV: i32 = 2;
-    if crate::host::get_tsc_mode() == Ok(PR_TSC_SIGSEGV) {
+    if crate::host::get_tsc_mode() == Ok(crate::host::abi::prctl::PR_TSC_SIGSEGV as i32) {
         crate::kernel::time::disable_tsc();
     }
     crate::entry::install();
@@ -251,9 +227,7 @@ extern "C" fn main_on_runtime_stack(info: usize) -> ! {
         crate::diag::log::Bytes(exe),
         entry
     );
-    // SAFETY: `entry` and `sp` come from the loader; nothing of ours is
-    // referenced by the program.
-    unsafe { crate::arch::picos_enter(entry, sp) }
+    crate::arch::enter_program(entry, sp)
 }
 
 fn set_name(exe: &[u8]) {
@@ -261,5 +235,5 @@ fn set_name(exe: &[u8]) {
     let mut name = [0u8; 16];
     let n = base.len().min(15);
     name[..n].copy_from_slice(&base[..n]);
-    let _ = host::prctl(PR_SET_NAME, name.as_ptr() as usize, 0, 0, 0);
+    let _ = host::set_name(&name);
 }

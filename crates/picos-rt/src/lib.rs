@@ -25,6 +25,7 @@
 //! `unsafe` is denied here and allowed only in `host`, `arch` and `mm`
 //! (each block with a `// SAFETY:` line).
 #![no_std]
+#![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 extern crate alloc;

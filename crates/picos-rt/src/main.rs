@@ -3,6 +3,8 @@
 
 #[cfg(target_os = "none")]
 mod entry {
+    extern crate alloc;
+    use alloc::vec::Vec;
     use core::arch::global_asm;
 
     global_asm!(
@@ -60,6 +62,56 @@ mod entry {
         }
     }
 
+    /// A NUL-terminated string of the initial stack.
+    ///
+    /// # Safety
+    /// `p` points at a NUL-terminated string.
+    unsafe fn cstr_at(p: *const u8) -> Vec<u8> {
+        // SAFETY: the caller's promise.
+        unsafe { core::ffi::CStr::from_ptr(p.cast()) }
+            .to_bytes()
+            .to_vec()
+    }
+
+    /// Reads argv, envp and the auxiliary vector from the initial stack.
+    ///
+    /// # Safety
+    /// `sp` is the stack pointer the kernel started the process with.
+    unsafe fn initial_stack(sp: *const usize) -> picos_rt::boot::StartArgs {
+        // SAFETY: the kernel's layout: argc, argv[], NULL, envp[], NULL,
+        // then (key, value) pairs up to AT_NULL; the strings are
+        // NUL-terminated.
+        unsafe {
+            let argc = *sp;
+            let argvp = sp.add(1);
+            let argv: Vec<Vec<u8>> = (0..argc)
+                .map(|i| cstr_at(*argvp.add(i) as *const u8))
+                .collect();
+            let mut e = argvp.add(argc + 1);
+            let mut envp = Vec::new();
+            while *e != 0 {
+                envp.push(cstr_at(*e as *const u8));
+                e = e.add(1);
+            }
+            let mut a = e.add(1) as *const u64;
+            let mut auxv = Vec::new();
+            loop {
+                let (k, v) = (*a, *a.add(1));
+                auxv.push((k, v));
+                if k == 0 {
+                    break;
+                }
+                a = a.add(2);
+            }
+            picos_rt::boot::StartArgs {
+                argv,
+                envp,
+                auxv,
+                stack_top: sp as usize,
+            }
+        }
+    }
+
     #[no_mangle]
     unsafe extern "C" fn picos_rt_start(
         sp: *const usize,
@@ -68,10 +120,18 @@ mod entry {
         end: usize,
     ) -> ! {
         // SAFETY: first code of the process, with the kernel's values.
-        unsafe {
-            relocate(base, dynamic);
-            picos_rt::boot::start(sp, base, end - base)
+        unsafe { relocate(base, dynamic) };
+        // Memory first: everything after this may allocate.
+        if let Err(e) = picos_rt::mm::runtime::init(base, end - base) {
+            picos_rt::diag::log::log_line(
+                picos_rt::diag::log::LogLevel::Error,
+                format_args!("cannot reserve runtime memory: {}", e),
+            );
+            picos_rt::host::exit_group(127)
         }
+        // SAFETY: `sp` is the kernel's initial stack pointer.
+        let args = unsafe { initial_stack(sp) };
+        picos_rt::boot::start(args)
     }
 
     #[panic_handler]

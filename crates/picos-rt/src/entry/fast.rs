@@ -297,7 +297,7 @@ pub(super) extern "C" fn picos_direct_finish(f: &mut FastFrame) {
         Some(crate::sys::def::Serve::HostBlocking { restart: true })
     );
     let res = f.rax as i64;
-    let err = (-4095..0).contains(&res).then(|| Errno(-res as i32));
+    let err = Errno::from_ret(res as isize).err();
     if crate::entry::dispatch::rewinds(t, err, restart) {
         // As the dispatcher does: run the `syscall` again after the handler.
         let mut m = fast_context(f);

@@ -69,3 +69,16 @@ impl StackT {
         size: 0,
     };
 }
+
+/// prctl(2) options and values the runtime uses or emulates.
+pub mod prctl {
+    pub const PR_SET_PDEATHSIG: usize = 1;
+    pub const PR_GET_PDEATHSIG: usize = 2;
+    pub const PR_SET_NAME: usize = 15;
+    pub const PR_GET_TSC: usize = 25;
+    pub const PR_SET_TSC: usize = 26;
+    pub const PR_TSC_SIGSEGV: usize = 2;
+    pub const PR_SET_SYSCALL_USER_DISPATCH: usize = 59;
+    pub const PR_SYS_DISPATCH_OFF: usize = 0;
+    pub const PR_SYS_DISPATCH_ON: usize = 1;
+}

@@ -166,6 +166,17 @@ impl Errno {
     pub fn to_ret(self) -> isize {
         -(self.0 as isize)
     }
+
+    /// A system call's raw return value as a result: -4095..-1 is an errno
+    /// (the kernel's `IS_ERR_VALUE`), anything else a value.
+    #[inline(always)]
+    pub fn from_ret(ret: isize) -> Result<usize, Errno> {
+        if (-4095..0).contains(&ret) {
+            Err(Errno(-ret as i32))
+        } else {
+            Ok(ret as usize)
+        }
+    }
 }
 
 impl fmt::Display for Errno {

@@ -13,22 +13,20 @@ pub mod abi;
 pub mod errno;
 pub mod fds;
 pub mod nr;
+pub mod vdso;
 
 use alloc::vec::Vec;
 
 use crate::host::errno::Errno;
 use core::arch::asm;
+use core::sync::atomic::AtomicU8;
 
 /// Result of a host call: the kernel's non-negative return value, or an errno.
 pub type HostResult = Result<usize, Errno>;
 
 #[inline(always)]
 fn check(ret: isize) -> HostResult {
-    if (-4095..0).contains(&ret) {
-        Err(Errno(-ret as i32))
-    } else {
-        Ok(ret as usize)
-    }
+    Errno::from_ret(ret)
 }
 
 /// Issues system call `nr` with six arguments and returns the raw kernel result.
@@ -196,6 +194,24 @@ pub struct Stat {
 }
 
 /// fstat(2).
+/// stat(2) of `path` (following symlinks).
+pub fn stat(path: &core::ffi::CStr) -> Result<Stat, Errno> {
+    let mut st = Stat::default();
+    // SAFETY: `path` is NUL-terminated; `st` is a live, correctly sized
+    // `struct stat` the kernel writes.
+    unsafe {
+        sc!(
+            nr::NEWFSTATAT,
+            AT_FDCWD,
+            path.as_ptr(),
+            &mut st as *mut Stat,
+            0
+        )
+    }?;
+    Ok(st)
+}
+
+/// fstat(2).
 pub fn fstat(fd: i32) -> Result<Stat, Errno> {
     let mut st = Stat::default();
     // SAFETY: `st` is a live, correctly sized `struct stat`.
@@ -309,7 +325,7 @@ pub fn tgkill(tgid: i32, tid: i32, sig: i32) -> HostResult {
 /// tkill(2); with signal 0 it tells whether thread `tid` exists.
 pub fn tkill(tid: i32, sig: i32) -> HostResult {
     // SAFETY: integer arguments only.
-    unsafe { sc!(200, tid, sig) }
+    unsafe { sc!(nr::TKILL, tid, sig) }
 }
 
 /// rt_tgsigqueueinfo(2) to re-queue a signal with its original siginfo.
@@ -394,18 +410,58 @@ pub fn sigaltstack(new: Option<&abi::StackT>, old: Option<&mut abi::StackT>) -> 
     unsafe { sc!(nr::SIGALTSTACK, np, op) }
 }
 
-/// prctl(2) with integer arguments.
-pub fn prctl(option: i32, a: usize, b: usize, c: usize, d: usize) -> HostResult {
-    // SAFETY: the options the runtime uses take integers or pointers the
-    // caller keeps alive (PR_SET_NAME reads a short string).
-    unsafe { sc!(nr::PRCTL, option, a, b, c, d) }
+/// prctl(PR_SET_PDEATHSIG): the signal the calling thread gets when its
+/// parent thread ends.
+pub fn set_pdeathsig(sig: i32) -> HostResult {
+    // SAFETY: integer arguments only.
+    unsafe { sc!(nr::PRCTL, abi::prctl::PR_SET_PDEATHSIG, sig) }
 }
 
-/// arch_prctl(2) with an integer argument.
-pub fn arch_prctl(code: i32, addr: usize) -> HostResult {
-    // SAFETY: the SET codes take integers; GET codes take a pointer the
-    // caller passes as `addr` to a live u64.
-    unsafe { sc!(nr::ARCH_PRCTL, code, addr) }
+/// prctl(PR_SET_NAME): the calling thread's name (at most 15 bytes and a NUL).
+pub fn set_name(name: &[u8; 16]) -> HostResult {
+    // SAFETY: the kernel reads at most 16 bytes of `name`.
+    unsafe { sc!(nr::PRCTL, abi::prctl::PR_SET_NAME, name.as_ptr()) }
+}
+
+/// prctl(PR_SET_SYSCALL_USER_DISPATCH, ON): every system call of the
+/// calling thread outside `[base, base + len)` traps (SIGSYS) while
+/// `selector` holds 1 (BLOCK). The kernel reads `selector` on every call
+/// from then on: it must live as long as the thread (`'static`).
+pub fn set_syscall_user_dispatch(
+    base: usize,
+    len: usize,
+    selector: &'static AtomicU8,
+) -> HostResult {
+    let on = abi::prctl::PR_SYS_DISPATCH_ON;
+    let s = selector as *const AtomicU8;
+    // SAFETY: the selector outlives the thread (a `'static` borrow), and the
+    // kernel only reads it.
+    unsafe {
+        sc!(
+            nr::PRCTL,
+            abi::prctl::PR_SET_SYSCALL_USER_DISPATCH,
+            on,
+            base,
+            len,
+            s
+        )
+    }
+}
+
+/// arch_prctl(ARCH_GET_GS): the calling thread's GS base.
+pub fn get_gs_base() -> Result<usize, Errno> {
+    const ARCH_GET_GS: usize = 0x1004;
+    let mut v: u64 = 0;
+    // SAFETY: the kernel writes one u64 at the address of `v`.
+    unsafe { sc!(nr::ARCH_PRCTL, ARCH_GET_GS, &mut v as *mut u64) }?;
+    Ok(v as usize)
+}
+
+/// arch_prctl(ARCH_SET_GS): sets the calling thread's GS base.
+pub fn set_gs_base(v: usize) -> HostResult {
+    const ARCH_SET_GS: usize = 0x1001;
+    // SAFETY: integer arguments only.
+    unsafe { sc!(nr::ARCH_PRCTL, ARCH_SET_GS, v) }
 }
 
 /// getrandom(2), filling the whole buffer.
@@ -515,10 +571,9 @@ pub fn sched_getaffinity(pid: i32, mask: &mut [u64]) -> HostResult {
 
 /// prctl(PR_GET_TSC): whether `rdtsc` works (1) or faults (2).
 pub fn get_tsc_mode() -> Result<i32, Errno> {
-    const PR_GET_TSC: i32 = 25;
     let mut mode: i32 = 0;
     // SAFETY: the kernel writes one int at the address of `mode`.
-    unsafe { sc!(nr::PRCTL, PR_GET_TSC, &mut mode as *mut i32) }?;
+    unsafe { sc!(nr::PRCTL, abi::prctl::PR_GET_TSC, &mut mode as *mut i32) }?;
     Ok(mode)
 }
 
@@ -527,6 +582,110 @@ pub fn get_tsc_mode() -> Result<i32, Errno> {
 pub fn personality(persona: u32) -> HostResult {
     // SAFETY: an integer argument only.
     unsafe { sc!(nr::PERSONALITY, persona) }
+}
+
+/// The program's own system call, passed to the host: `nr` and `args` are
+/// values the program gave (possibly checked or rewritten by the runtime),
+/// so any address among them is the program's, and the kernel checks it as
+/// it would for the program (EFAULT). The runtime's own buffers never go
+/// through here: each call the runtime makes for itself has a typed
+/// function in this module. (The program and the runtime share one address
+/// space: what the program's calls may write is the program's business,
+/// as it is natively; keeping the runtime's memory out of reach of the
+/// program is the sandbox's part, issue 12.)
+pub fn program_call(nr: usize, args: [usize; 6]) -> HostResult {
+    // SAFETY: the program's own arguments (see above): the runtime's
+    // memory is not named by the runtime here.
+    unsafe { call(nr, args) }
+}
+
+/// getresuid(2): the real, effective and saved user ids.
+pub fn getresuid() -> Result<[u32; 3], Errno> {
+    let mut v = [0u32; 3];
+    let p = v.as_mut_ptr();
+    // SAFETY: the kernel writes one u32 at each of the three addresses.
+    unsafe { sc!(nr::GETRESUID, p, p.wrapping_add(1), p.wrapping_add(2)) }?;
+    Ok(v)
+}
+
+/// getresgid(2): the real, effective and saved group ids.
+pub fn getresgid() -> Result<[u32; 3], Errno> {
+    let mut v = [0u32; 3];
+    let p = v.as_mut_ptr();
+    // SAFETY: as for getresuid.
+    unsafe { sc!(nr::GETRESGID, p, p.wrapping_add(1), p.wrapping_add(2)) }?;
+    Ok(v)
+}
+
+/// getgroups(2): the supplementary groups.
+pub fn getgroups() -> Result<Vec<u32>, Errno> {
+    // SAFETY: a size of 0 only asks for the count.
+    let n = unsafe { sc!(nr::GETGROUPS, 0, 0) }?;
+    let mut groups = alloc::vec![0u32; n];
+    // SAFETY: the kernel writes at most `n` ids into `groups`.
+    let n = unsafe { sc!(nr::GETGROUPS, n, groups.as_mut_ptr()) }?;
+    groups.truncate(n);
+    Ok(groups)
+}
+
+/// uname(2): the raw `struct utsname` (6 fields of 65 bytes).
+pub fn uname() -> Result<[u8; 390], Errno> {
+    let mut u = [0u8; 390];
+    // SAFETY: the kernel writes one `struct utsname` (390 bytes) into `u`.
+    unsafe { sc!(nr::UNAME, u.as_mut_ptr()) }?;
+    Ok(u)
+}
+
+/// umask(2): sets the mask, returns the old one.
+pub fn umask(mask: u32) -> HostResult {
+    // SAFETY: an integer argument only.
+    unsafe { sc!(nr::UMASK, mask) }
+}
+
+/// prlimit64(2) reading resource `res` of the calling process: [soft, hard].
+pub fn getrlimit(res: usize) -> Result<[u64; 2], Errno> {
+    let mut v = [0u64; 2];
+    // SAFETY: the kernel writes one `struct rlimit64` into `v`.
+    unsafe { sc!(nr::PRLIMIT64, 0, res, 0, v.as_mut_ptr()) }?;
+    Ok(v)
+}
+
+/// shmctl(2) IPC_STAT of segment `id`: its `struct shmid64_ds` as words.
+pub fn shmctl_stat(id: usize) -> Result<[u64; 14], Errno> {
+    const IPC_STAT: usize = 2;
+    let mut ds = [0u64; 14];
+    // SAFETY: the kernel writes one `struct shmid64_ds` (112 bytes) into `ds`.
+    unsafe { sc!(nr::SHMCTL, id, IPC_STAT, ds.as_mut_ptr()) }?;
+    Ok(ds)
+}
+
+/// A zero `struct timespec`, for probes.
+static ZERO_TIMESPEC: [i64; 2] = [0, 0];
+
+/// A probe of one of the program's waits (ppoll, pselect6, epoll_pwait,
+/// epoll_pwait2): the program's call `nr` with `args` (the program's
+/// values), except that argument `zero_timeout` (if any) becomes the
+/// address of a zero timeout of the runtime's, and the descriptor sets of
+/// pselect6 (arguments 1 to 3) that `sets` gives are the runtime's copies
+/// (None keeps the argument as it is).
+pub fn wait_probe(
+    nr: usize,
+    mut args: [usize; 6],
+    zero_timeout: Option<usize>,
+    sets: [Option<&mut [u8]>; 3],
+) -> HostResult {
+    if let Some(i) = zero_timeout {
+        args[i] = ZERO_TIMESPEC.as_ptr() as usize;
+    }
+    for (i, set) in sets.into_iter().enumerate() {
+        if let Some(b) = set {
+            args[1 + i] = b.as_mut_ptr() as usize;
+        }
+    }
+    // SAFETY: the program's arguments, but for the runtime's zero timeout
+    // (read by the kernel; never written back for a zero timeout) and
+    // descriptor-set copies (live buffers the caller sized for the call).
+    unsafe { call(nr, args) }
 }
 
 /// membarrier(2) with command `cmd` and no flags.

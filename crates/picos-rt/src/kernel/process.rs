@@ -222,8 +222,6 @@ pub fn set_exe_path(path: Vec<u8>) {
     EXE.call_once(|| path);
 }
 
-const PR_SET_PDEATHSIG: i32 = 1;
-
 /// Asks the host for SIGSYS when our parent dies (so the cached parent pid
 /// can be updated, and so that the tree ends with its root: see
 /// [`parent_gone`]), then caches our pid and our parent's. `parent` is the
@@ -232,7 +230,7 @@ const PR_SET_PDEATHSIG: i32 = 1;
 /// and that is handled now as the signal would have been.
 pub fn watch_parent(t: &thread::Thread, parent: Option<i32>) {
     let ids = t.ids();
-    let _ = host::prctl(PR_SET_PDEATHSIG, crate::host::abi::SIGSYS as usize, 0, 0, 0);
+    let _ = host::set_pdeathsig(crate::host::abi::SIGSYS);
     ids.pid.store(host::getpid(), Ordering::Relaxed);
     // After the prctl: a parent that dies from now on sends the signal.
     let ppid = host::getppid();

@@ -13,7 +13,7 @@
 //!
 //! # Safety
 //! The handlers receive raw `siginfo`/`ucontext` pointers from the kernel.
-#![allow(unsafe_code)]
+#![deny(unsafe_code)]
 
 use crate::arch::{self, RtSigFrame, SigInfo, UContext};
 use crate::host::{self, KSigaction};

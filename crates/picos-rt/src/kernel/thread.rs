@@ -617,9 +617,6 @@ pub enum Sending {
     ToThread,
 }
 
-const PR_SET_SYSCALL_USER_DISPATCH: i32 = 59;
-const PR_SYS_DISPATCH_ON: usize = 1;
-
 /// Arms Syscall User Dispatch for the calling thread: from now on every
 /// syscall issued outside the runtime image traps to the SIGSYS handler.
 /// Linux does not pass this setting to new threads or processes, so every
@@ -628,13 +625,5 @@ pub fn arm_dispatch() -> Result<(), Errno> {
     let (base, len) = crate::mm::runtime::image_range();
     // The thread's selector byte lets the runtime open the gate around vDSO
     // calls (see `vdso`); it stays at BLOCK otherwise.
-    let selector = &current().sud_selector as *const core::sync::atomic::AtomicU8 as usize;
-    host::prctl(
-        PR_SET_SYSCALL_USER_DISPATCH,
-        PR_SYS_DISPATCH_ON,
-        base,
-        len,
-        selector,
-    )
-    .map(|_| ())
+    host::set_syscall_user_dispatch(base, len, &current().sud_selector).map(|_| ())
 }

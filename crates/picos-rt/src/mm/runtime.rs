@@ -412,6 +412,20 @@ pub fn write_in_slot(slot: usize, addr: usize, bytes: &[u8]) {
     unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), addr as *mut u8, bytes.len()) };
 }
 
+/// Runs `f` on slot `slot`'s stack, below `top` (the slot's own thread
+/// area), leaving the caller's stack for good.
+pub fn switch_stack(slot: usize, top: usize, f: extern "C" fn() -> !) -> ! {
+    assert!(in_slot(slot, top - 64, 64) && slot_in_use(slot) && top % 16 == 0);
+    extern "C" fn call(f: usize) -> ! {
+        // SAFETY: `f` is the `extern "C" fn() -> !` passed to switch_stack.
+        let f: extern "C" fn() -> ! = unsafe { core::mem::transmute(f) };
+        f()
+    }
+    // SAFETY: `top` lies in a slot of ours that nothing else runs on (a
+    // fresh thread's), checked above; `call` never returns.
+    unsafe { crate::arch::picos_switch_stack(f as usize, call, top) }
+}
+
 /// Starts a thread or process (clone(2) with `flags`, `ptid`, `ctid` and
 /// `tls`) on stack `sp` in slot `slot`, prepared by the caller: the child
 /// runs the `clone_child` upcall with `sp` and never returns. Returns the

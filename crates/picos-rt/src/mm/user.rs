@@ -53,6 +53,51 @@ unsafe impl Pod for arch::FastFrame {}
 // SAFETY: repr(C) structs of integers.
 unsafe impl Pod for arch::SigContext {}
 
+/// The bytes of a slice of plain-old-data values.
+pub fn slice_bytes<T: Pod>(v: &[T]) -> &[u8] {
+    // SAFETY: Pod values are `size_of::<T>()` initialised bytes each.
+    unsafe { core::slice::from_raw_parts(v.as_ptr() as *const u8, core::mem::size_of_val(v)) }
+}
+
+/// Reserves `len` bytes of inaccessible (PROT_NONE) address space for the
+/// program, near `hint` (0: anywhere); the kernel picks free space, so the
+/// reservation never touches the runtime's memory.
+pub fn reserve(hint: usize, len: usize) -> Result<usize, Errno> {
+    let flags = runtime::MAP_PRIVATE | runtime::MAP_ANONYMOUS;
+    // SAFETY: a mapping without MAP_FIXED replaces nothing.
+    unsafe { crate::host::mmap(hint, len, runtime::PROT_NONE, flags, -1, 0) }
+}
+
+/// Maps `[addr, addr + len)` of the program's address space at exactly
+/// `addr` (`flags` has MAP_FIXED or MAP_FIXED_NOREPLACE), from `fd` at
+/// `off` or anonymous (`fd` -1). ENOMEM for a range that touches the
+/// runtime's memory, which is never replaced.
+pub fn map_fixed(
+    addr: usize,
+    len: usize,
+    prot: i32,
+    flags: i32,
+    fd: i32,
+    off: u64,
+) -> Result<usize, Errno> {
+    if runtime::owns(addr, len) {
+        return Err(Errno::ENOMEM);
+    }
+    // SAFETY: the range is the program's (checked above), so replacing
+    // what is mapped there cannot touch the runtime's memory.
+    unsafe { crate::host::mmap(addr, len, prot, flags, fd, off) }
+}
+
+/// Changes the protection of `[addr, addr + len)` of the program's memory
+/// (ENOMEM for a range that touches the runtime's).
+pub fn protect(addr: usize, len: usize, prot: i32) -> Result<(), Errno> {
+    if runtime::owns(addr, len) {
+        return Err(Errno::ENOMEM);
+    }
+    // SAFETY: the range is the program's (checked above).
+    unsafe { crate::host::mprotect(addr, len, prot) }.map(|_| ())
+}
+
 /// The bytes of a plain-old-data value.
 pub fn bytes_of<T: Pod>(v: &T) -> &[u8] {
     // SAFETY: a Pod value is `size_of::<T>()` initialised bytes.

@@ -11,6 +11,7 @@
 
 use super::{host_call, Ctx, SysResult};
 use crate::host::errno::Errno;
+use crate::host::{self, nr};
 use crate::kernel::process::Creds;
 use crate::kernel::thread::{AFFINITY_GEN, AFFINITY_TTL, AFFINITY_WORDS};
 use crate::mm::user::{self, UserPtr};
@@ -33,20 +34,20 @@ fn cached_or(a: &AtomicI32, nr: usize) -> SysResult {
 
 /// Implements getpid(2).
 pub fn getpid(c: &mut Ctx<'_>) -> SysResult {
-    cached_or(&cache(c).pid, 39)
+    cached_or(&cache(c).pid, nr::GETPID)
 }
 
 /// Implements getppid(2).
 pub fn getppid(c: &mut Ctx<'_>) -> SysResult {
-    cached_or(&cache(c).ppid, 110)
+    cached_or(&cache(c).ppid, nr::GETPPID)
 }
 
 fn pgid_cached(c: &Ctx<'_>) -> SysResult {
     let ids = cache(c);
     if ids.pgid_cacheable.load(Ordering::Relaxed) {
-        cached_or(&ids.pgid, 111)
+        cached_or(&ids.pgid, nr::GETPGRP)
     } else {
-        host_call(111, [0; 6])
+        host_call(nr::GETPGRP, [0; 6])
     }
 }
 
@@ -69,7 +70,7 @@ pub fn getpgid(c: &mut Ctx<'_>) -> SysResult {
 pub fn getsid(c: &mut Ctx<'_>) -> SysResult {
     let pid = c.arg(0) as i32;
     if pid == 0 || pid == getpid(c)? as i32 {
-        return cached_or(&cache(c).sid, 124);
+        return cached_or(&cache(c).sid, nr::GETSID);
     }
     c.host()
 }
@@ -111,18 +112,9 @@ fn with_creds<R>(c: &Ctx<'_>, f: impl FnOnce(&Creds) -> R) -> Result<R, Errno> {
     if let Some(cr) = g.as_ref() {
         return Ok(f(cr));
     }
-    // getresuid(2) / getresgid(2) on the host: real, effective, saved.
-    let three = |nr: usize| -> Result<[u32; 3], Errno> {
-        let mut v = [0u32; 3];
-        let base = v.as_mut_ptr() as usize;
-        host_call(nr, [base, base + 4, base + 8, 0, 0, 0])?;
-        Ok(v)
-    };
-    let (u, gi) = (three(118)?, three(120)?);
-    let n = host_call(115, [0; 6])?;
-    let mut groups = alloc::vec![0u32; n];
-    let n = host_call(115, [n, groups.as_mut_ptr() as usize, 0, 0, 0, 0])?;
-    groups.truncate(n);
+    // Real, effective and saved ids, and the groups, from the host.
+    let (u, gi) = (host::getresuid()?, host::getresgid()?);
+    let groups = host::getgroups()?;
     let cr = Creds {
         uid: u,
         gid: gi,
@@ -205,7 +197,7 @@ pub fn umask(c: &mut Ctx<'_>) -> SysResult {
     if cur == new {
         return Ok(cur as usize);
     }
-    let old = host_call(95, [new as usize, 0, 0, 0, 0, 0])?;
+    let old = host::umask(new as u32)?;
     ids.umask.store(new, Ordering::Relaxed);
     Ok(old)
 }
@@ -216,8 +208,7 @@ pub fn uname(c: &mut Ctx<'_>) -> SysResult {
     let u = match *g {
         Some(u) => u,
         None => {
-            let mut u = [0u8; 390];
-            host_call(63, [u.as_mut_ptr() as usize, 0, 0, 0, 0, 0])?;
+            let u = host::uname()?;
             *g = Some(u);
             u
         }
@@ -239,8 +230,7 @@ fn rlimit(c: &Ctx<'_>, res: usize) -> Result<[u64; 2], Errno> {
     if let Some(Some(v)) = g.get(res) {
         return Ok(*v);
     }
-    let mut v = [0u64; 2];
-    host_call(302, [0, res, 0, v.as_mut_ptr() as usize, 0, 0])?;
+    let v = host::getrlimit(res)?;
     if let Some(slot) = g.get_mut(res) {
         *slot = Some(v);
     }

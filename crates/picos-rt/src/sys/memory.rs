@@ -146,7 +146,7 @@ pub fn mprotect(c: &mut Ctx<'_>) -> SysResult {
                 return Err(Errno::EINVAL);
             }
             let pkey = c.arg(3) as i32;
-            if c.nr == PKEY_MPROTECT && pkey != -1 && !pkey_allocated(pkey) {
+            if c.nr == crate::host::nr::PKEY_MPROTECT && pkey != -1 && !pkey_allocated(pkey) {
                 return Err(Errno::EINVAL);
             }
             Err(Errno::ENOMEM)
@@ -156,14 +156,12 @@ pub fn mprotect(c: &mut Ctx<'_>) -> SysResult {
     }
 }
 
-const PKEY_MPROTECT: usize = 329;
-
 /// Is protection key `pkey` allocated (pkey_alloc, or key 0 where the CPU
 /// has keys)? Asked of the host with a page at address 0, which is never
 /// mapped: Linux checks the key (EINVAL) before the mappings (ENOMEM).
 fn pkey_allocated(pkey: i32) -> bool {
     host_call(
-        PKEY_MPROTECT,
+        crate::host::nr::PKEY_MPROTECT,
         [0, runtime::PAGE_SIZE, 0, pkey as usize, 0, 0],
     ) != Err(Errno::EINVAL)
 }
@@ -225,7 +223,6 @@ const SHM_RDONLY: usize = 0o10000;
 const SHM_RND: usize = 0o20000;
 const SHM_REMAP: usize = 0o40000;
 const SHM_EXEC: usize = 0o100000;
-const IPC_STAT: usize = 2;
 
 /// Implements shmat(2). Without SHM_REMAP the host refuses any range that
 /// is mapped already, the runtime's included (EINVAL). With SHM_REMAP it
@@ -239,12 +236,8 @@ pub fn shmat(c: &mut Ctx<'_>) -> SysResult {
     let (id, addr, flags) = (c.arg(0), c.arg(1), c.arg(2));
     // struct shmid64_ds: shm_segsz follows the 48-byte ipc64_perm. A
     // segment that cannot be looked up fails shmat as IPC_STAT does.
-    let mut ds = [0u64; 14];
-    let size = host_call(
-        crate::host::nr::SHMCTL,
-        [id, IPC_STAT, ds.as_mut_ptr() as usize, 0, 0, 0],
-    )
-    .map(|_| ds[6] as usize);
+    super::count_host_call();
+    let size = crate::host::shmctl_stat(id).map(|ds| ds[6] as usize);
     let known = flags & !(SHM_RDONLY | SHM_RND | SHM_REMAP | SHM_EXEC) == 0;
     if flags & SHM_REMAP != 0 && addr != 0 && known {
         let at = if flags & SHM_RND != 0 {

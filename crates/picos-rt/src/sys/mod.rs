@@ -49,7 +49,7 @@ impl Ctx<'_> {
 
 /// Counts a host call made on the program's behalf (`--stats`).
 #[inline(always)]
-fn count_host_call() {
+pub(crate) fn count_host_call() {
     if crate::diag::stats::on() {
         if let Some(t) = crate::kernel::thread::current_checked() {
             crate::diag::stats::host_call(&t.stats);
@@ -57,15 +57,12 @@ fn count_host_call() {
     }
 }
 
-/// A host call with the program's arguments.
+/// The program's call `nr` with `args` (values the program gave, perhaps
+/// checked or rewritten) passed to the host (`host::program_call`: never
+/// with the runtime's own buffers).
 pub fn host_call(nr: usize, args: [usize; 6]) -> SysResult {
     count_host_call();
-    #[allow(unsafe_code)]
-    // SAFETY: the arguments are the program's own; the kernel validates
-    // program pointers (EFAULT) exactly as it would for the program.
-    unsafe {
-        host::call(nr, args)
-    }
+    host::program_call(nr, args)
 }
 
 /// A host call that may block, with the program's signal mask in force so
@@ -92,13 +89,5 @@ pub fn host_blocking_with_mask(nr: usize, args: [usize; 6], mask: u64) -> SysRes
 /// program's own on the fast path).
 fn blocking_raw(nr: usize, args: [usize; 6]) -> SysResult {
     count_host_call();
-    let a = [nr, args[0], args[1], args[2], args[3], args[4], args[5]];
-    #[allow(unsafe_code)]
-    // SAFETY: as for host_call; the stub only reads `a`.
-    let r = unsafe { crate::arch::picos_blocking_syscall(&a) };
-    if (-4095..0).contains(&r) {
-        Err(Errno(-r as i32))
-    } else {
-        Ok(r as usize)
-    }
+    crate::arch::blocking_program_call(nr, args)
 }

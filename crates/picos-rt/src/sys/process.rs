@@ -342,9 +342,8 @@ fn exec_common(
     // for writing), then argv and envp (EFAULT, E2BIG), executing nothing.
     // An older kernel refuses the flag (EINVAL): the runtime's checks below
     // then stand alone.
-    const EXECVEAT: usize = 322;
     if let Err(e) = host_call(
-        EXECVEAT,
+        host::nr::EXECVEAT,
         [
             dirfd as usize,
             path_ptr,
@@ -416,11 +415,10 @@ pub fn arch_prctl(c: &mut Ctx<'_>) -> SysResult {
     }
 }
 
-const PR_SET_PDEATHSIG: usize = 1;
-const PR_GET_PDEATHSIG: usize = 2;
-const PR_SET_SYSCALL_USER_DISPATCH: usize = 59;
-const PR_SET_TSC: usize = 26;
-const PR_TSC_SIGSEGV: usize = 2;
+use crate::host::abi::prctl::{
+    PR_GET_PDEATHSIG, PR_SET_PDEATHSIG, PR_SET_SYSCALL_USER_DISPATCH, PR_SET_TSC,
+    PR_SYS_DISPATCH_OFF, PR_TSC_SIGSEGV,
+};
 
 /// Implements prctl(2): Syscall User Dispatch belongs to the runtime; the
 /// parent-death signal is the runtime's on the host and emulated for the
@@ -431,7 +429,6 @@ pub fn prctl(c: &mut Ctx<'_>) -> SysResult {
             // The program's dispatch is always off: turning it off is
             // accepted with Linux's checks (offset, length and selector 0);
             // turning it on is refused (the runtime's own dispatch).
-            const PR_SYS_DISPATCH_OFF: usize = 0;
             if c.arg(1) == PR_SYS_DISPATCH_OFF && c.arg(2) == 0 && c.arg(3) == 0 && c.arg(4) == 0 {
                 Ok(0)
             } else {

@@ -207,7 +207,6 @@ enum MaskedWait {
 }
 
 /// A timeout of zero, for the probe of [`wait_with_mask`].
-static ZERO_TIMESPEC: [i64; 2] = [0, 0];
 
 impl MaskedWait {
     /// The argument that points at a timespec timeout, if the call has one.
@@ -334,28 +333,29 @@ fn take_host_pending(t: &crate::kernel::thread::Thread, set: u64) -> u64 {
 /// unless the call returns at once anyway (epoll with a zero timeout).
 fn probe_masked_wait(c: &mut Ctx<'_>, kind: MaskedWait) -> SysResult {
     let mut args = c.args;
-    let zero_ts = ZERO_TIMESPEC.as_ptr() as usize;
-    match kind {
+    // Where the zero timeout goes (epoll_pwait's is an int, set here).
+    let zero_timeout = match kind {
         MaskedWait::Ppoll => {
-            args[2] = zero_ts;
             args[3] = 0;
             args[4] = 0;
+            Some(2)
         }
         MaskedWait::Pselect6 => {
-            args[4] = zero_ts;
             args[5] = 0;
+            Some(4)
         }
         MaskedWait::EpollPwait => {
             args[3] = 0;
             args[4] = 0;
             args[5] = 0;
+            None
         }
         MaskedWait::EpollPwait2 => {
-            args[3] = zero_ts;
             args[4] = 0;
             args[5] = 0;
+            Some(3)
         }
-    }
+    };
     // select writes its (cleared) descriptor sets back when nothing is
     // ready; an interrupted select leaves them as they were (and so never
     // faults on sets it may read but not write). When every set can be
@@ -368,17 +368,18 @@ fn probe_masked_wait(c: &mut Ctx<'_>, kind: MaskedWait) -> SysResult {
     };
     let whole = fd_set_len(&args);
     let on_copies = !sets.is_empty() && sets.iter().all(|(_, b)| b.len() == whole);
+    let mut copies: [Option<&mut [u8]>; 3] = [None, None, None];
     if on_copies {
         // The snapshot holds the non-null sets in argument order.
-        for (arg, (_, copy)) in args[1..4]
-            .iter_mut()
-            .filter(|a| **a != 0)
-            .zip(sets.iter_mut())
-        {
-            *arg = copy.as_mut_ptr() as usize;
+        let mut it = sets.iter_mut();
+        for (i, copy) in copies.iter_mut().enumerate() {
+            if args[1 + i] != 0 {
+                *copy = it.next().map(|(_, b)| b.as_mut_slice());
+            }
         }
     }
-    let r = super::host_call(c.nr, args);
+    super::count_host_call();
+    let r = crate::host::wait_probe(c.nr, args, zero_timeout, copies);
     if r == Ok(0) && kind.interrupted_when_idle(&c.args)? {
         if !on_copies {
             for (addr, bytes) in &sets {

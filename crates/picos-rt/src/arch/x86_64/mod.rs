@@ -769,9 +769,7 @@ pub fn gs_base() -> usize {
         unsafe { asm!("rdgsbase {}", out(reg) v, options(nomem, nostack, preserves_flags)) };
         v
     } else {
-        let mut v: u64 = 0;
-        let _ = crate::host::arch_prctl(0x1004 /* ARCH_GET_GS */, &mut v as *mut u64 as usize);
-        v as usize
+        crate::host::get_gs_base().unwrap_or(0)
     }
 }
 
@@ -781,7 +779,7 @@ pub fn set_gs_base(v: usize) {
         // SAFETY: wrgsbase is enabled; GS is reserved for the runtime.
         unsafe { asm!("wrgsbase {}", in(reg) v, options(nostack, preserves_flags)) };
     } else {
-        let _ = crate::host::arch_prctl(0x1001 /* ARCH_SET_GS */, v);
+        let _ = crate::host::set_gs_base(v);
     }
 }
 
@@ -1051,4 +1049,16 @@ pub fn enter_program(entry: usize, sp: usize) -> ! {
     // SAFETY: the jump leaves runtime code; nothing of this stack is used
     // after it.
     unsafe { picos_enter(entry, sp) }
+}
+
+/// The program's call `nr` with `args` (the program's values: see
+/// `host::program_call`) through the blocking-syscall stub: a signal that
+/// becomes pending before the `syscall` starts makes it return
+/// `Errno::NOT_STARTED`, one during the call EINTR.
+pub fn blocking_program_call(nr: usize, args: [usize; 6]) -> crate::host::HostResult {
+    let a = [nr, args[0], args[1], args[2], args[3], args[4], args[5]];
+    // SAFETY: the program's own arguments (as for `host::program_call`);
+    // the stub only reads `a`.
+    let r = unsafe { picos_blocking_syscall(&a) };
+    crate::host::errno::Errno::from_ret(r)
 }

@@ -6,13 +6,13 @@
 //! Mapping segments with `MAP_FIXED` replaces memory; the loader only does so
 //! inside ranges it reserved itself (or, for non-PIE executables, at the
 //! addresses the file demands, after checking they are not the runtime's).
-#![allow(unsafe_code)]
+#![deny(unsafe_code)]
 
 use crate::host;
 use crate::host::errno::Errno;
 use crate::mm::runtime::{
     self, page_down, page_up, MAP_ANONYMOUS, MAP_FIXED, MAP_FIXED_NOREPLACE, MAP_PRIVATE,
-    PROT_NONE, PROT_READ, PROT_WRITE,
+    PROT_READ, PROT_WRITE,
 };
 use crate::mm::user;
 use alloc::vec;
@@ -34,7 +34,6 @@ const X_OK: i32 = 1;
 const S_IFMT: u32 = 0o170000;
 const S_IFREG: u32 = 0o100000;
 /// newfstatat(2).
-const NR_NEWFSTATAT: usize = 262;
 /// Linux reads this much of a file to decide how to run it.
 const BINPRM_BUF_SIZE: usize = 256;
 /// How many `#!` rewrites Linux allows in one execve: `exec_binprm` runs
@@ -134,23 +133,7 @@ fn cstring(path: &[u8]) -> Result<Vec<u8>, ExecError> {
 
 /// stat(2) of a NUL-terminated path (following symlinks).
 fn stat_path(cs: &core::ffi::CStr) -> Result<host::Stat, Errno> {
-    let mut st = host::Stat::default();
-    // SAFETY: `cs` is NUL-terminated and live; `st` is a live, correctly
-    // sized `struct stat` the kernel writes.
-    unsafe {
-        host::call(
-            NR_NEWFSTATAT,
-            [
-                host::AT_FDCWD as usize,
-                cs.as_ptr() as usize,
-                &mut st as *mut host::Stat as usize,
-                0,
-                0,
-                0,
-            ],
-        )
-    }?;
-    Ok(st)
+    host::stat(cs)
 }
 
 /// Opens a file to execute it, as Linux's `open_exec` does: the file must
@@ -535,9 +518,7 @@ fn map_elf(
         } else {
             0
         };
-        // SAFETY: a non-fixed PROT_NONE reservation replaces nothing.
-        let addr = unsafe { host::mmap(hint, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) }
-            .map_err(ExecError::Map)?;
+        let addr = user::reserve(hint, span).map_err(ExecError::Map)?;
         addr - lo
     };
     for p in &loads {
@@ -564,17 +545,15 @@ fn map_elf(
         };
         if filesz > 0 {
             let len = page_up(start + filesz) - page;
-            // SAFETY: inside our reservation (PIE) or a free range (non-PIE).
-            unsafe {
-                host::mmap(
-                    page,
-                    len,
-                    prot | (PROT_WRITE * (memsz > filesz) as i32),
-                    MAP_PRIVATE | fixed,
-                    fd,
-                    (off - (start - page)) as u64,
-                )
-            }
+            // Inside our reservation (PIE) or a free range (non-PIE).
+            user::map_fixed(
+                page,
+                len,
+                prot | (PROT_WRITE * (memsz > filesz) as i32),
+                MAP_PRIVATE | fixed,
+                fd,
+                (off - (start - page)) as u64,
+            )
             .map_err(ExecError::Map)?;
         }
         if memsz > filesz {
@@ -585,24 +564,20 @@ fn map_elf(
                 user::copy_out(zero_start, &zeros).map_err(ExecError::Map)?;
             }
             if filesz > 0 {
-                // SAFETY: restoring the segment's own protection.
-                unsafe { host::mprotect(page, zero_page_end - page, prot) }
-                    .map_err(ExecError::Map)?;
+                // The segment's own protection again.
+                user::protect(page, zero_page_end - page, prot).map_err(ExecError::Map)?;
             }
             let anon_start = if filesz > 0 { zero_page_end } else { page };
             let anon_end = page_up(start + memsz);
             if anon_end > anon_start {
-                // SAFETY: as above.
-                unsafe {
-                    host::mmap(
-                        anon_start,
-                        anon_end - anon_start,
-                        prot,
-                        MAP_PRIVATE | MAP_ANONYMOUS | fixed,
-                        -1,
-                        0,
-                    )
-                }
+                user::map_fixed(
+                    anon_start,
+                    anon_end - anon_start,
+                    prot,
+                    MAP_PRIVATE | MAP_ANONYMOUS | fixed,
+                    -1,
+                    0,
+                )
                 .map_err(ExecError::Map)?;
             }
         }
@@ -649,21 +624,8 @@ fn fd_path(fd: i32) -> Option<Vec<u8>> {
     let mut link = alloc::format!("/proc/thread-self/fd/{fd}").into_bytes();
     link.push(0);
     let mut buf = vec![0u8; 4096];
-    // SAFETY: `link` is NUL-terminated; `buf` is writable for its length.
-    let n = unsafe {
-        host::call(
-            89, /* readlink */
-            [
-                link.as_ptr() as usize,
-                buf.as_mut_ptr() as usize,
-                buf.len(),
-                0,
-                0,
-                0,
-            ],
-        )
-    }
-    .ok()?;
+    let link = core::ffi::CStr::from_bytes_with_nul(&link).ok()?;
+    let n = host::readlink(link, &mut buf).ok()?;
     buf.truncate(n);
     Some(buf)
 }
@@ -840,10 +802,7 @@ pub fn build_stack(
         table.push(k);
         table.push(v);
     }
-    // SAFETY: u64s viewed as bytes.
-    let bytes =
-        unsafe { core::slice::from_raw_parts(table.as_ptr() as *const u8, table.len() * 8) };
-    user::copy_out(sp, bytes)?;
+    user::copy_out(sp, user::slice_bytes(&table))?;
     Ok(sp)
 }
 
