@@ -30,6 +30,24 @@ fn frame_addr(t: &Thread) -> usize {
     (t.stack_top() & !63) - FAST_FRAME_GAP - core::mem::size_of::<FastFrame>()
 }
 
+/// After a fast call that may have changed the program's signal mask (it
+/// was `before`): on the fast path the host's mask is the program's, so a
+/// change goes to the host now. Signals this unblocks arrive during this
+/// host call and wait in the thread's pending set (several of a real-time
+/// signal, in order); the exit sequence then delivers them. True if the
+/// mask changed.
+fn sync_host_mask(t: &Thread, before: u64) -> bool {
+    let after = t.sig_mask.get();
+    if after == before {
+        return false;
+    }
+    let _ = host::rt_sigprocmask(
+        crate::host::abi::SIG_SETMASK,
+        Some(crate::kernel::signal::host_mask(after)),
+    );
+    true
+}
+
 /// The program context a fast call returns to, as the frame describes it:
 /// registers from the frame, RFLAGS saved by the entry, RSP above the red
 /// zone, RIP = the continuation in RCX (site+7, or the trampoline's slow path).
@@ -137,16 +155,7 @@ pub(super) extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     t.in_fast.set(true);
     crate::entry::dispatch::dispatch(t, &mut uc);
     t.in_fast.set(false);
-    let mask_after = t.sig_mask.get();
-    if mask_after != mask_before {
-        // Signals this unblocks arrive during this host call and wait in the
-        // thread's pending set (several of a real-time signal, in order);
-        // the exit sequence then finishes through the trap path to deliver
-        // them.
-        let _ = host::rt_sigprocmask(
-            crate::host::abi::SIG_SETMASK,
-            Some(crate::kernel::signal::host_mask(mask_after)),
-        );
+    if sync_host_mask(t, mask_before) {
         t.update_pending_flag();
     }
     let m = &uc.mcontext;
@@ -222,13 +231,7 @@ fn fast_sigreturn(t: &'static Thread, f: &FastFrame) -> bool {
     t.in_fast.set(true);
     crate::diag::stats::syscall(&t.stats, 15, true, true);
     t.in_fast.set(false);
-    let after = t.sig_mask.get();
-    if after != before {
-        let _ = host::rt_sigprocmask(
-            crate::host::abi::SIG_SETMASK,
-            Some(crate::kernel::signal::host_mask(after)),
-        );
-    }
+    sync_host_mask(t, before);
     t.update_pending_flag();
     uc.mcontext.fpstate = 0;
     t.entry.resume.set(uc.mcontext);

@@ -59,12 +59,7 @@ pub fn sync_host_action(sig: i32, act: &KSigaction) {
         return;
     }
     let host_act = match act.handler {
-        SIG_DFL | SIG_IGN => KSigaction {
-            handler: act.handler,
-            flags: keep | SA_RESTORER,
-            restorer: arch::picos_restorer as *const () as usize,
-            mask: 0,
-        },
+        SIG_DFL | SIG_IGN => plain_action(act.handler, keep),
         _ => handler_action(PROGRAM_HANDLER.load(Ordering::Relaxed), keep),
     };
     if let Err(e) = host::rt_sigaction(sig, Some(&host_act), None) {
@@ -170,9 +165,16 @@ pub fn die_of(sig: i32) -> ! {
 
 /// The host disposition for a signal's default action.
 pub fn host_default() -> KSigaction {
+    plain_action(SIG_DFL, 0)
+}
+
+/// A host disposition without a handler (`handler` SIG_DFL or SIG_IGN),
+/// with flags `extra`: the runtime's restorer, as for every disposition
+/// it installs.
+fn plain_action(handler: usize, extra: u64) -> KSigaction {
     KSigaction {
-        handler: SIG_DFL,
-        flags: SA_RESTORER,
+        handler,
+        flags: SA_RESTORER | extra,
         restorer: arch::picos_restorer as *const () as usize,
         mask: 0,
     }

@@ -110,28 +110,23 @@ fn probe_mmap_top() -> Option<usize> {
 /// pages between segments unmapped; the program's `mmap` could be given one
 /// of them, inside the range the runtime calls its own. Reserve them.
 fn fill_image_holes(image: usize, image_len: usize) {
-    const PT_LOAD: u32 = 1;
-    // SAFETY: the image starts with its ELF header, and its program headers
-    // lie in the first (read-only, mapped) segment, as lld lays them out.
-    let (phoff, phnum) = unsafe {
-        (
-            *((image + 0x20) as *const u64) as usize,
-            *((image + 0x38) as *const u16) as usize,
-        )
-    };
+    use object::elf::{FileHeader64, PT_LOAD};
+    use object::read::elf::{FileHeader, ProgramHeader};
+    use object::LittleEndian as LE;
+    // SAFETY: the image starts with its ELF header and program headers, in
+    // its first segment (read-only, mapped, at least a page), as lld lays
+    // them out; the slice covers that page only.
+    let head = unsafe { core::slice::from_raw_parts(image as *const u8, PAGE_SIZE.min(image_len)) };
     let mut loads = [(0usize, 0usize); 16];
     let mut n = 0;
-    for i in 0..phnum.min(64) {
-        let ph = image + phoff + i * 56;
-        // SAFETY: as above; each program header is 56 bytes.
-        let (ty, vaddr, memsz) = unsafe {
-            (
-                *(ph as *const u32),
-                *((ph + 16) as *const u64) as usize,
-                *((ph + 40) as *const u64) as usize,
-            )
-        };
-        if ty == PT_LOAD && n < loads.len() {
+    let phdrs = FileHeader64::<LE>::parse(head).and_then(|h| h.program_headers(LE, head));
+    let phdrs = phdrs.unwrap_or_else(|_| {
+        crate::log!(Warning, "cannot read the runtime image's program headers");
+        &[]
+    });
+    for ph in phdrs {
+        if ph.p_type(LE) == PT_LOAD && n < loads.len() {
+            let (vaddr, memsz) = (ph.p_vaddr(LE) as usize, ph.p_memsz(LE) as usize);
             loads[n] = (page_down(image + vaddr), page_up(image + vaddr + memsz));
             n += 1;
         }
