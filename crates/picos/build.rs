@@ -23,6 +23,8 @@ fn main() {
         "crates/picos-rt/Cargo.toml",
         "crates/picos-abi/src",
         "crates/picos-abi/Cargo.toml",
+        "crates/picos-macros/src",
+        "crates/picos-macros/Cargo.toml",
         "Cargo.lock",
     ] {
         println!("cargo:rerun-if-changed={}", workspace.join(p).display());

@@ -2,7 +2,7 @@
 //! system is passed to the host (the default manifest shows the host's).
 #![deny(unsafe_code)]
 
-use super::{Ctx, SysResult};
+use super::{syscall, Ctx, SysResult};
 use crate::mm::user;
 
 fn self_exe_link(path_addr: usize, buf: usize, size: usize) -> Option<SysResult> {
@@ -19,11 +19,19 @@ fn self_exe_link(path_addr: usize, buf: usize, size: usize) -> Option<SysResult>
 }
 
 /// Implements readlink(2): `/proc/self/exe` names the program, not the runtime.
-pub fn readlink(c: &mut Ctx<'_>) -> SysResult {
-    self_exe_link(c.arg(0), c.arg(1), c.arg(2)).unwrap_or_else(|| c.host())
+#[syscall]
+pub fn readlink(c: &mut Ctx<'_>, pathname: usize, buf: usize, bufsiz: usize) -> SysResult {
+    self_exe_link(pathname, buf, bufsiz).unwrap_or_else(|| c.host())
 }
 
 /// Implements readlinkat(2): as readlink for absolute paths.
-pub fn readlinkat(c: &mut Ctx<'_>) -> SysResult {
-    self_exe_link(c.arg(1), c.arg(2), c.arg(3)).unwrap_or_else(|| c.host())
+#[syscall]
+pub fn readlinkat(
+    c: &mut Ctx<'_>,
+    _dirfd: usize,
+    pathname: usize,
+    buf: usize,
+    bufsiz: usize,
+) -> SysResult {
+    self_exe_link(pathname, buf, bufsiz).unwrap_or_else(|| c.host())
 }

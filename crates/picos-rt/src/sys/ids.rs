@@ -9,7 +9,7 @@
 //! the cached value when it arrives.
 #![deny(unsafe_code)]
 
-use super::{host_call, Ctx, SysResult};
+use super::{host_call, syscall, Ctx, SysResult};
 use crate::host::errno::Errno;
 use crate::host::{self, nr};
 use crate::kernel::process::Creds;
@@ -57,8 +57,8 @@ pub fn getpgrp(c: &mut Ctx<'_>) -> SysResult {
 }
 
 /// Implements getpgid(2): the caller's own from the cache.
-pub fn getpgid(c: &mut Ctx<'_>) -> SysResult {
-    let pid = c.arg(0) as i32;
+#[syscall]
+pub fn getpgid(c: &mut Ctx<'_>, pid: i32) -> SysResult {
     if pid == 0 || pid == getpid(c)? as i32 {
         return pgid_cached(c);
     }
@@ -67,8 +67,8 @@ pub fn getpgid(c: &mut Ctx<'_>) -> SysResult {
 
 /// Implements getsid(2): the caller's own from the cache (only the process
 /// itself can change its session).
-pub fn getsid(c: &mut Ctx<'_>) -> SysResult {
-    let pid = c.arg(0) as i32;
+#[syscall]
+pub fn getsid(c: &mut Ctx<'_>, pid: i32) -> SysResult {
     if pid == 0 || pid == getpid(c)? as i32 {
         return cached_or(&cache(c).sid, nr::GETSID);
     }
@@ -87,16 +87,17 @@ pub fn set_pgid(c: &mut Ctx<'_>) -> SysResult {
 
 /// Implements getcpu(2) with `rdtscp`/`rdpid`: Linux keeps
 /// `node << 12 | cpu` in the TSC_AUX register of each CPU.
-pub fn getcpu(c: &mut Ctx<'_>) -> SysResult {
+#[syscall]
+pub fn getcpu(c: &mut Ctx<'_>, cpu_addr: usize, node_addr: usize) -> SysResult {
     let Some(aux) = crate::arch::tsc_aux(!crate::kernel::time::tsc_disabled()) else {
         return c.host();
     };
     let (cpu, node) = (aux & 0xfff, aux >> 12);
-    if c.arg(0) != 0 {
-        UserPtr::<u32>::new(c.arg(0)).write(&cpu)?;
+    if cpu_addr != 0 {
+        UserPtr::<u32>::new(cpu_addr).write(&cpu)?;
     }
-    if c.arg(1) != 0 {
-        UserPtr::<u32>::new(c.arg(1)).write(&node)?;
+    if node_addr != 0 {
+        UserPtr::<u32>::new(node_addr).write(&node)?;
     }
     Ok(0)
 }
@@ -161,9 +162,9 @@ pub fn getresgid(c: &mut Ctx<'_>) -> SysResult {
 }
 
 /// Implements getgroups(2).
-pub fn getgroups(c: &mut Ctx<'_>) -> SysResult {
+#[syscall]
+pub fn getgroups(c: &mut Ctx<'_>, size: i32, list: usize) -> SysResult {
     let groups = with_creds(c, |cr| cr.groups.clone())?;
-    let size = c.arg(0) as i32;
     if size < 0 {
         return Err(Errno::EINVAL);
     }
@@ -177,7 +178,7 @@ pub fn getgroups(c: &mut Ctx<'_>) -> SysResult {
     for g in &groups {
         bytes.extend_from_slice(&g.to_ne_bytes());
     }
-    user::copy_out(c.arg(1), &bytes)?;
+    user::copy_out(list, &bytes)?;
     Ok(groups.len())
 }
 
@@ -190,8 +191,9 @@ pub fn set_ids(c: &mut Ctx<'_>) -> SysResult {
 }
 
 /// Implements umask(2): a host call only when the mask changes.
-pub fn umask(c: &mut Ctx<'_>) -> SysResult {
-    let new = (c.arg(0) & 0o777) as i32;
+#[syscall]
+pub fn umask(c: &mut Ctx<'_>, mask: usize) -> SysResult {
+    let new = (mask & 0o777) as i32;
     let ids = cache(c);
     let cur = ids.umask.load(Ordering::Relaxed);
     if cur == new {
@@ -203,7 +205,8 @@ pub fn umask(c: &mut Ctx<'_>) -> SysResult {
 }
 
 /// Implements uname(2) from a cached answer.
-pub fn uname(c: &mut Ctx<'_>) -> SysResult {
+#[syscall]
+pub fn uname(c: &mut Ctx<'_>, buf: usize) -> SysResult {
     let mut g = cache(c).uname.lock();
     let u = match *g {
         Some(u) => u,
@@ -213,7 +216,7 @@ pub fn uname(c: &mut Ctx<'_>) -> SysResult {
             u
         }
     };
-    user::copy_out(c.arg(0), &u)?;
+    user::copy_out(buf, &u)?;
     Ok(0)
 }
 
@@ -244,22 +247,31 @@ fn forget_rlimit(c: &Ctx<'_>, res: usize) {
 }
 
 /// Implements getrlimit(2) from the cache.
-pub fn getrlimit(c: &mut Ctx<'_>) -> SysResult {
-    let v = rlimit(c, c.arg(0))?;
-    user::write(c.arg(1), &v)?;
+#[syscall]
+pub fn getrlimit(c: &mut Ctx<'_>, resource: usize, rlim: usize) -> SysResult {
+    let v = rlimit(c, resource)?;
+    user::write(rlim, &v)?;
     Ok(0)
 }
 
 /// Implements setrlimit(2): passed to the host; the cached value is forgotten.
-pub fn setrlimit(c: &mut Ctx<'_>) -> SysResult {
+#[syscall]
+pub fn setrlimit(c: &mut Ctx<'_>, resource: usize) -> SysResult {
     let r = c.host();
-    forget_rlimit(c, c.arg(0));
+    forget_rlimit(c, resource);
     r
 }
 
 /// Implements prlimit64(2): reads of the calling process from the cache.
-pub fn prlimit64(c: &mut Ctx<'_>) -> SysResult {
-    let (pid, res, new, old) = (c.arg(0) as i32, c.arg(1), c.arg(2), c.arg(3));
+#[syscall]
+pub fn prlimit64(
+    c: &mut Ctx<'_>,
+    pid: i32,
+    resource: usize,
+    new_limit: usize,
+    old_limit: usize,
+) -> SysResult {
+    let (res, new, old) = (resource, new_limit, old_limit);
     let me = pid == 0 || pid == getpid(c)? as i32;
     if !me || new != 0 {
         let r = c.host();
@@ -276,11 +288,12 @@ pub fn prlimit64(c: &mut Ctx<'_>) -> SysResult {
 }
 
 /// Implements clock_gettime(2) through the vDSO.
-pub fn clock_gettime(c: &mut Ctx<'_>) -> SysResult {
+#[syscall]
+pub fn clock_gettime(c: &mut Ctx<'_>, clockid: i32, tp: usize) -> SysResult {
     let mut ts = [0i64; 2];
-    match crate::kernel::time::clock_gettime(c.arg(0) as i32, &mut ts) {
+    match crate::kernel::time::clock_gettime(clockid, &mut ts) {
         Some(0) => {
-            user::write(c.arg(1), &ts)?;
+            user::write(tp, &ts)?;
             Ok(0)
         }
         Some(e) if e < 0 => Err(Errno(-e)),
@@ -289,15 +302,16 @@ pub fn clock_gettime(c: &mut Ctx<'_>) -> SysResult {
 }
 
 /// Implements gettimeofday(2) through the vDSO.
-pub fn gettimeofday(c: &mut Ctx<'_>) -> SysResult {
-    if c.arg(1) != 0 {
+#[syscall]
+pub fn gettimeofday(c: &mut Ctx<'_>, tv_addr: usize, tz: usize) -> SysResult {
+    if tz != 0 {
         return c.host(); // the obsolete timezone argument
     }
     let mut tv = [0i64; 2];
     match crate::kernel::time::gettimeofday(&mut tv) {
         Some(0) => {
-            if c.arg(0) != 0 {
-                user::write(c.arg(0), &tv)?;
+            if tv_addr != 0 {
+                user::write(tv_addr, &tv)?;
             }
             Ok(0)
         }
@@ -306,11 +320,12 @@ pub fn gettimeofday(c: &mut Ctx<'_>) -> SysResult {
 }
 
 /// Implements time(2) through the vDSO.
-pub fn time(c: &mut Ctx<'_>) -> SysResult {
+#[syscall]
+pub fn time(c: &mut Ctx<'_>, tloc: usize) -> SysResult {
     match crate::kernel::time::time() {
         Some(t) => {
-            if c.arg(0) != 0 {
-                user::write(c.arg(0), &t)?;
+            if tloc != 0 {
+                user::write(tloc, &t)?;
             }
             Ok(t as usize)
         }
@@ -321,9 +336,10 @@ pub fn time(c: &mut Ctx<'_>) -> SysResult {
 /// Implements sched_getaffinity(2): the calling thread's own mask from its
 /// cache (see [`AffinityCache`]); other threads' masks, and sizes the cache
 /// cannot answer exactly, from the host.
-pub fn sched_getaffinity(c: &mut Ctx<'_>) -> SysResult {
+#[syscall]
+pub fn sched_getaffinity(c: &mut Ctx<'_>, pid: i32, cpusetsize: u32, mask: usize) -> SysResult {
     // `len` is an unsigned int for Linux: the upper half is ignored.
-    let (pid, len, ptr) = (c.arg(0) as i32, c.arg(1) as u32 as usize, c.arg(2));
+    let (len, ptr) = (cpusetsize as usize, mask);
     // Linux checks `len * 8 < nr_cpu_ids` in 32 bits: a length whose
     // product wraps is the host's to judge (EINVAL unless it wraps high).
     if (pid != 0 && pid != c.t.tid()) || len % 8 != 0 || (len as u32).checked_mul(8).is_none() {

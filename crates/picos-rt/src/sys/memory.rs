@@ -3,7 +3,7 @@
 //! for a range that is not the program's to change.
 #![deny(unsafe_code)]
 
-use super::{host_call, Ctx, SysResult};
+use super::{host_call, syscall, Ctx, SysResult};
 use crate::host::errno::Errno;
 use crate::mm::runtime::{
     self, page_up, MAP_ANONYMOUS, MAP_FIXED, MAP_FIXED_NOREPLACE, MAP_PRIVATE, PROT_READ,
@@ -11,8 +11,10 @@ use crate::mm::runtime::{
 };
 
 /// Implements brk(2): returns the new break, or the old one on failure.
-pub fn brk(c: &mut Ctx<'_>) -> SysResult {
-    let want = c.arg(0);
+#[syscall]
+pub fn brk(_c: &mut Ctx<'_>, addr: usize) -> SysResult {
+    // The break the program asks for (0: only asks where it is).
+    let want = addr;
     let mut b = crate::kernel::vm::BRK.lock();
     if want < b.start {
         return Ok(b.cur);
@@ -57,8 +59,9 @@ pub fn brk(c: &mut Ctx<'_>) -> SysResult {
 /// elsewhere); a MAP_FIXED call there is made as MAP_FIXED_NOREPLACE first,
 /// so that the program gets every error Linux finds before the range
 /// (EINVAL, EBADF, EACCES ...), and only then ENOMEM.
-pub fn mmap(c: &mut Ctx<'_>) -> SysResult {
-    let (addr, len, flags) = (c.arg(0), c.arg(1), c.arg(3) as i32);
+#[syscall]
+pub fn mmap(c: &mut Ctx<'_>, addr: usize, length: usize, _prot: usize, flags: i32) -> SysResult {
+    let len = length;
     if flags & MAP_FIXED != 0 && flags & MAP_FIXED_NOREPLACE == 0 && runtime::owns(addr, len) {
         let mut a = c.args;
         a[3] = ((flags & !MAP_FIXED) | MAP_FIXED_NOREPLACE) as u32 as usize;
@@ -83,12 +86,13 @@ pub fn mmap(c: &mut Ctx<'_>) -> SysResult {
 }
 
 /// Implements munmap(2): runtime memory gives EINVAL.
-pub fn munmap(c: &mut Ctx<'_>) -> SysResult {
-    if runtime::owns(c.arg(0), c.arg(1)) {
+#[syscall]
+pub fn munmap(c: &mut Ctx<'_>, addr: usize, length: usize) -> SysResult {
+    if runtime::owns(addr, length) {
         return Err(Errno::EINVAL);
     }
     let r = c.host()?;
-    crate::patch::forget_range(c.arg(0), c.arg(1));
+    crate::patch::forget_range(addr, length);
     Ok(r)
 }
 
@@ -131,9 +135,9 @@ fn advice_range(addr: usize, len: usize) -> Result<Option<usize>, Errno> {
 
 /// Implements mprotect(2): runtime memory gives ENOMEM, as unmapped memory
 /// does, after Linux's own checks of the range and of `prot`.
-pub fn mprotect(c: &mut Ctx<'_>) -> SysResult {
+#[syscall]
+pub fn mprotect(c: &mut Ctx<'_>, addr: usize, len: usize, prot: usize, pkey: i32) -> SysResult {
     const PROT_GROWS: usize = 0x0100_0000 | 0x0200_0000;
-    let (addr, len, prot) = (c.arg(0), c.arg(1), c.arg(2));
     // Linux's order (do_mprotect_pkey): both GROWS bits, the range, the
     // other bits, the protection key, and only then the mappings.
     if prot & PROT_GROWS == PROT_GROWS {
@@ -145,7 +149,6 @@ pub fn mprotect(c: &mut Ctx<'_>) -> SysResult {
             if prot & !(7 | 8 | PROT_GROWS) != 0 {
                 return Err(Errno::EINVAL);
             }
-            let pkey = c.arg(3) as i32;
             if c.nr == crate::host::nr::PKEY_MPROTECT && pkey != -1 && !pkey_allocated(pkey) {
                 return Err(Errno::EINVAL);
             }
@@ -173,9 +176,9 @@ pub fn pkey_mprotect(c: &mut Ctx<'_>) -> SysResult {
 
 /// Implements mseal(2): runtime memory gives ENOMEM, after Linux's checks
 /// of the flags and the range.
-pub fn mseal(c: &mut Ctx<'_>) -> SysResult {
-    let (addr, len) = (c.arg(0), c.arg(1));
-    if c.arg(2) != 0 {
+#[syscall]
+pub fn mseal(c: &mut Ctx<'_>, addr: usize, len: usize, flags: usize) -> SysResult {
+    if flags != 0 {
         return Err(Errno::EINVAL);
     }
     match advice_range(addr, len)? {
@@ -193,11 +196,12 @@ fn known_advice(a: usize) -> bool {
 /// of the advice and the range. Advice that drops page contents (private
 /// file pages revert to the file) also drops the patcher's record of sites
 /// there.
-pub fn madvise(c: &mut Ctx<'_>) -> SysResult {
+#[syscall]
+pub fn madvise(c: &mut Ctx<'_>, addr: usize, length: usize, advice: usize) -> SysResult {
     const MADV_DONTNEED: usize = 4;
     const MADV_FREE: usize = 8;
     const MADV_REMOVE: usize = 9;
-    let (addr, len, advice) = (c.arg(0), c.arg(1), c.arg(2));
+    let len = length;
     if let Some(end) = advice_range(addr, len)? {
         if runtime::owns(addr, end - addr) {
             return Err(if known_advice(advice) {
@@ -232,8 +236,9 @@ const SHM_EXEC: usize = 0o100000;
 /// at, after Linux's checks of the flags, the address and the segment
 /// (their errors come first: EINVAL, EIDRM, EACCES). Attached segments are
 /// shared memory: the patcher never writes code there.
-pub fn shmat(c: &mut Ctx<'_>) -> SysResult {
-    let (id, addr, flags) = (c.arg(0), c.arg(1), c.arg(2));
+#[syscall]
+pub fn shmat(c: &mut Ctx<'_>, shmid: usize, shmaddr: usize, shmflg: usize) -> SysResult {
+    let (id, addr, flags) = (shmid, shmaddr, shmflg);
     // struct shmid64_ds: shm_segsz follows the 48-byte ipc64_perm. A
     // segment that cannot be looked up fails shmat as IPC_STAT does.
     super::count_host_call();
@@ -264,9 +269,16 @@ const MREMAP_DONTUNMAP: i32 = 4;
 /// Implements mremap(2): an old range in runtime memory gives EFAULT, a new
 /// fixed range there gives EINVAL, after Linux's checks of the flags, the
 /// address and the lengths.
-pub fn mremap(c: &mut Ctx<'_>) -> SysResult {
-    let (old, old_len, new_len, flags, new) =
-        (c.arg(0), c.arg(1), c.arg(2), c.arg(3) as i32, c.arg(4));
+#[syscall]
+pub fn mremap(
+    c: &mut Ctx<'_>,
+    old_address: usize,
+    old_size: usize,
+    new_size: usize,
+    flags: i32,
+    new_address: usize,
+) -> SysResult {
+    let (old, old_len, new_len, flags, new) = (old_address, old_size, new_size, flags, new_address);
     if flags & !(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP) != 0
         || flags & (MREMAP_FIXED | MREMAP_DONTUNMAP) != 0 && flags & MREMAP_MAYMOVE == 0
         || old & PAGE_MASK != 0

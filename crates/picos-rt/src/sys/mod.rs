@@ -18,6 +18,47 @@ use crate::host;
 use crate::host::errno::Errno;
 use crate::kernel::thread::Thread;
 
+pub use picos_macros::syscall;
+
+/// A system call argument as a handler declares it (see `#[syscall]`),
+/// made from its register as Linux reads it: a C `int` or `unsigned int`
+/// is the low 32 bits (the upper half is ignored, as in the kernel's
+/// `SYSCALL_DEFINE` wrappers); `long`, `size_t` and pointers are the whole
+/// register.
+pub trait Arg {
+    fn from_reg(v: usize) -> Self;
+}
+
+impl Arg for usize {
+    fn from_reg(v: usize) -> Self {
+        v
+    }
+}
+
+impl Arg for u64 {
+    fn from_reg(v: usize) -> Self {
+        v as u64
+    }
+}
+
+impl Arg for isize {
+    fn from_reg(v: usize) -> Self {
+        v as isize
+    }
+}
+
+impl Arg for i32 {
+    fn from_reg(v: usize) -> Self {
+        v as i32
+    }
+}
+
+impl Arg for u32 {
+    fn from_reg(v: usize) -> Self {
+        v as u32
+    }
+}
+
 /// What a handler returns: the call's result or an errno.
 pub type SysResult = Result<usize, Errno>;
 
@@ -90,4 +131,21 @@ pub fn host_blocking_with_mask(nr: usize, args: [usize; 6], mask: u64) -> SysRes
 fn blocking_raw(nr: usize, args: [usize; 6]) -> SysResult {
     count_host_call();
     crate::arch::blocking_program_call(nr, args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_read_as_linux_reads_them() {
+        // An `int` is the low half of its register: (1 << 32) | 5 is 5,
+        // and 0xffff_ffff is -1.
+        assert_eq!(<i32 as Arg>::from_reg((1 << 32) | 5), 5);
+        assert_eq!(<i32 as Arg>::from_reg(0xffff_ffff), -1);
+        assert_eq!(<u32 as Arg>::from_reg(usize::MAX), u32::MAX);
+        // `long`, `size_t` and pointers are the whole register.
+        assert_eq!(<usize as Arg>::from_reg(usize::MAX), usize::MAX);
+        assert_eq!(<isize as Arg>::from_reg(usize::MAX), -1);
+    }
 }

@@ -2,7 +2,7 @@
 //! per-thread registers the runtime owns (FS via the host, GS emulated).
 #![deny(unsafe_code)]
 
-use super::{host_call, Ctx, SysResult};
+use super::{host_call, syscall, Ctx, SysResult};
 use crate::host;
 use crate::host::errno::Errno;
 use crate::kernel::thread;
@@ -34,23 +34,31 @@ pub struct CloneArgs {
 }
 
 /// Implements clone(2).
-pub fn clone(c: &mut Ctx<'_>) -> SysResult {
-    let f = c.arg(0) as u64;
+#[syscall]
+pub fn clone(
+    c: &mut Ctx<'_>,
+    flags: u64,
+    stack: usize,
+    parent_tid: usize,
+    child_tid: usize,
+    tls: usize,
+) -> SysResult {
+    let f = flags;
     let a = CloneArgs {
         flags: f & !0xff,
         exit_signal: f & 0xff,
-        stack: c.arg(1),
-        ptid: c.arg(2),
-        ctid: c.arg(3),
-        tls: c.arg(4),
+        stack,
+        ptid: parent_tid,
+        ctid: child_tid,
+        tls,
     };
     do_clone(c, a)
 }
 
 /// Implements clone3(2) by translation to the clone path, with Linux's
 /// argument checks (`copy_clone_args_from_user`, `clone3_args_valid`).
-pub fn clone3(c: &mut Ctx<'_>) -> SysResult {
-    let size = c.arg(1);
+#[syscall]
+pub fn clone3(c: &mut Ctx<'_>, cl_args: usize, size: usize) -> SysResult {
     if size < 64 {
         return Err(Errno::EINVAL);
     }
@@ -60,12 +68,12 @@ pub fn clone3(c: &mut Ctx<'_>) -> SysResult {
     let mut raw = [0u64; 11];
     let n = size.min(88);
     let mut bytes = [0u8; 88];
-    user::copy_in(&mut bytes[..n], c.arg(0))?;
+    user::copy_in(&mut bytes[..n], cl_args)?;
     if size > 88 {
         // A larger struct from a newer ABI: its extra bytes must be zero.
         // Read up to each page's end as Linux's check_zeroed_user does: a
         // non-zero byte is E2BIG before a later page can fault.
-        let (mut at, end) = (c.arg(0) + 88, c.arg(0) + size);
+        let (mut at, end) = (cl_args + 88, cl_args + size);
         while at < end {
             let n =
                 (end - at).min(crate::mm::runtime::PAGE_SIZE - at % crate::mm::runtime::PAGE_SIZE);
@@ -292,20 +300,22 @@ fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
 }
 
 /// Implements execve(2).
-pub fn execve(c: &mut Ctx<'_>) -> SysResult {
-    exec_common(c, host::AT_FDCWD, c.arg(0), c.arg(1), c.arg(2), 0)
+#[syscall]
+pub fn execve(c: &mut Ctx<'_>, pathname: usize, argv: usize, envp: usize) -> SysResult {
+    exec_common(c, host::AT_FDCWD, pathname, argv, envp, 0)
 }
 
 /// Implements execveat(2).
-pub fn execveat(c: &mut Ctx<'_>) -> SysResult {
-    exec_common(
-        c,
-        c.arg(0) as i32 as isize,
-        c.arg(1),
-        c.arg(2),
-        c.arg(3),
-        c.arg(4) as i32,
-    )
+#[syscall]
+pub fn execveat(
+    c: &mut Ctx<'_>,
+    dirfd: i32,
+    pathname: usize,
+    argv: usize,
+    envp: usize,
+    flags: i32,
+) -> SysResult {
+    exec_common(c, dirfd as isize, pathname, argv, envp, flags)
 }
 
 const AT_EMPTY_PATH: i32 = 0x1000;
@@ -379,17 +389,19 @@ fn exec_common(
 
 /// Implements exit(2): ends the calling thread (the host clears and wakes
 /// its clear_child_tid word when the thread is gone, as natively).
-pub fn exit(c: &mut Ctx<'_>) -> SysResult {
+#[syscall]
+pub fn exit(c: &mut Ctx<'_>, status: i32) -> SysResult {
     let t = c.t;
     crate::kernel::process::thread_exiting(t);
     thread::retire(t);
-    host::exit_thread(c.arg(0) as i32)
+    host::exit_thread(status)
 }
 
 /// Implements exit_group(2).
-pub fn exit_group(c: &mut Ctx<'_>) -> SysResult {
+#[syscall]
+pub fn exit_group(_c: &mut Ctx<'_>, status: i32) -> SysResult {
     crate::kernel::process::process_exiting();
-    host::exit_group(c.arg(0) as i32)
+    host::exit_group(status)
 }
 
 const ARCH_SET_GS: usize = 0x1001;
@@ -397,18 +409,19 @@ const ARCH_GET_GS: usize = 0x1004;
 
 /// Implements arch_prctl(2): FS goes to the host; GS is emulated because
 /// the runtime keeps its per-thread pointer there.
-pub fn arch_prctl(c: &mut Ctx<'_>) -> SysResult {
-    match c.arg(0) {
+#[syscall]
+pub fn arch_prctl(c: &mut Ctx<'_>, code: usize, addr: usize) -> SysResult {
+    match code {
         ARCH_SET_GS => {
             // TASK_SIZE_MAX: the last user page is never a valid base.
-            if c.arg(1) >= 0x7fff_ffff_f000 {
+            if addr >= 0x7fff_ffff_f000 {
                 return Err(Errno::EPERM);
             }
-            c.t.guest_gs.set(c.arg(1));
+            c.t.guest_gs.set(addr);
             Ok(0)
         }
         ARCH_GET_GS => {
-            UserPtr::<usize>::new(c.arg(1)).write(&c.t.guest_gs.get())?;
+            UserPtr::<usize>::new(addr).write(&c.t.guest_gs.get())?;
             Ok(0)
         }
         _ => c.host(),
@@ -423,20 +436,28 @@ use crate::host::abi::prctl::{
 /// Implements prctl(2): Syscall User Dispatch belongs to the runtime; the
 /// parent-death signal is the runtime's on the host and emulated for the
 /// program; a faulting `rdtsc` (PR_SET_TSC) makes the runtime stop using it.
-pub fn prctl(c: &mut Ctx<'_>) -> SysResult {
-    match c.arg(0) {
+#[syscall]
+pub fn prctl(
+    c: &mut Ctx<'_>,
+    option: usize,
+    arg2: usize,
+    arg3: usize,
+    arg4: usize,
+    arg5: usize,
+) -> SysResult {
+    match option {
         PR_SET_SYSCALL_USER_DISPATCH => {
             // The program's dispatch is always off: turning it off is
             // accepted with Linux's checks (offset, length and selector 0);
             // turning it on is refused (the runtime's own dispatch).
-            if c.arg(1) == PR_SYS_DISPATCH_OFF && c.arg(2) == 0 && c.arg(3) == 0 && c.arg(4) == 0 {
+            if arg2 == PR_SYS_DISPATCH_OFF && arg3 == 0 && arg4 == 0 && arg5 == 0 {
                 Ok(0)
             } else {
                 Err(Errno::EINVAL)
             }
         }
         PR_SET_PDEATHSIG => {
-            let sig = c.arg(1);
+            let sig = arg2;
             if sig > 64 {
                 return Err(Errno::EINVAL);
             }
@@ -447,7 +468,7 @@ pub fn prctl(c: &mut Ctx<'_>) -> SysResult {
         }
         PR_SET_TSC => {
             let r = c.host()?;
-            if c.arg(1) == PR_TSC_SIGSEGV {
+            if arg2 == PR_TSC_SIGSEGV {
                 crate::kernel::time::disable_tsc();
             }
             Ok(r)
@@ -457,7 +478,7 @@ pub fn prctl(c: &mut Ctx<'_>) -> SysResult {
                 c.t.ids()
                     .guest_pdeathsig
                     .load(core::sync::atomic::Ordering::Relaxed);
-            UserPtr::<i32>::new(c.arg(1)).write(&sig)?;
+            UserPtr::<i32>::new(arg2).write(&sig)?;
             Ok(0)
         }
         _ => c.host(),

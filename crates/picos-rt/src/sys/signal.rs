@@ -2,7 +2,7 @@
 //! and per-thread masks (see `crate::kernel::signal`).
 #![deny(unsafe_code)]
 
-use super::{Ctx, SysResult};
+use super::{syscall, Ctx, SysResult};
 use crate::host::abi::{self, bit, StackT, SIGKILL, SIGSTOP};
 use crate::host::errno::Errno;
 use crate::host::KSigaction;
@@ -21,12 +21,19 @@ fn check_sigsetsize(n: usize) -> Result<(), Errno> {
 }
 
 /// Implements rt_sigaction(2).
-pub fn rt_sigaction(c: &mut Ctx<'_>) -> SysResult {
+#[syscall]
+pub fn rt_sigaction(
+    c: &mut Ctx<'_>,
+    signum: i32,
+    act: usize,
+    oldact: usize,
+    sigsetsize: usize,
+) -> SysResult {
     let (signo, new, old, size) = (
-        c.arg(0) as i32,
-        UserPtr::<KSigaction>::new(c.arg(1)),
-        UserPtr::<KSigaction>::new(c.arg(2)),
-        c.arg(3),
+        signum,
+        UserPtr::<KSigaction>::new(act),
+        UserPtr::<KSigaction>::new(oldact),
+        sigsetsize,
     );
     check_sigsetsize(size)?;
     // Linux's order: the size, reading `act` (EFAULT), then the number.
@@ -72,12 +79,19 @@ pub fn rt_sigaction(c: &mut Ctx<'_>) -> SysResult {
 
 /// Implements rt_sigprocmask(2). The new mask takes effect on the host when
 /// the runtime returns to the program.
-pub fn rt_sigprocmask(c: &mut Ctx<'_>) -> SysResult {
+#[syscall]
+pub fn rt_sigprocmask(
+    c: &mut Ctx<'_>,
+    how: i32,
+    set: usize,
+    oldset: usize,
+    sigsetsize: usize,
+) -> SysResult {
     let (how, set, oldset, size) = (
-        c.arg(0) as i32,
-        UserPtr::<u64>::new(c.arg(1)),
-        UserPtr::<u64>::new(c.arg(2)),
-        c.arg(3),
+        how,
+        UserPtr::<u64>::new(set),
+        UserPtr::<u64>::new(oldset),
+        sigsetsize,
     );
     check_sigsetsize(size)?;
     let cur = c.t.sig_mask.get();
@@ -129,13 +143,20 @@ fn sending(c: &mut Ctx<'_>, what: Sending) -> SysResult {
 /// runtime (one the host never blocks: SIGSYS and the fault types, or one
 /// that arrived while the runtime ran) is taken first, as Linux would take
 /// it from the thread's queue; otherwise the host waits.
-pub fn rt_sigtimedwait(c: &mut Ctx<'_>) -> SysResult {
-    check_sigsetsize(c.arg(3))?;
-    let set = UserPtr::<u64>::new(c.arg(0)).read()? & !(bit(SIGKILL) | bit(SIGSTOP));
-    if c.arg(2) != 0 {
+#[syscall]
+pub fn rt_sigtimedwait(
+    c: &mut Ctx<'_>,
+    set_addr: usize,
+    info_addr: usize,
+    timeout: usize,
+    sigsetsize: usize,
+) -> SysResult {
+    check_sigsetsize(sigsetsize)?;
+    let set = UserPtr::<u64>::new(set_addr).read()? & !(bit(SIGKILL) | bit(SIGSTOP));
+    if timeout != 0 {
         // As Linux: the timeout is read and checked before any signal is
         // taken.
-        let ts = UserPtr::<[i64; 2]>::new(c.arg(2)).read()?;
+        let ts = UserPtr::<[i64; 2]>::new(timeout).read()?;
         if ts[0] < 0 || !(0..1_000_000_000).contains(&ts[1]) {
             return Err(Errno::EINVAL);
         }
@@ -152,8 +173,8 @@ pub fn rt_sigtimedwait(c: &mut Ctx<'_>) -> SysResult {
     }
     if let Some(info) = c.t.take_pending(!set) {
         // Taken even if the copy then fails (EFAULT), as on Linux.
-        if c.arg(1) != 0 {
-            user::write(c.arg(1), &info)?;
+        if info_addr != 0 {
+            user::write(info_addr, &info)?;
         }
         return Ok(info.signo() as usize);
     }
@@ -439,27 +460,62 @@ fn fd_set_snapshot(args: &[usize; 6]) -> Vec<(usize, Vec<u8>)> {
 }
 
 /// Implements ppoll(2) (see [`wait_with_mask`]).
-pub fn ppoll(c: &mut Ctx<'_>) -> SysResult {
-    wait_with_mask(c, MaskedWait::Ppoll, c.arg(3), c.arg(4))
+#[syscall]
+pub fn ppoll(
+    c: &mut Ctx<'_>,
+    _fds: usize,
+    _nfds: usize,
+    _tmo_p: usize,
+    sigmask: usize,
+    sigsetsize: usize,
+) -> SysResult {
+    wait_with_mask(c, MaskedWait::Ppoll, sigmask, sigsetsize)
 }
 
 /// Implements epoll_pwait(2) (see [`wait_with_mask`]).
-pub fn epoll_pwait(c: &mut Ctx<'_>) -> SysResult {
-    wait_with_mask(c, MaskedWait::EpollPwait, c.arg(4), c.arg(5))
+#[syscall]
+pub fn epoll_pwait(
+    c: &mut Ctx<'_>,
+    _epfd: usize,
+    _events: usize,
+    _maxevents: usize,
+    _timeout: usize,
+    sigmask: usize,
+    sigsetsize: usize,
+) -> SysResult {
+    wait_with_mask(c, MaskedWait::EpollPwait, sigmask, sigsetsize)
 }
 
 /// Implements epoll_pwait2(2) (see [`wait_with_mask`]).
-pub fn epoll_pwait2(c: &mut Ctx<'_>) -> SysResult {
-    wait_with_mask(c, MaskedWait::EpollPwait2, c.arg(4), c.arg(5))
+#[syscall]
+pub fn epoll_pwait2(
+    c: &mut Ctx<'_>,
+    _epfd: usize,
+    _events: usize,
+    _maxevents: usize,
+    _timeout: usize,
+    sigmask: usize,
+    sigsetsize: usize,
+) -> SysResult {
+    wait_with_mask(c, MaskedWait::EpollPwait2, sigmask, sigsetsize)
 }
 
 /// Implements pselect6(2): its sixth argument points at the mask and its
 /// size (see [`wait_with_mask`]).
-pub fn pselect6(c: &mut Ctx<'_>) -> SysResult {
-    if c.arg(5) == 0 {
+#[syscall]
+pub fn pselect6(
+    c: &mut Ctx<'_>,
+    _nfds: usize,
+    _readfds: usize,
+    _writefds: usize,
+    _exceptfds: usize,
+    _timeout: usize,
+    sigmask: usize,
+) -> SysResult {
+    if sigmask == 0 {
         return c.host_blocking();
     }
-    let [ptr, size] = UserPtr::<[u64; 2]>::new(c.arg(5)).read()?;
+    let [ptr, size] = UserPtr::<[u64; 2]>::new(sigmask).read()?;
     wait_with_mask(c, MaskedWait::Pselect6, ptr as usize, size as usize)
 }
 
@@ -479,11 +535,9 @@ pub fn rt_sigreturn(c: &mut Ctx<'_>) -> SysResult {
 }
 
 /// Implements sigaltstack(2).
-pub fn sigaltstack(c: &mut Ctx<'_>) -> SysResult {
-    let (new, old) = (
-        UserPtr::<StackT>::new(c.arg(0)),
-        UserPtr::<StackT>::new(c.arg(1)),
-    );
+#[syscall]
+pub fn sigaltstack(c: &mut Ctx<'_>, ss: usize, old_ss: usize) -> SysResult {
+    let (new, old) = (UserPtr::<StackT>::new(ss), UserPtr::<StackT>::new(old_ss));
     let sp = c.uc.mcontext.rsp;
     let prev = sig::altstack_view(c.t, sp);
     if !new.is_null() {
@@ -498,9 +552,10 @@ pub fn sigaltstack(c: &mut Ctx<'_>) -> SysResult {
 
 /// Implements rt_sigsuspend(2): waits with the given mask in force; the
 /// handler's frame restores the previous mask.
-pub fn rt_sigsuspend(c: &mut Ctx<'_>) -> SysResult {
-    check_sigsetsize(c.arg(1))?;
-    let m = UserPtr::<u64>::new(c.arg(0)).read()? & !(bit(SIGKILL) | bit(SIGSTOP));
+#[syscall]
+pub fn rt_sigsuspend(c: &mut Ctx<'_>, mask: usize, sigsetsize: usize) -> SysResult {
+    check_sigsetsize(sigsetsize)?;
+    let m = UserPtr::<u64>::new(mask).read()? & !(bit(SIGKILL) | bit(SIGSTOP));
     let old = c.t.sig_mask.get();
     c.t.sig_mask.set(m);
     c.t.saved_mask.set(Some(old));
@@ -524,9 +579,10 @@ pub fn rt_sigsuspend(c: &mut Ctx<'_>) -> SysResult {
 /// program blocks stay pending on the host, where signalfd and sigwaitinfo
 /// find them, so the host is asked only when the program blocks a signal
 /// the host can hold.
-pub fn rt_sigpending(c: &mut Ctx<'_>) -> SysResult {
+#[syscall]
+pub fn rt_sigpending(c: &mut Ctx<'_>, set_addr: usize, sigsetsize: usize) -> SysResult {
     // Linux accepts any size up to its own and writes that many bytes.
-    let size = c.arg(1);
+    let size = sigsetsize;
     if size > 8 {
         return Err(Errno::EINVAL);
     }
@@ -535,7 +591,7 @@ pub fn rt_sigpending(c: &mut Ctx<'_>) -> SysResult {
     if crate::kernel::signal::host_mask(blocked) != 0 {
         set |= crate::host::rt_sigpending()?;
     }
-    user::copy_out(c.arg(0), &(set & blocked).to_ne_bytes()[..size])?;
+    user::copy_out(set_addr, &(set & blocked).to_ne_bytes()[..size])?;
     Ok(0)
 }
 
