@@ -3,8 +3,11 @@
 //! alternating order, so drift hits both alike).
 //!
 //! ```text
-//! cargo bench -p picos --bench startup [-- --samples N --runs-per-sample K]
+//! cargo bench -p picos --bench startup [-- --samples N --runs-per-sample K] [--picos PATH]
 //! ```
+//!
+//! `--picos PATH` measures another `picos` binary (an earlier build, for an
+//! A/B comparison: compare the two runs' ratios to native).
 //!
 //! Each sample is the mean wall time of K back-to-back runs (spawn to exit).
 //! Reported: mean ± 95% confidence interval (Student's t) per column, the
@@ -115,7 +118,11 @@ fn main() {
     };
     let samples = opt("--samples", 30).max(2);
     let k = opt("--runs-per-sample", 10).max(1);
-    let picos = env!("CARGO_BIN_EXE_picos");
+    let picos = args
+        .iter()
+        .position(|a| a == "--picos")
+        .and_then(|i| args.get(i + 1))
+        .map_or(env!("CARGO_BIN_EXE_picos"), |p| p.as_str());
     let mut rows = vec![bench("/bin/true", &["/bin/true"], picos, samples, k)];
     if std::path::Path::new("/usr/bin/python3").exists() {
         rows.push(bench(
@@ -135,6 +142,7 @@ fn main() {
             k,
         ));
     }
+    println!("picos: {picos}\n");
     println!("| command | native (ms) | picos (ms) | picos − native (ms) | picos / native |");
     println!("|---|---|---|---|---|");
     for r in &rows {

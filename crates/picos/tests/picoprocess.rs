@@ -160,13 +160,6 @@ fn fork_while_threads_patch() {
 #[test]
 fn direct_entries_under_signals() {
     let prog = compile_from("tests/conformance", "syscall_signals", &[]);
-    let entry_of = |stderr: &str, nr: u32| -> Vec<String> {
-        stderr
-            .lines()
-            .filter(|l| l.contains("patch site") && l.contains(&format!(" nr {nr} ")))
-            .map(|l| l.rsplit(", ").next().unwrap_or("").to_string())
-            .collect()
-    };
     for (extra, pread_entry, lseek_entry) in [
         // pread and lseek take a descriptor: direct only while the host
         // serves that descriptor unchanged (the pass-through check).
@@ -504,4 +497,45 @@ fn corrupted_runtime_ends_with_sigsegv() {
             "{mode}: {stderr}"
         );
     }
+}
+
+/// Calls on descriptors from patched sites go through the pass-through
+/// check of the direct entries: descriptors below and beyond the map (4096),
+/// negative ones, and a descriptor register with garbage in its upper half
+/// give what they give natively, and the pread site is patched to the
+/// pass-through entry.
+#[test]
+fn passthrough_descriptors_on_direct_entries() {
+    let prog = compile("passthrough_fds");
+    let native = Command::new(&prog).output().unwrap();
+    assert!(native.status.success(), "natively: {native:?}");
+    let out = Command::new(PICOS)
+        .args(["run", "--log-level", "debug"])
+        .arg(&prog)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && out.stdout == native.stdout,
+        "{:?}\nnative: {}\npicos: {}\n{stderr}",
+        out.status,
+        String::from_utf8_lossy(&native.stdout),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let pread = entry_of(&stderr, 17);
+    assert!(
+        pread
+            .iter()
+            .any(|e| e == "direct blocking entry for pass-through descriptors)"),
+        "pread sites {pread:?}"
+    );
+}
+
+/// The entries the sites of call `nr` were patched to, from a debug log.
+fn entry_of(stderr: &str, nr: u32) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("patch site") && l.contains(&format!(" nr {nr} ")))
+        .map(|l| l.rsplit(", ").next().unwrap_or("").to_string())
+        .collect()
 }

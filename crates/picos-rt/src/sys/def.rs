@@ -79,13 +79,17 @@ pub struct SyscallDef {
 /// The route of call `nr` from a patched site (`arch::class`): calls the
 /// host serves unchanged go direct, through the pass-through check when
 /// their first argument is a descriptor (the library OS may serve that
-/// descriptor itself); everything else through the fast entry.
+/// descriptor itself); everything else through the fast entry. A call
+/// that also takes a path (`openat`'s directory descriptor) is routed on
+/// its number alone: what a library-OS file system does with paths is
+/// decided when it comes (issue 11), and AT_FDCWD (negative) would send
+/// every such call to the dispatcher.
 pub fn route(nr: u32) -> u8 {
     use crate::arch::class;
     let Some(d) = lookup(nr as usize) else {
         return class::FAST;
     };
-    let fd = d.args.starts_with('f');
+    let fd = d.args.starts_with('f') && !d.args.contains('s');
     match (d.serve, fd) {
         (Serve::Host, false) => class::DIRECT,
         (Serve::Host, true) => class::DIRECT_FD,
