@@ -283,12 +283,12 @@ SANDBOX_CHECK = {
 SANDBOX_ALLOW = {'memfd_create'}
 
 def serve(name):
-    if name in EMULATED: return f'Serve::Emulated(sys::{EMULATED[name]})'
-    if name in MEDIATED: return f'Serve::Mediated(sys::{MEDIATED[name]})'
-    if name in OBSOLETE: return 'Serve::Unsupported'
-    if name in UNSUPPORTED: return 'Serve::Unsupported'
-    if name in BLOCKING: return f'Serve::HostBlocking {{ restart: {"true" if BLOCKING[name] else "false"} }}'
-    return 'Serve::Host'
+    if name in EMULATED: return f'Support::Emulated(sys::{EMULATED[name]})'
+    if name in MEDIATED: return f'Support::Mediated(sys::{MEDIATED[name]})'
+    if name in OBSOLETE: return 'Support::Unsupported'
+    if name in UNSUPPORTED: return 'Support::Unsupported'
+    if name in BLOCKING: return f'Support::HostBlocking {{ restart: {"true" if BLOCKING[name] else "false"} }}'
+    return 'Support::Host'
 
 def sandbox(name, args):
     if name in SANDBOX_DENY: return 'Sandbox::Deny'
@@ -317,7 +317,7 @@ def table_rs():
 
 use crate::host::nr::MAX_NR;
 use crate::sys;
-use crate::sys::def::{Sandbox, Serve, SyscallDef};
+use crate::sys::def::{Sandbox, Support, SyscallDef};
 
 /// Every x86-64 system call picos knows, sorted by number.
 pub static TABLE: &[SyscallDef] = &DEFS;
@@ -350,7 +350,7 @@ const DEFS: [SyscallDef; COUNT] = [
         out.append(f"""    SyscallDef {{
         nr: {nr},
         name: "{name}",
-        serve: {serve(name)},
+        support: {serve(name)},
         args: "{args}",
         full_context: {'true' if name in FULL_CONTEXT else 'false'},
         sandbox: {sandbox(name, args)},

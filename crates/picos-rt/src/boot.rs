@@ -119,6 +119,52 @@ extern "C" fn main_on_runtime_stack() -> ! {
             format_args!("the main thread's runtime state is missing"),
         );
     };
+    set_up_process(t);
+    let cfg = config();
+    let exe = &absolute(&cfg.exe);
+    let (entry, sp) = load_program(exe, &info);
+    set_name(exe);
+    let vdso = info
+        .auxv
+        .iter()
+        .find(|a| a.0 == loader::AT_SYSINFO_EHDR)
+        .map_or(0, |a| a.1 as usize);
+    crate::host::vdso::init(vdso);
+    // CPUID while it surely works (execve re-enables it); the program may
+    // disable it with arch_prctl(ARCH_SET_CPUID, 0).
+    crate::arch::probe_cpu();
+    // PR_SET_TSC survives execve: a program started with `rdtsc` faulting
+    // keeps the runtime off the TSC from the start.
+    if crate::host::get_tsc_mode() == Ok(crate::host::abi::prctl::PR_TSC_SIGSEGV as i32) {
+        crate::kernel::time::disable_tsc();
+    }
+    crate::entry::install();
+    if cfg.patch_syscalls {
+        init_patching(t, vdso);
+    }
+    if let Err(e) = arm_dispatch() {
+        fatal(
+            126,
+            format_args!(
+                "cannot enable Syscall User Dispatch (needs Linux 5.11+): {}",
+                e
+            ),
+        );
+    }
+    drop(info);
+    crate::log!(
+        Debug,
+        "starting {} at {:#x}",
+        crate::diag::log::Bytes(exe),
+        entry
+    );
+    crate::arch::enter_program(entry, sp)
+}
+
+/// The main thread's and the process's state: the thread's runtime state
+/// and signal stack, the dispositions inherited through execve, the
+/// parent-death watch, the SIGSYS handler, and the stack limit asked for.
+fn set_up_process(t: &'static thread::Thread) {
     thread::install(t);
     crate::kernel::signal::init_dispositions(t);
     watch_parent(t, None);
@@ -133,14 +179,18 @@ extern "C" fn main_on_runtime_stack() -> ! {
     }
     take_notices_from_exec(t);
     let cfg = config();
-    if cfg.stack_size_bytes != 0 {
-        if let Err(e) = host::setrlimit(RLIMIT_STACK, cfg.stack_size_bytes, u64::MAX) {
-            // Keep the hard limit if we may not raise it.
-            let _ = e;
-            let _ = host::setrlimit(RLIMIT_STACK, cfg.stack_size_bytes, cfg.stack_size_bytes);
-        }
+    if cfg.stack_size_bytes != 0
+        && host::setrlimit(RLIMIT_STACK, cfg.stack_size_bytes, u64::MAX).is_err()
+    {
+        // Keep the hard limit if we may not raise it.
+        let _ = host::setrlimit(RLIMIT_STACK, cfg.stack_size_bytes, cfg.stack_size_bytes);
     }
-    let exe = &absolute(&cfg.exe);
+}
+
+/// Loads the program `exe` (absolute) and builds its initial stack below
+/// the kernel's; returns its entry point and stack pointer. Failing that,
+/// ends the process as a shell reports it (127: not found, 126: cannot run).
+fn load_program(exe: &[u8], info: &StartArgs) -> (usize, usize) {
     let argv = info.argv.clone();
     // Loaded with descriptors of a table of its own: the program's
     // (inherited through execve) may be full, which must not stop an
@@ -167,67 +217,34 @@ extern "C" fn main_on_runtime_stack() -> ! {
     };
     crate::kernel::process::set_exe_path(loaded.real_path.clone());
     crate::kernel::vm::init_brk(loaded.main.end);
-    let execfn = &cfg.exe;
-    let sp = match loader::build_stack(
+    let execfn = &config().exe;
+    match loader::build_stack(
         info.stack_top - 256,
         &loaded,
         &info.envp,
         execfn,
         &info.auxv,
     ) {
-        Ok(sp) => sp,
+        Ok(sp) => (loaded.start, sp),
         Err(e) => fatal(126, format_args!("cannot build the program's stack: {}", e)),
-    };
-    set_name(exe);
-    let vdso = info
-        .auxv
-        .iter()
-        .find(|a| a.0 == loader::AT_SYSINFO_EHDR)
-        .map_or(0, |a| a.1 as usize);
-    crate::host::vdso::init(vdso);
-    // CPUID while it surely works (execve re-enables it); the program may
-    // disable it with arch_prctl(ARCH_SET_CPUID, 0).
-    crate::arch::probe_cpu();
-    // PR_SET_TSC survives execve: a program started with `rdtsc` faulting
-    // keeps the runtime off the TSC from the start.
-    if crate::host::get_tsc_mode() == Ok(crate::host::abi::prctl::PR_TSC_SIGSEGV as i32) {
-        crate::kernel::time::disable_tsc();
     }
-    crate::entry::install();
-    if cfg.patch_syscalls {
-        // Under --stats and --trace every call must reach the dispatcher:
-        // no direct entry, no inline answer.
-        let every_call = crate::diag::stats::on()
-            || crate::diag::log::enabled(crate::diag::log::LogLevel::Trace);
-        crate::patch::init(&crate::patch::Config {
-            vdso,
-            owner: t.process() as *const _ as usize,
-            route: if every_call {
-                |_| crate::arch::class::FAST
-            } else {
-                crate::sys::def::route
-            },
-            inline: (!every_call).then(thread::inline_answers),
-        });
-    }
-    if let Err(e) = arm_dispatch() {
-        fatal(
-            126,
-            format_args!(
-                "cannot enable Syscall User Dispatch (needs Linux 5.11+): {}",
-                e
-            ),
-        );
-    }
-    let entry = loaded.start;
-    drop(info);
-    crate::log!(
-        Debug,
-        "starting {} at {:#x}",
-        crate::diag::log::Bytes(exe),
-        entry
-    );
-    crate::arch::enter_program(entry, sp)
+}
+
+/// Turns the patcher on. Under --stats and --trace every call must reach
+/// the dispatcher: no direct entry, no inline answer.
+fn init_patching(t: &'static thread::Thread, vdso: usize) {
+    let every_call =
+        crate::diag::stats::on() || crate::diag::log::enabled(crate::diag::log::LogLevel::Trace);
+    crate::patch::init(&crate::patch::Config {
+        vdso,
+        owner: t.process() as *const _ as usize,
+        route: if every_call {
+            |_| crate::arch::class::FAST
+        } else {
+            crate::sys::def::route
+        },
+        inline: (!every_call).then(thread::inline_answers),
+    });
 }
 
 fn set_name(exe: &[u8]) {

@@ -19,7 +19,7 @@ pub fn print(json: bool) {
             .map(|d| Entry {
                 nr: d.nr,
                 name: d.name,
-                served: d.serve.level(),
+                served: d.support.level(),
                 full_context: d.full_context,
                 sandbox: d.sandbox.name(),
                 note: d.note,
@@ -42,13 +42,13 @@ pub fn print(json: bool) {
             "{:>4}  {:<24} {:<12} {:<5} {:<8} {}",
             d.nr,
             d.name,
-            d.serve.level(),
+            d.support.level(),
             if d.full_context { "yes" } else { "" },
             d.sandbox.name(),
             d.note
         );
     }
-    let count = |l: &str| TABLE.iter().filter(|d| d.serve.level() == l).count();
+    let count = |l: &str| TABLE.iter().filter(|d| d.support.level() == l).count();
     println!(
         "\n{} system calls: {} emulated, {} mediated, {} passed to the host, {} unsupported",
         TABLE.len(),

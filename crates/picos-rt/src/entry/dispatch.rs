@@ -9,7 +9,7 @@ use crate::diag::trace::Served;
 use crate::host::errno::Errno;
 use crate::host::nr::MAX_NR;
 use crate::kernel::thread::Thread;
-use crate::sys::def::{lookup, Serve};
+use crate::sys::def::{lookup, Support};
 use crate::sys::{Ctx, SysResult};
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -56,12 +56,12 @@ fn serve(
     ctx: &mut Ctx<'_>,
     def: Option<&'static crate::sys::def::SyscallDef>,
 ) -> (SysResult, Served, bool) {
-    let (res, served, restart) = match def.map(|d| d.serve) {
-        Some(Serve::Emulated(h)) => (h(ctx), Served::Emulated, false),
-        Some(Serve::Mediated(h)) => (h(ctx), Served::Mediated, false),
-        Some(Serve::Host) => (ctx.host(), Served::Host, false),
-        Some(Serve::HostBlocking { restart }) => (ctx.host_blocking(), Served::Host, restart),
-        Some(Serve::Unsupported) | None => {
+    let (res, served, restart) = match def.map(|d| d.support) {
+        Some(Support::Emulated(h)) => (h(ctx), Served::Emulated, false),
+        Some(Support::Mediated(h)) => (h(ctx), Served::Mediated, false),
+        Some(Support::Host) => (ctx.host(), Served::Host, false),
+        Some(Support::HostBlocking { restart }) => (ctx.host_blocking(), Served::Host, restart),
+        Some(Support::Unsupported) | None => {
             warn_unsupported(ctx.nr, def.map_or("unknown", |d| d.name));
             (Err(Errno::ENOSYS), Served::Unsupported, false)
         }

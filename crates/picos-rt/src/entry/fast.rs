@@ -296,8 +296,8 @@ pub(super) extern "C" fn picos_direct_finish(f: &mut FastFrame) {
     f.rcx = site_ret;
     f.r11 = f.entry_flags();
     let restart = matches!(
-        crate::sys::def::lookup(nr as usize).map(|d| d.serve),
-        Some(crate::sys::def::Serve::HostBlocking { restart: true })
+        crate::sys::def::lookup(nr as usize).map(|d| d.support),
+        Some(crate::sys::def::Support::HostBlocking { restart: true })
     );
     let res = f.rax as i64;
     let err = Errno::from_ret(res as isize).err();

@@ -213,77 +213,13 @@ fn host_signal(sig: i32, info: &SigInfo, uc: &mut UContext) {
     let runtime_ctx =
         in_runtime(rip) || current.is_some_and(|t| t.on_runtime_stack(uc.mcontext.rsp));
     if runtime_ctx {
-        let Some(t) = current else {
-            if maybe_fault {
-                runtime_crash(sig, info, uc);
-            }
-            return;
-        };
-        let rewind = arch::blocking_rewind(rip);
-        if maybe_fault {
-            if let Some(fix) = arch::fault_fixup(rip) {
-                // A copy from or to program memory: its own fault (-EFAULT)
-                // if the fault address matches. (Another thread may change
-                // that memory meanwhile: the fault need not recur.)
-                let addr = info.addr();
-                if arch::fixup_fault_is_real(&uc.mcontext, info.code(), addr) {
-                    uc.mcontext.rip = fix;
-                    return;
-                }
-            } else if rewind.is_none() && fault_recurs(t, sig, rip) {
-                // (A fault cannot happen in the blocking window: a `syscall`.)
-                runtime_crash(sig, info, uc);
-            }
-        }
-        if t.delivering.get() && !maybe_fault {
-            // The fast path is delivering with signals open (see
-            // `patch::deliver_on`): back to the host, blocked until that
-            // delivery sets the program's mask.
-            let _ = host::rt_tgsigqueueinfo(host::getpid(), t.tid(), sig, &info.0);
-            uc.sigmask |= bit(sig);
-            return;
-        }
-        t.add_pending(info);
-        if let Some(r) = rewind {
-            uc.mcontext.rip = r;
-        }
-        return;
+        return in_runtime_context(sig, info, uc, current, maybe_fault);
     }
     let Some(t) = current else {
         runtime_crash(sig, info, uc);
     };
     if maybe_fault {
-        let handler = t.process().get(sig).handler;
-        let blocked = t.sig_mask.get() & bit(sig) != 0;
-        if handler == SIG_DFL && !blocked {
-            crate::log!(
-                Debug,
-                "program fault: signal {} at rip={:#x} addr={:#x} rsp={:#x}",
-                sig,
-                uc.mcontext.rip,
-                info.addr(),
-                uc.mcontext.rsp
-            );
-            // Real or sent, the default action: raise the signal again with
-            // the host's default disposition. It stays pending (blocked in
-            // this handler) until the program's context is back, so the
-            // process dies there (core dump and all), before the faulting
-            // instruction could run again, as natively.
-            let dfl = host_default();
-            let _ = host::rt_sigaction(sig, Some(&dfl), None);
-            let _ = host::tgkill(host::getpid(), host::gettid(), sig);
-            uc.sigmask = host_mask(t.sig_mask.get()) & !bit(sig);
-            return;
-        }
-        if handler == SIG_IGN || blocked {
-            // A real fault the program blocks or ignores kills it (Linux's
-            // force_sig); a sent one is ignored or stays pending.
-            if is_real_trap(sig, info, uc) || fault_recurs(t, sig, rip) {
-                die_of(sig);
-            }
-            if blocked {
-                t.add_pending(info);
-            }
+        if !fault_for_a_handler(t, sig, info, uc) {
             return;
         }
     } else if t.sig_mask.get() & bit(sig) != 0 {
@@ -303,4 +239,94 @@ fn host_signal(sig: i32, info: &SigInfo, uc: &mut UContext) {
         t.add_pending(info);
     }
     deliver_pending(t, uc);
+}
+
+/// A signal that arrived while runtime code ran (or code the runtime called
+/// on its own stack): recovered if it is a user-copy fault, fatal if it is
+/// a fault of the runtime's own, otherwise kept pending for delivery when
+/// the runtime returns to the program (a blocking call it interrupted is
+/// rewound to report it).
+fn in_runtime_context(
+    sig: i32,
+    info: &SigInfo,
+    uc: &mut UContext,
+    current: Option<&'static Thread>,
+    maybe_fault: bool,
+) {
+    let rip = uc.mcontext.rip;
+    let Some(t) = current else {
+        if maybe_fault {
+            runtime_crash(sig, info, uc);
+        }
+        return;
+    };
+    let rewind = arch::blocking_rewind(rip);
+    if maybe_fault {
+        if let Some(fix) = arch::fault_fixup(rip) {
+            // A copy from or to program memory: its own fault (-EFAULT)
+            // if the fault address matches. (Another thread may change
+            // that memory meanwhile: the fault need not recur.)
+            let addr = info.addr();
+            if arch::fixup_fault_is_real(&uc.mcontext, info.code(), addr) {
+                uc.mcontext.rip = fix;
+                return;
+            }
+        } else if rewind.is_none() && fault_recurs(t, sig, rip) {
+            // (A fault cannot happen in the blocking window: a `syscall`.)
+            runtime_crash(sig, info, uc);
+        }
+    }
+    if t.delivering.get() && !maybe_fault {
+        // The fast path is delivering with signals open (see
+        // `entry::fast::deliver_on`): back to the host, blocked until that
+        // delivery sets the program's mask.
+        let _ = host::rt_tgsigqueueinfo(host::getpid(), t.tid(), sig, &info.0);
+        uc.sigmask |= bit(sig);
+        return;
+    }
+    t.add_pending(info);
+    if let Some(r) = rewind {
+        uc.mcontext.rip = r;
+    }
+}
+
+/// A fault-type signal (a real fault, or one sent with a kernel si_code)
+/// for the program. Its default action, or a fault the program blocks or
+/// ignores, is dealt with here; true if it is for the program's handler.
+fn fault_for_a_handler(t: &Thread, sig: i32, info: &SigInfo, uc: &mut UContext) -> bool {
+    let rip = uc.mcontext.rip;
+    let handler = t.process().get(sig).handler;
+    let blocked = t.sig_mask.get() & bit(sig) != 0;
+    if handler == SIG_DFL && !blocked {
+        crate::log!(
+            Debug,
+            "program fault: signal {} at rip={:#x} addr={:#x} rsp={:#x}",
+            sig,
+            uc.mcontext.rip,
+            info.addr(),
+            uc.mcontext.rsp
+        );
+        // Real or sent, the default action: raise the signal again with
+        // the host's default disposition. It stays pending (blocked in
+        // this handler) until the program's context is back, so the
+        // process dies there (core dump and all), before the faulting
+        // instruction could run again, as natively.
+        let dfl = host_default();
+        let _ = host::rt_sigaction(sig, Some(&dfl), None);
+        let _ = host::tgkill(host::getpid(), host::gettid(), sig);
+        uc.sigmask = host_mask(t.sig_mask.get()) & !bit(sig);
+        return false;
+    }
+    if handler == SIG_IGN || blocked {
+        // A real fault the program blocks or ignores kills it (Linux's
+        // force_sig); a sent one is ignored or stays pending.
+        if is_real_trap(sig, info, uc) || fault_recurs(t, sig, rip) {
+            die_of(sig);
+        }
+        if blocked {
+            t.add_pending(info);
+        }
+        return false;
+    }
+    true
 }

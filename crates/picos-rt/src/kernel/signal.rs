@@ -432,6 +432,12 @@ pub struct SigActions {
     slots: [[AtomicU64; 4]; NSIG],
 }
 
+impl Default for SigActions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl SigActions {
     pub const fn new() -> Self {
         SigActions {

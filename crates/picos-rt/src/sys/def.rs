@@ -6,9 +6,10 @@ use crate::sys::{Ctx, SysResult};
 /// A system call handler inside the runtime.
 pub type Handler = fn(&mut Ctx<'_>) -> SysResult;
 
-/// How picos serves a system call.
+/// A system call's support level (`picos syscalls` prints it), with the
+/// handler where the runtime has one.
 #[derive(Clone, Copy)]
-pub enum Serve {
+pub enum Support {
     /// Answered inside the library OS; may use host calls internally.
     Emulated(Handler),
     /// Checked or rewritten by the runtime, then passed to the host.
@@ -22,14 +23,14 @@ pub enum Serve {
     Unsupported,
 }
 
-impl Serve {
+impl Support {
     /// Short name of the support level, as `picos syscalls` prints it.
     pub fn level(&self) -> &'static str {
         match self {
-            Serve::Emulated(_) => "emulated",
-            Serve::Mediated(_) => "mediated",
-            Serve::Host | Serve::HostBlocking { .. } => "host",
-            Serve::Unsupported => "unsupported",
+            Support::Emulated(_) => "emulated",
+            Support::Mediated(_) => "mediated",
+            Support::Host | Support::HostBlocking { .. } => "host",
+            Support::Unsupported => "unsupported",
         }
     }
 }
@@ -63,7 +64,7 @@ impl Sandbox {
 pub struct SyscallDef {
     pub nr: u32,
     pub name: &'static str,
-    pub serve: Serve,
+    pub support: Support,
     /// Argument formats for `--trace`, one letter per argument: d int,
     /// u unsigned, x hex, f fd, s string, p pointer, o octal, g signal,
     /// a string array.
@@ -90,11 +91,11 @@ pub fn route(nr: u32) -> u8 {
         return class::FAST;
     };
     let fd = d.args.starts_with('f') && !d.args.contains('s');
-    match (d.serve, fd) {
-        (Serve::Host, false) => class::DIRECT,
-        (Serve::Host, true) => class::DIRECT_FD,
-        (Serve::HostBlocking { .. }, false) => class::DIRECT_BLOCKING,
-        (Serve::HostBlocking { .. }, true) => class::DIRECT_FD_BLOCKING,
+    match (d.support, fd) {
+        (Support::Host, false) => class::DIRECT,
+        (Support::Host, true) => class::DIRECT_FD,
+        (Support::HostBlocking { .. }, false) => class::DIRECT_BLOCKING,
+        (Support::HostBlocking { .. }, true) => class::DIRECT_FD_BLOCKING,
         _ => class::FAST,
     }
 }
@@ -124,8 +125,8 @@ mod tests {
         assert_eq!(lookup(0).unwrap().name, "read");
         assert_eq!(lookup(39).unwrap().name, "getpid");
         assert_eq!(lookup(59).unwrap().name, "execve");
-        assert_eq!(lookup(15).unwrap().serve.level(), "emulated");
-        assert_eq!(lookup(425).unwrap().serve.level(), "unsupported"); // io_uring_setup
+        assert_eq!(lookup(15).unwrap().support.level(), "emulated");
+        assert_eq!(lookup(425).unwrap().support.level(), "unsupported"); // io_uring_setup
         assert!(lookup(1000).is_none());
     }
 

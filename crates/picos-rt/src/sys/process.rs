@@ -218,11 +218,9 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
             ],
         )
     })?;
-    if r == 0 {
-        if a.stack != 0 {
-            // The child returns to the program on the stack it was given.
-            c.uc.mcontext.rsp = a.stack as u64;
-        }
+    if r == 0 && a.stack != 0 {
+        // The child returns to the program on the stack it was given.
+        c.uc.mcontext.rsp = a.stack as u64;
     }
     Ok(r)
 }

@@ -227,8 +227,6 @@ enum MaskedWait {
     EpollPwait2,
 }
 
-/// A timeout of zero, for the probe of [`wait_with_mask`].
-
 impl MaskedWait {
     /// The argument that points at a timespec timeout, if the call has one.
     fn timespec_arg(self) -> Option<usize> {

@@ -7,7 +7,7 @@
 
 use crate::host::nr::MAX_NR;
 use crate::sys;
-use crate::sys::def::{Sandbox, Serve, SyscallDef};
+use crate::sys::def::{Sandbox, Support, SyscallDef};
 
 /// Every x86-64 system call picos knows, sorted by number.
 pub static TABLE: &[SyscallDef] = &DEFS;
@@ -32,7 +32,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 0,
         name: "read",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpu",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -41,7 +41,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 1,
         name: "write",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpu",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -50,7 +50,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 2,
         name: "open",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "sxo",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -59,7 +59,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 3,
         name: "close",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "f",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -68,7 +68,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 4,
         name: "stat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "sp",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -77,7 +77,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 5,
         name: "fstat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -86,7 +86,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 6,
         name: "lstat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "sp",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -95,7 +95,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 7,
         name: "poll",
-        serve: Serve::HostBlocking { restart: false },
+        support: Support::HostBlocking { restart: false },
         args: "pud",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -104,7 +104,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 8,
         name: "lseek",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fdd",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -113,7 +113,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 9,
         name: "mmap",
-        serve: Serve::Mediated(sys::memory::mmap),
+        support: Support::Mediated(sys::memory::mmap),
         args: "pxxxfx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -122,7 +122,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 10,
         name: "mprotect",
-        serve: Serve::Mediated(sys::memory::mprotect),
+        support: Support::Mediated(sys::memory::mprotect),
         args: "pxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -131,7 +131,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 11,
         name: "munmap",
-        serve: Serve::Mediated(sys::memory::munmap),
+        support: Support::Mediated(sys::memory::munmap),
         args: "px",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -140,7 +140,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 12,
         name: "brk",
-        serve: Serve::Emulated(sys::memory::brk),
+        support: Support::Emulated(sys::memory::brk),
         args: "p",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -149,7 +149,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 13,
         name: "rt_sigaction",
-        serve: Serve::Emulated(sys::signal::rt_sigaction),
+        support: Support::Emulated(sys::signal::rt_sigaction),
         args: "gppu",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -158,7 +158,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 14,
         name: "rt_sigprocmask",
-        serve: Serve::Emulated(sys::signal::rt_sigprocmask),
+        support: Support::Emulated(sys::signal::rt_sigprocmask),
         args: "dppu",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -167,7 +167,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 15,
         name: "rt_sigreturn",
-        serve: Serve::Emulated(sys::signal::rt_sigreturn),
+        support: Support::Emulated(sys::signal::rt_sigreturn),
         args: "",
         full_context: true,
         sandbox: Sandbox::Allow,
@@ -176,7 +176,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 16,
         name: "ioctl",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fxp",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -185,7 +185,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 17,
         name: "pread64",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpud",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -194,7 +194,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 18,
         name: "pwrite64",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpud",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -203,7 +203,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 19,
         name: "readv",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpd",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -212,7 +212,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 20,
         name: "writev",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpd",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -221,7 +221,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 21,
         name: "access",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "so",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -230,7 +230,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 22,
         name: "pipe",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "p",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -239,7 +239,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 23,
         name: "select",
-        serve: Serve::HostBlocking { restart: false },
+        support: Support::HostBlocking { restart: false },
         args: "dpppp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -248,7 +248,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 24,
         name: "sched_yield",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -257,7 +257,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 25,
         name: "mremap",
-        serve: Serve::Mediated(sys::memory::mremap),
+        support: Support::Mediated(sys::memory::mremap),
         args: "pxxxp",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -266,7 +266,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 26,
         name: "msync",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "pxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -275,7 +275,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 27,
         name: "mincore",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -284,7 +284,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 28,
         name: "madvise",
-        serve: Serve::Mediated(sys::memory::madvise),
+        support: Support::Mediated(sys::memory::madvise),
         args: "pxd",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -293,7 +293,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 29,
         name: "shmget",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -302,7 +302,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 30,
         name: "shmat",
-        serve: Serve::Mediated(sys::memory::shmat),
+        support: Support::Mediated(sys::memory::shmat),
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -311,7 +311,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 31,
         name: "shmctl",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -320,7 +320,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 32,
         name: "dup",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "f",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -329,7 +329,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 33,
         name: "dup2",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "ff",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -338,7 +338,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 34,
         name: "pause",
-        serve: Serve::HostBlocking { restart: false },
+        support: Support::HostBlocking { restart: false },
         args: "",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -347,7 +347,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 35,
         name: "nanosleep",
-        serve: Serve::HostBlocking { restart: false },
+        support: Support::HostBlocking { restart: false },
         args: "pp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -356,7 +356,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 36,
         name: "getitimer",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "dp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -365,7 +365,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 37,
         name: "alarm",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "u",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -374,7 +374,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 38,
         name: "setitimer",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "dpp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -383,7 +383,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 39,
         name: "getpid",
-        serve: Serve::Emulated(sys::ids::getpid),
+        support: Support::Emulated(sys::ids::getpid),
         args: "",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -392,7 +392,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 40,
         name: "sendfile",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "ffpu",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -401,7 +401,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 41,
         name: "socket",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "ddd",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -410,7 +410,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 42,
         name: "connect",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpd",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -419,7 +419,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 43,
         name: "accept",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpp",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -428,7 +428,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 44,
         name: "sendto",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpuxpd",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -437,7 +437,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 45,
         name: "recvfrom",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpuxpp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -446,7 +446,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 46,
         name: "sendmsg",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -455,7 +455,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 47,
         name: "recvmsg",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -464,7 +464,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 48,
         name: "shutdown",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fd",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -473,7 +473,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 49,
         name: "bind",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fpd",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -482,7 +482,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 50,
         name: "listen",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fd",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -491,7 +491,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 51,
         name: "getsockname",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fpp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -500,7 +500,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 52,
         name: "getpeername",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fpp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -509,7 +509,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 53,
         name: "socketpair",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "dddp",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -518,7 +518,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 54,
         name: "setsockopt",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fddpd",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -527,7 +527,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 55,
         name: "getsockopt",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fddpp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -536,7 +536,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 56,
         name: "clone",
-        serve: Serve::Emulated(sys::process::clone),
+        support: Support::Emulated(sys::process::clone),
         args: "xppppp",
         full_context: true,
         sandbox: Sandbox::Check,
@@ -545,7 +545,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 57,
         name: "fork",
-        serve: Serve::Emulated(sys::process::fork),
+        support: Support::Emulated(sys::process::fork),
         args: "",
         full_context: true,
         sandbox: Sandbox::Check,
@@ -554,7 +554,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 58,
         name: "vfork",
-        serve: Serve::Emulated(sys::process::vfork),
+        support: Support::Emulated(sys::process::vfork),
         args: "",
         full_context: true,
         sandbox: Sandbox::Check,
@@ -563,7 +563,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 59,
         name: "execve",
-        serve: Serve::Emulated(sys::process::execve),
+        support: Support::Emulated(sys::process::execve),
         args: "saa",
         full_context: true,
         sandbox: Sandbox::Check,
@@ -572,7 +572,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 60,
         name: "exit",
-        serve: Serve::Emulated(sys::process::exit),
+        support: Support::Emulated(sys::process::exit),
         args: "d",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -581,7 +581,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 61,
         name: "wait4",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "dpxp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -590,7 +590,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 62,
         name: "kill",
-        serve: Serve::Mediated(sys::signal::kill),
+        support: Support::Mediated(sys::signal::kill),
         args: "dg",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -599,7 +599,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 63,
         name: "uname",
-        serve: Serve::Emulated(sys::ids::uname),
+        support: Support::Emulated(sys::ids::uname),
         args: "p",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -608,7 +608,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 64,
         name: "semget",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -617,7 +617,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 65,
         name: "semop",
-        serve: Serve::HostBlocking { restart: false },
+        support: Support::HostBlocking { restart: false },
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -626,7 +626,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 66,
         name: "semctl",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -635,7 +635,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 67,
         name: "shmdt",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -644,7 +644,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 68,
         name: "msgget",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -653,7 +653,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 69,
         name: "msgsnd",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -662,7 +662,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 70,
         name: "msgrcv",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -671,7 +671,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 71,
         name: "msgctl",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -680,7 +680,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 72,
         name: "fcntl",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fdx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -689,7 +689,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 73,
         name: "flock",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fd",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -698,7 +698,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 74,
         name: "fsync",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "f",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -707,7 +707,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 75,
         name: "fdatasync",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "f",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -716,7 +716,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 76,
         name: "truncate",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "sd",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -725,7 +725,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 77,
         name: "ftruncate",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fd",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -734,7 +734,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 78,
         name: "getdents",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fpu",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -743,7 +743,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 79,
         name: "getcwd",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "pu",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -752,7 +752,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 80,
         name: "chdir",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "s",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -761,7 +761,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 81,
         name: "fchdir",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "f",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -770,7 +770,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 82,
         name: "rename",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "ss",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -779,7 +779,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 83,
         name: "mkdir",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "so",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -788,7 +788,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 84,
         name: "rmdir",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "s",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -797,7 +797,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 85,
         name: "creat",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "so",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -806,7 +806,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 86,
         name: "link",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "ss",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -815,7 +815,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 87,
         name: "unlink",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "s",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -824,7 +824,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 88,
         name: "symlink",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "ss",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -833,7 +833,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 89,
         name: "readlink",
-        serve: Serve::Mediated(sys::fs::readlink),
+        support: Support::Mediated(sys::fs::readlink),
         args: "spu",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -842,7 +842,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 90,
         name: "chmod",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "so",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -851,7 +851,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 91,
         name: "fchmod",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fo",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -860,7 +860,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 92,
         name: "chown",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "sdd",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -869,7 +869,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 93,
         name: "fchown",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fdd",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -878,7 +878,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 94,
         name: "lchown",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "sdd",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -887,7 +887,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 95,
         name: "umask",
-        serve: Serve::Emulated(sys::ids::umask),
+        support: Support::Emulated(sys::ids::umask),
         args: "o",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -896,7 +896,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 96,
         name: "gettimeofday",
-        serve: Serve::Emulated(sys::ids::gettimeofday),
+        support: Support::Emulated(sys::ids::gettimeofday),
         args: "pp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -905,7 +905,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 97,
         name: "getrlimit",
-        serve: Serve::Emulated(sys::ids::getrlimit),
+        support: Support::Emulated(sys::ids::getrlimit),
         args: "dp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -914,7 +914,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 98,
         name: "getrusage",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "dp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -923,7 +923,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 99,
         name: "sysinfo",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "p",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -932,7 +932,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 100,
         name: "times",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -941,7 +941,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 101,
         name: "ptrace",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -950,7 +950,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 102,
         name: "getuid",
-        serve: Serve::Emulated(sys::ids::getuid),
+        support: Support::Emulated(sys::ids::getuid),
         args: "",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -959,7 +959,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 103,
         name: "syslog",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -968,7 +968,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 104,
         name: "getgid",
-        serve: Serve::Emulated(sys::ids::getgid),
+        support: Support::Emulated(sys::ids::getgid),
         args: "",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -977,7 +977,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 105,
         name: "setuid",
-        serve: Serve::Mediated(sys::ids::set_ids),
+        support: Support::Mediated(sys::ids::set_ids),
         args: "d",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -986,7 +986,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 106,
         name: "setgid",
-        serve: Serve::Mediated(sys::ids::set_ids),
+        support: Support::Mediated(sys::ids::set_ids),
         args: "d",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -995,7 +995,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 107,
         name: "geteuid",
-        serve: Serve::Emulated(sys::ids::geteuid),
+        support: Support::Emulated(sys::ids::geteuid),
         args: "",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1004,7 +1004,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 108,
         name: "getegid",
-        serve: Serve::Emulated(sys::ids::getegid),
+        support: Support::Emulated(sys::ids::getegid),
         args: "",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1013,7 +1013,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 109,
         name: "setpgid",
-        serve: Serve::Mediated(sys::ids::set_pgid),
+        support: Support::Mediated(sys::ids::set_pgid),
         args: "dd",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1022,7 +1022,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 110,
         name: "getppid",
-        serve: Serve::Emulated(sys::ids::getppid),
+        support: Support::Emulated(sys::ids::getppid),
         args: "",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1031,7 +1031,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 111,
         name: "getpgrp",
-        serve: Serve::Emulated(sys::ids::getpgrp),
+        support: Support::Emulated(sys::ids::getpgrp),
         args: "",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1040,7 +1040,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 112,
         name: "setsid",
-        serve: Serve::Mediated(sys::ids::set_pgid),
+        support: Support::Mediated(sys::ids::set_pgid),
         args: "",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1049,7 +1049,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 113,
         name: "setreuid",
-        serve: Serve::Mediated(sys::ids::set_ids),
+        support: Support::Mediated(sys::ids::set_ids),
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1058,7 +1058,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 114,
         name: "setregid",
-        serve: Serve::Mediated(sys::ids::set_ids),
+        support: Support::Mediated(sys::ids::set_ids),
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1067,7 +1067,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 115,
         name: "getgroups",
-        serve: Serve::Emulated(sys::ids::getgroups),
+        support: Support::Emulated(sys::ids::getgroups),
         args: "dp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1076,7 +1076,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 116,
         name: "setgroups",
-        serve: Serve::Mediated(sys::ids::set_ids),
+        support: Support::Mediated(sys::ids::set_ids),
         args: "dp",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1085,7 +1085,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 117,
         name: "setresuid",
-        serve: Serve::Mediated(sys::ids::set_ids),
+        support: Support::Mediated(sys::ids::set_ids),
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1094,7 +1094,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 118,
         name: "getresuid",
-        serve: Serve::Emulated(sys::ids::getresuid),
+        support: Support::Emulated(sys::ids::getresuid),
         args: "ppp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1103,7 +1103,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 119,
         name: "setresgid",
-        serve: Serve::Mediated(sys::ids::set_ids),
+        support: Support::Mediated(sys::ids::set_ids),
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1112,7 +1112,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 120,
         name: "getresgid",
-        serve: Serve::Emulated(sys::ids::getresgid),
+        support: Support::Emulated(sys::ids::getresgid),
         args: "ppp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1121,7 +1121,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 121,
         name: "getpgid",
-        serve: Serve::Emulated(sys::ids::getpgid),
+        support: Support::Emulated(sys::ids::getpgid),
         args: "d",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1130,7 +1130,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 122,
         name: "setfsuid",
-        serve: Serve::Mediated(sys::ids::set_ids),
+        support: Support::Mediated(sys::ids::set_ids),
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1139,7 +1139,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 123,
         name: "setfsgid",
-        serve: Serve::Mediated(sys::ids::set_ids),
+        support: Support::Mediated(sys::ids::set_ids),
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1148,7 +1148,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 124,
         name: "getsid",
-        serve: Serve::Emulated(sys::ids::getsid),
+        support: Support::Emulated(sys::ids::getsid),
         args: "d",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1157,7 +1157,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 125,
         name: "capget",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1166,7 +1166,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 126,
         name: "capset",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1175,7 +1175,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 127,
         name: "rt_sigpending",
-        serve: Serve::Emulated(sys::signal::rt_sigpending),
+        support: Support::Emulated(sys::signal::rt_sigpending),
         args: "pu",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1184,7 +1184,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 128,
         name: "rt_sigtimedwait",
-        serve: Serve::Mediated(sys::signal::rt_sigtimedwait),
+        support: Support::Mediated(sys::signal::rt_sigtimedwait),
         args: "pppu",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1193,7 +1193,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 129,
         name: "rt_sigqueueinfo",
-        serve: Serve::Mediated(sys::signal::rt_sigqueueinfo),
+        support: Support::Mediated(sys::signal::rt_sigqueueinfo),
         args: "dgp",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1202,7 +1202,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 130,
         name: "rt_sigsuspend",
-        serve: Serve::Emulated(sys::signal::rt_sigsuspend),
+        support: Support::Emulated(sys::signal::rt_sigsuspend),
         args: "pu",
         full_context: true,
         sandbox: Sandbox::Allow,
@@ -1211,7 +1211,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 131,
         name: "sigaltstack",
-        serve: Serve::Emulated(sys::signal::sigaltstack),
+        support: Support::Emulated(sys::signal::sigaltstack),
         args: "pp",
         full_context: true,
         sandbox: Sandbox::Allow,
@@ -1220,7 +1220,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 132,
         name: "utime",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1229,7 +1229,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 133,
         name: "mknod",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "sox",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1238,7 +1238,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 134,
         name: "uselib",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1247,7 +1247,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 135,
         name: "personality",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1256,7 +1256,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 136,
         name: "ustat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1265,7 +1265,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 137,
         name: "statfs",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "sp",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1274,7 +1274,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 138,
         name: "fstatfs",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1283,7 +1283,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 139,
         name: "sysfs",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1292,7 +1292,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 140,
         name: "getpriority",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1301,7 +1301,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 141,
         name: "setpriority",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1310,7 +1310,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 142,
         name: "sched_setparam",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1319,7 +1319,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 143,
         name: "sched_getparam",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "dp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1328,7 +1328,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 144,
         name: "sched_setscheduler",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "ddp",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1337,7 +1337,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 145,
         name: "sched_getscheduler",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "d",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1346,7 +1346,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 146,
         name: "sched_get_priority_max",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1355,7 +1355,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 147,
         name: "sched_get_priority_min",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1364,7 +1364,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 148,
         name: "sched_rr_get_interval",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1373,7 +1373,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 149,
         name: "mlock",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "px",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1382,7 +1382,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 150,
         name: "munlock",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "px",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1391,7 +1391,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 151,
         name: "mlockall",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1400,7 +1400,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 152,
         name: "munlockall",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1409,7 +1409,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 153,
         name: "vhangup",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1418,7 +1418,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 154,
         name: "modify_ldt",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1427,7 +1427,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 155,
         name: "pivot_root",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1436,7 +1436,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 156,
         name: "_sysctl",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1445,7 +1445,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 157,
         name: "prctl",
-        serve: Serve::Mediated(sys::process::prctl),
+        support: Support::Mediated(sys::process::prctl),
         args: "dxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1454,7 +1454,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 158,
         name: "arch_prctl",
-        serve: Serve::Emulated(sys::process::arch_prctl),
+        support: Support::Emulated(sys::process::arch_prctl),
         args: "xp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1463,7 +1463,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 159,
         name: "adjtimex",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1472,7 +1472,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 160,
         name: "setrlimit",
-        serve: Serve::Mediated(sys::ids::setrlimit),
+        support: Support::Mediated(sys::ids::setrlimit),
         args: "dp",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1481,7 +1481,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 161,
         name: "chroot",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "s",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1490,7 +1490,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 162,
         name: "sync",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1499,7 +1499,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 163,
         name: "acct",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1508,7 +1508,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 164,
         name: "settimeofday",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1517,7 +1517,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 165,
         name: "mount",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "sssxp",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1526,7 +1526,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 166,
         name: "umount2",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "sx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1535,7 +1535,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 167,
         name: "swapon",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1544,7 +1544,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 168,
         name: "swapoff",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1553,7 +1553,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 169,
         name: "reboot",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1562,7 +1562,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 170,
         name: "sethostname",
-        serve: Serve::Mediated(sys::ids::set_uts),
+        support: Support::Mediated(sys::ids::set_uts),
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1571,7 +1571,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 171,
         name: "setdomainname",
-        serve: Serve::Mediated(sys::ids::set_uts),
+        support: Support::Mediated(sys::ids::set_uts),
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1580,7 +1580,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 172,
         name: "iopl",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1589,7 +1589,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 173,
         name: "ioperm",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1598,7 +1598,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 174,
         name: "create_module",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1607,7 +1607,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 175,
         name: "init_module",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1616,7 +1616,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 176,
         name: "delete_module",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1625,7 +1625,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 177,
         name: "get_kernel_syms",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1634,7 +1634,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 178,
         name: "query_module",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1643,7 +1643,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 179,
         name: "quotactl",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1652,7 +1652,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 180,
         name: "nfsservctl",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1661,7 +1661,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 181,
         name: "getpmsg",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1670,7 +1670,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 182,
         name: "putpmsg",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1679,7 +1679,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 183,
         name: "afs_syscall",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1688,7 +1688,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 184,
         name: "tuxcall",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1697,7 +1697,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 185,
         name: "security",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1706,7 +1706,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 186,
         name: "gettid",
-        serve: Serve::Emulated(sys::ids::gettid),
+        support: Support::Emulated(sys::ids::gettid),
         args: "",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1715,7 +1715,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 187,
         name: "readahead",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1724,7 +1724,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 188,
         name: "setxattr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1733,7 +1733,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 189,
         name: "lsetxattr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1742,7 +1742,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 190,
         name: "fsetxattr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1751,7 +1751,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 191,
         name: "getxattr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "sspu",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1760,7 +1760,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 192,
         name: "lgetxattr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "sspu",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1769,7 +1769,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 193,
         name: "fgetxattr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1778,7 +1778,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 194,
         name: "listxattr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1787,7 +1787,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 195,
         name: "llistxattr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1796,7 +1796,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 196,
         name: "flistxattr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1805,7 +1805,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 197,
         name: "removexattr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1814,7 +1814,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 198,
         name: "lremovexattr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1823,7 +1823,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 199,
         name: "fremovexattr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1832,7 +1832,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 200,
         name: "tkill",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "dg",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1841,7 +1841,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 201,
         name: "time",
-        serve: Serve::Emulated(sys::ids::time),
+        support: Support::Emulated(sys::ids::time),
         args: "p",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1850,7 +1850,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 202,
         name: "futex",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "pdxppx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1859,7 +1859,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 203,
         name: "sched_setaffinity",
-        serve: Serve::Mediated(sys::ids::sched_setaffinity),
+        support: Support::Mediated(sys::ids::sched_setaffinity),
         args: "dup",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1868,7 +1868,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 204,
         name: "sched_getaffinity",
-        serve: Serve::Emulated(sys::ids::sched_getaffinity),
+        support: Support::Emulated(sys::ids::sched_getaffinity),
         args: "dup",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1877,7 +1877,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 205,
         name: "set_thread_area",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1886,7 +1886,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 206,
         name: "io_setup",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1895,7 +1895,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 207,
         name: "io_destroy",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1904,7 +1904,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 208,
         name: "io_getevents",
-        serve: Serve::HostBlocking { restart: false },
+        support: Support::HostBlocking { restart: false },
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1913,7 +1913,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 209,
         name: "io_submit",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1922,7 +1922,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 210,
         name: "io_cancel",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1931,7 +1931,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 211,
         name: "get_thread_area",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1940,7 +1940,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 212,
         name: "lookup_dcookie",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1949,7 +1949,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 213,
         name: "epoll_create",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1958,7 +1958,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 214,
         name: "epoll_ctl_old",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1967,7 +1967,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 215,
         name: "epoll_wait_old",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1976,7 +1976,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 216,
         name: "remap_file_pages",
-        serve: Serve::Mediated(sys::memory::remap_file_pages),
+        support: Support::Mediated(sys::memory::remap_file_pages),
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1985,7 +1985,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 217,
         name: "getdents64",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fpu",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1994,7 +1994,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 218,
         name: "set_tid_address",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "p",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2003,7 +2003,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 219,
         name: "restart_syscall",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2012,7 +2012,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 220,
         name: "semtimedop",
-        serve: Serve::HostBlocking { restart: false },
+        support: Support::HostBlocking { restart: false },
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2021,7 +2021,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 221,
         name: "fadvise64",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fddd",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2030,7 +2030,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 222,
         name: "timer_create",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2039,7 +2039,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 223,
         name: "timer_settime",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2048,7 +2048,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 224,
         name: "timer_gettime",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2057,7 +2057,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 225,
         name: "timer_getoverrun",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2066,7 +2066,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 226,
         name: "timer_delete",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2075,7 +2075,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 227,
         name: "clock_settime",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2084,7 +2084,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 228,
         name: "clock_gettime",
-        serve: Serve::Emulated(sys::ids::clock_gettime),
+        support: Support::Emulated(sys::ids::clock_gettime),
         args: "dp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2093,7 +2093,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 229,
         name: "clock_getres",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "dp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2102,7 +2102,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 230,
         name: "clock_nanosleep",
-        serve: Serve::HostBlocking { restart: false },
+        support: Support::HostBlocking { restart: false },
         args: "dxpp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2111,7 +2111,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 231,
         name: "exit_group",
-        serve: Serve::Emulated(sys::process::exit_group),
+        support: Support::Emulated(sys::process::exit_group),
         args: "d",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2120,7 +2120,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 232,
         name: "epoll_wait",
-        serve: Serve::HostBlocking { restart: false },
+        support: Support::HostBlocking { restart: false },
         args: "fpdd",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2129,7 +2129,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 233,
         name: "epoll_ctl",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fdfp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2138,7 +2138,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 234,
         name: "tgkill",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "ddg",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2147,7 +2147,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 235,
         name: "utimes",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2156,7 +2156,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 236,
         name: "vserver",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2165,7 +2165,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 237,
         name: "mbind",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2174,7 +2174,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 238,
         name: "set_mempolicy",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2183,7 +2183,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 239,
         name: "get_mempolicy",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2192,7 +2192,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 240,
         name: "mq_open",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2201,7 +2201,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 241,
         name: "mq_unlink",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2210,7 +2210,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 242,
         name: "mq_timedsend",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2219,7 +2219,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 243,
         name: "mq_timedreceive",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2228,7 +2228,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 244,
         name: "mq_notify",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2237,7 +2237,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 245,
         name: "mq_getsetattr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2246,7 +2246,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 246,
         name: "kexec_load",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2255,7 +2255,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 247,
         name: "waitid",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "ddpxp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2264,7 +2264,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 248,
         name: "add_key",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2273,7 +2273,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 249,
         name: "request_key",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2282,7 +2282,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 250,
         name: "keyctl",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2291,7 +2291,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 251,
         name: "ioprio_set",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2300,7 +2300,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 252,
         name: "ioprio_get",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2309,7 +2309,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 253,
         name: "inotify_init",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2318,7 +2318,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 254,
         name: "inotify_add_watch",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fsx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2327,7 +2327,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 255,
         name: "inotify_rm_watch",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fd",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2336,7 +2336,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 256,
         name: "migrate_pages",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2345,7 +2345,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 257,
         name: "openat",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fsxo",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2354,7 +2354,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 258,
         name: "mkdirat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fso",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2363,7 +2363,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 259,
         name: "mknodat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fsox",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2372,7 +2372,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 260,
         name: "fchownat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fsddx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2381,7 +2381,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 261,
         name: "futimesat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fsp",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2390,7 +2390,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 262,
         name: "newfstatat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fspx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2399,7 +2399,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 263,
         name: "unlinkat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fsx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2408,7 +2408,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 264,
         name: "renameat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fsfs",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2417,7 +2417,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 265,
         name: "linkat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fsfsx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2426,7 +2426,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 266,
         name: "symlinkat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "sfs",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2435,7 +2435,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 267,
         name: "readlinkat",
-        serve: Serve::Mediated(sys::fs::readlinkat),
+        support: Support::Mediated(sys::fs::readlinkat),
         args: "fspu",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2444,7 +2444,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 268,
         name: "fchmodat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fso",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2453,7 +2453,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 269,
         name: "faccessat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fso",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2462,7 +2462,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 270,
         name: "pselect6",
-        serve: Serve::Mediated(sys::signal::pselect6),
+        support: Support::Mediated(sys::signal::pselect6),
         args: "dppppp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2471,7 +2471,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 271,
         name: "ppoll",
-        serve: Serve::Mediated(sys::signal::ppoll),
+        support: Support::Mediated(sys::signal::ppoll),
         args: "pupp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2480,7 +2480,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 272,
         name: "unshare",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2489,7 +2489,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 273,
         name: "set_robust_list",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "pu",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2498,7 +2498,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 274,
         name: "get_robust_list",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "dpp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2507,7 +2507,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 275,
         name: "splice",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpfpux",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2516,7 +2516,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 276,
         name: "tee",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2525,7 +2525,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 277,
         name: "sync_file_range",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fddx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2534,7 +2534,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 278,
         name: "vmsplice",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2543,7 +2543,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 279,
         name: "move_pages",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2552,7 +2552,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 280,
         name: "utimensat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fspx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2561,7 +2561,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 281,
         name: "epoll_pwait",
-        serve: Serve::Mediated(sys::signal::epoll_pwait),
+        support: Support::Mediated(sys::signal::epoll_pwait),
         args: "fpddpu",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2570,7 +2570,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 282,
         name: "signalfd",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2579,7 +2579,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 283,
         name: "timerfd_create",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "dx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2588,7 +2588,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 284,
         name: "eventfd",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2597,7 +2597,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 285,
         name: "fallocate",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fddd",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2606,7 +2606,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 286,
         name: "timerfd_settime",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fxpp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2615,7 +2615,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 287,
         name: "timerfd_gettime",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2624,7 +2624,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 288,
         name: "accept4",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fppx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2633,7 +2633,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 289,
         name: "signalfd4",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fpux",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2642,7 +2642,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 290,
         name: "eventfd2",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "ux",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2651,7 +2651,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 291,
         name: "epoll_create1",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "x",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2660,7 +2660,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 292,
         name: "dup3",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "ffx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2669,7 +2669,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 293,
         name: "pipe2",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "px",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2678,7 +2678,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 294,
         name: "inotify_init1",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "x",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2687,7 +2687,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 295,
         name: "preadv",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpdd",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2696,7 +2696,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 296,
         name: "pwritev",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpdd",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2705,7 +2705,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 297,
         name: "rt_tgsigqueueinfo",
-        serve: Serve::Mediated(sys::signal::rt_tgsigqueueinfo),
+        support: Support::Mediated(sys::signal::rt_tgsigqueueinfo),
         args: "ddgp",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2714,7 +2714,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 298,
         name: "perf_event_open",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2723,7 +2723,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 299,
         name: "recvmmsg",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpuxp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2732,7 +2732,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 300,
         name: "fanotify_init",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2741,7 +2741,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 301,
         name: "fanotify_mark",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2750,7 +2750,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 302,
         name: "prlimit64",
-        serve: Serve::Emulated(sys::ids::prlimit64),
+        support: Support::Emulated(sys::ids::prlimit64),
         args: "ddpp",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2759,7 +2759,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 303,
         name: "name_to_handle_at",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2768,7 +2768,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 304,
         name: "open_by_handle_at",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2777,7 +2777,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 305,
         name: "clock_adjtime",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2786,7 +2786,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 306,
         name: "syncfs",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2795,7 +2795,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 307,
         name: "sendmmsg",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpux",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2804,7 +2804,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 308,
         name: "setns",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2813,7 +2813,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 309,
         name: "getcpu",
-        serve: Serve::Emulated(sys::ids::getcpu),
+        support: Support::Emulated(sys::ids::getcpu),
         args: "ppp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2822,7 +2822,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 310,
         name: "process_vm_readv",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2831,7 +2831,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 311,
         name: "process_vm_writev",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2840,7 +2840,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 312,
         name: "kcmp",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2849,7 +2849,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 313,
         name: "finit_module",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2858,7 +2858,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 314,
         name: "sched_setattr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2867,7 +2867,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 315,
         name: "sched_getattr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2876,7 +2876,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 316,
         name: "renameat2",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2885,7 +2885,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 317,
         name: "seccomp",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2894,7 +2894,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 318,
         name: "getrandom",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "pux",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2903,7 +2903,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 319,
         name: "memfd_create",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "sx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2912,7 +2912,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 320,
         name: "kexec_file_load",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2921,7 +2921,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 321,
         name: "bpf",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2930,7 +2930,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 322,
         name: "execveat",
-        serve: Serve::Emulated(sys::process::execveat),
+        support: Support::Emulated(sys::process::execveat),
         args: "fsaax",
         full_context: true,
         sandbox: Sandbox::Check,
@@ -2939,7 +2939,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 323,
         name: "userfaultfd",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -2948,7 +2948,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 324,
         name: "membarrier",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2957,7 +2957,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 325,
         name: "mlock2",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2966,7 +2966,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 326,
         name: "copy_file_range",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpfpux",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2975,7 +2975,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 327,
         name: "preadv2",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpddx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2984,7 +2984,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 328,
         name: "pwritev2",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fpddx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2993,7 +2993,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 329,
         name: "pkey_mprotect",
-        serve: Serve::Mediated(sys::memory::pkey_mprotect),
+        support: Support::Mediated(sys::memory::pkey_mprotect),
         args: "pxxd",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -3002,7 +3002,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 330,
         name: "pkey_alloc",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3011,7 +3011,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 331,
         name: "pkey_free",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3020,7 +3020,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 332,
         name: "statx",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fsxxp",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -3029,7 +3029,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 333,
         name: "io_pgetevents",
-        serve: Serve::HostBlocking { restart: false },
+        support: Support::HostBlocking { restart: false },
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3038,7 +3038,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 334,
         name: "rseq",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "pudx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3047,7 +3047,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 335,
         name: "uretprobe",
-        serve: Serve::Emulated(sys::signal::uretprobe),
+        support: Support::Emulated(sys::signal::uretprobe),
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3056,7 +3056,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 424,
         name: "pidfd_send_signal",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -3065,7 +3065,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 425,
         name: "io_uring_setup",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -3074,7 +3074,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 426,
         name: "io_uring_enter",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -3083,7 +3083,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 427,
         name: "io_uring_register",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -3092,7 +3092,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 428,
         name: "open_tree",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -3101,7 +3101,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 429,
         name: "move_mount",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -3110,7 +3110,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 430,
         name: "fsopen",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -3119,7 +3119,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 431,
         name: "fsconfig",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -3128,7 +3128,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 432,
         name: "fsmount",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -3137,7 +3137,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 433,
         name: "fspick",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -3146,7 +3146,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 434,
         name: "pidfd_open",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -3155,7 +3155,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 435,
         name: "clone3",
-        serve: Serve::Emulated(sys::process::clone3),
+        support: Support::Emulated(sys::process::clone3),
         args: "pu",
         full_context: true,
         sandbox: Sandbox::Check,
@@ -3164,7 +3164,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 436,
         name: "close_range",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "uux",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3173,7 +3173,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 437,
         name: "openat2",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "fspu",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -3182,7 +3182,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 438,
         name: "pidfd_getfd",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -3191,7 +3191,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 439,
         name: "faccessat2",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fsox",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -3200,7 +3200,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 440,
         name: "process_madvise",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3209,7 +3209,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 441,
         name: "epoll_pwait2",
-        serve: Serve::Mediated(sys::signal::epoll_pwait2),
+        support: Support::Mediated(sys::signal::epoll_pwait2),
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3218,7 +3218,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 442,
         name: "mount_setattr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -3227,7 +3227,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 443,
         name: "quotactl_fd",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -3236,7 +3236,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 444,
         name: "landlock_create_ruleset",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3245,7 +3245,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 445,
         name: "landlock_add_rule",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3254,7 +3254,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 446,
         name: "landlock_restrict_self",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3263,7 +3263,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 447,
         name: "memfd_secret",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -3272,7 +3272,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 448,
         name: "process_mrelease",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3281,7 +3281,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 449,
         name: "futex_waitv",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3290,7 +3290,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 450,
         name: "set_mempolicy_home_node",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3299,7 +3299,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 451,
         name: "cachestat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fppx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3308,7 +3308,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 452,
         name: "fchmodat2",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "fsox",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -3317,7 +3317,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 453,
         name: "map_shadow_stack",
-        serve: Serve::Unsupported,
+        support: Support::Unsupported,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -3326,7 +3326,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 454,
         name: "futex_wake",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3335,7 +3335,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 455,
         name: "futex_wait",
-        serve: Serve::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: true },
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3344,7 +3344,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 456,
         name: "futex_requeue",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3353,7 +3353,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 457,
         name: "statmount",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -3362,7 +3362,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 458,
         name: "listmount",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -3371,7 +3371,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 459,
         name: "lsm_get_self_attr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3380,7 +3380,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 460,
         name: "lsm_set_self_attr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -3389,7 +3389,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 461,
         name: "lsm_list_modules",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3398,7 +3398,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 462,
         name: "mseal",
-        serve: Serve::Mediated(sys::memory::mseal),
+        support: Support::Mediated(sys::memory::mseal),
         args: "pxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3407,7 +3407,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 463,
         name: "setxattrat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3416,7 +3416,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 464,
         name: "getxattrat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3425,7 +3425,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 465,
         name: "listxattrat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3434,7 +3434,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 466,
         name: "removexattrat",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3443,7 +3443,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 467,
         name: "open_tree_attr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -3452,7 +3452,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 468,
         name: "file_getattr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -3461,7 +3461,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 469,
         name: "file_setattr",
-        serve: Serve::Host,
+        support: Support::Host,
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Allow,

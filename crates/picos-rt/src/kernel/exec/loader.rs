@@ -487,22 +487,47 @@ fn map_elf(
         .iter()
         .filter(|p| p.p_type.get(LE) == PT_LOAD)
         .collect();
-    if loads.is_empty() {
-        return Err(ExecError::BadElf("ELF file with nothing to load"));
+    let (bias, end) = place(h, &loads, is_main)?;
+    for p in &loads {
+        // As Linux: a non-PIE executable must not overlap anything (it
+        // fails with EEXIST), but a non-PIE interpreter replaces whatever
+        // is at its addresses (load_elf_interp maps it MAP_FIXED; never the
+        // runtime's memory, refused by `place`).
+        let fixed = if bias == 0 && is_main {
+            MAP_FIXED_NOREPLACE
+        } else {
+            MAP_FIXED
+        };
+        map_segment(fd, p, bias, fixed)?;
     }
-    let lo = page_down(
+    Ok(Image {
+        bias,
+        entry: bias + h.e_entry.get(LE) as usize,
+        phdr: phdr_address(h, phdrs, &loads, bias),
+        phnum: phdrs.len(),
+        end,
+    })
+}
+
+/// Where the PT_LOAD segments `loads` go: the bias added to their
+/// addresses (0 for a non-PIE executable, which must not touch the
+/// runtime's memory; for a PIE, a reservation of their whole span, at a
+/// random address for the main program) and the end of the last one.
+fn place(
+    h: &FileHeader64<LE>,
+    loads: &[&ProgramHeader64<LE>],
+    is_main: bool,
+) -> Result<(usize, usize), ExecError> {
+    let (Some(lo_raw), Some(hi_raw)) = (
+        loads.iter().map(|p| p.p_vaddr.get(LE) as usize).min(),
         loads
             .iter()
-            .map(|p| p.p_vaddr.get(LE) as usize)
-            .min()
-            .unwrap(),
-    );
-    let hi_raw = loads
-        .iter()
-        .map(|p| (p.p_vaddr.get(LE) + p.p_memsz.get(LE)) as usize)
-        .max()
-        .unwrap();
-    let hi = page_up(hi_raw);
+            .map(|p| (p.p_vaddr.get(LE) + p.p_memsz.get(LE)) as usize)
+            .max(),
+    ) else {
+        return Err(ExecError::BadElf("ELF file with nothing to load"));
+    };
+    let (lo, hi) = (page_down(lo_raw), page_up(hi_raw));
     if hi <= lo || hi - lo > (1 << 40) {
         return Err(ExecError::BadElf("ELF segments span an impossible range"));
     }
@@ -521,69 +546,78 @@ fn map_elf(
         let addr = user::reserve(hint, span).map_err(ExecError::Map)?;
         addr - lo
     };
-    for p in &loads {
-        let (vaddr, memsz, filesz, off) = (
-            p.p_vaddr.get(LE) as usize,
-            p.p_memsz.get(LE) as usize,
-            p.p_filesz.get(LE) as usize,
-            p.p_offset.get(LE) as usize,
-        );
-        if filesz > memsz || (vaddr % runtime::PAGE_SIZE) != (off % runtime::PAGE_SIZE) {
-            return Err(ExecError::BadElf("misaligned ELF segment"));
-        }
-        let prot = prot_of(p.p_flags.get(LE));
-        let start = bias + vaddr;
-        let page = page_down(start);
-        // As Linux: a non-PIE executable must not overlap anything (it
-        // fails with EEXIST), but a non-PIE interpreter replaces whatever
-        // is at its addresses (load_elf_interp maps it MAP_FIXED; never the
-        // runtime's memory, refused above).
-        let fixed = if bias == 0 && is_main {
-            MAP_FIXED_NOREPLACE
-        } else {
-            MAP_FIXED
-        };
-        if filesz > 0 {
-            let len = page_up(start + filesz) - page;
-            // Inside our reservation (PIE) or a free range (non-PIE).
-            user::map_fixed(
-                page,
-                len,
-                prot | (PROT_WRITE * (memsz > filesz) as i32),
-                MAP_PRIVATE | fixed,
-                fd,
-                (off - (start - page)) as u64,
-            )
-            .map_err(ExecError::Map)?;
-        }
-        if memsz > filesz {
-            let zero_start = start + filesz;
-            let zero_page_end = page_up(zero_start);
-            if filesz > 0 && zero_start != zero_page_end {
-                let zeros = vec![0u8; zero_page_end - zero_start];
-                user::copy_out(zero_start, &zeros).map_err(ExecError::Map)?;
-            }
-            if filesz > 0 {
-                // The segment's own protection again.
-                user::protect(page, zero_page_end - page, prot).map_err(ExecError::Map)?;
-            }
-            let anon_start = if filesz > 0 { zero_page_end } else { page };
-            let anon_end = page_up(start + memsz);
-            if anon_end > anon_start {
-                user::map_fixed(
-                    anon_start,
-                    anon_end - anon_start,
-                    prot,
-                    MAP_PRIVATE | MAP_ANONYMOUS | fixed,
-                    -1,
-                    0,
-                )
-                .map_err(ExecError::Map)?;
-            }
-        }
+    Ok((bias, bias + hi_raw))
+}
+
+/// Maps one PT_LOAD segment at `bias` plus its address (`fixed`:
+/// MAP_FIXED or MAP_FIXED_NOREPLACE): its file part from `fd`, the zeroed
+/// rest of its last file page, and anonymous pages for the rest of its
+/// memory size (.bss).
+fn map_segment(fd: i32, p: &ProgramHeader64<LE>, bias: usize, fixed: i32) -> Result<(), ExecError> {
+    let (vaddr, memsz, filesz, off) = (
+        p.p_vaddr.get(LE) as usize,
+        p.p_memsz.get(LE) as usize,
+        p.p_filesz.get(LE) as usize,
+        p.p_offset.get(LE) as usize,
+    );
+    if filesz > memsz || (vaddr % runtime::PAGE_SIZE) != (off % runtime::PAGE_SIZE) {
+        return Err(ExecError::BadElf("misaligned ELF segment"));
     }
+    let prot = prot_of(p.p_flags.get(LE));
+    let start = bias + vaddr;
+    let page = page_down(start);
+    if filesz > 0 {
+        let len = page_up(start + filesz) - page;
+        // Inside our reservation (PIE) or a free range (non-PIE).
+        user::map_fixed(
+            page,
+            len,
+            prot | (PROT_WRITE * (memsz > filesz) as i32),
+            MAP_PRIVATE | fixed,
+            fd,
+            (off - (start - page)) as u64,
+        )
+        .map_err(ExecError::Map)?;
+    }
+    if memsz <= filesz {
+        return Ok(());
+    }
+    let zero_start = start + filesz;
+    let zero_page_end = page_up(zero_start);
+    if filesz > 0 && zero_start != zero_page_end {
+        let zeros = vec![0u8; zero_page_end - zero_start];
+        user::copy_out(zero_start, &zeros).map_err(ExecError::Map)?;
+    }
+    if filesz > 0 {
+        // The segment's own protection again.
+        user::protect(page, zero_page_end - page, prot).map_err(ExecError::Map)?;
+    }
+    let anon_start = if filesz > 0 { zero_page_end } else { page };
+    let anon_end = page_up(start + memsz);
+    if anon_end > anon_start {
+        user::map_fixed(
+            anon_start,
+            anon_end - anon_start,
+            prot,
+            MAP_PRIVATE | MAP_ANONYMOUS | fixed,
+            -1,
+            0,
+        )
+        .map_err(ExecError::Map)?;
+    }
+    Ok(())
+}
+
+/// The address of the program headers in memory (AT_PHDR): PT_PHDR's, or
+/// where a loaded segment holds the file's program headers (0 if none).
+fn phdr_address(
+    h: &FileHeader64<LE>,
+    phdrs: &[ProgramHeader64<LE>],
+    loads: &[&ProgramHeader64<LE>],
+    bias: usize,
+) -> usize {
     let phoff = h.e_phoff.get(LE) as usize;
-    let phdr = phdrs
+    phdrs
         .iter()
         .find(|p| p.p_type.get(LE) == PT_PHDR)
         .map(|p| bias + p.p_vaddr.get(LE) as usize)
@@ -594,14 +628,7 @@ fn map_elf(
                     .then(|| bias + p.p_vaddr.get(LE) as usize + (phoff - o))
             })
         })
-        .unwrap_or(0);
-    Ok(Image {
-        bias,
-        entry: bias + h.e_entry.get(LE) as usize,
-        phdr,
-        phnum: phdrs.len(),
-        end: bias + hi_raw,
-    })
+        .unwrap_or(0)
 }
 
 /// What the loader produced: where to start, and the auxv values it decides.
