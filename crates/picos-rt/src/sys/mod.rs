@@ -10,8 +10,12 @@ pub mod fs;
 pub mod ids;
 pub mod memory;
 pub mod process;
+pub mod resource;
+pub mod sched;
 pub mod signal;
 pub mod table;
+pub mod time;
+pub mod uts;
 
 use crate::arch::UContext;
 use crate::host;

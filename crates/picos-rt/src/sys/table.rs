@@ -599,7 +599,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 63,
         name: "uname",
-        support: Support::Emulated(sys::ids::uname),
+        support: Support::Emulated(sys::uts::uname),
         args: "p",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -896,7 +896,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 96,
         name: "gettimeofday",
-        support: Support::Emulated(sys::ids::gettimeofday),
+        support: Support::Emulated(sys::time::gettimeofday),
         args: "pp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -905,7 +905,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 97,
         name: "getrlimit",
-        support: Support::Emulated(sys::ids::getrlimit),
+        support: Support::Emulated(sys::resource::getrlimit),
         args: "dp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1472,7 +1472,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 160,
         name: "setrlimit",
-        support: Support::Mediated(sys::ids::setrlimit),
+        support: Support::Mediated(sys::resource::setrlimit),
         args: "dp",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1562,7 +1562,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 170,
         name: "sethostname",
-        support: Support::Mediated(sys::ids::set_uts),
+        support: Support::Mediated(sys::uts::set_uts),
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1571,7 +1571,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 171,
         name: "setdomainname",
-        support: Support::Mediated(sys::ids::set_uts),
+        support: Support::Mediated(sys::uts::set_uts),
         args: "xxxxxx",
         full_context: false,
         sandbox: Sandbox::Deny,
@@ -1841,7 +1841,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 201,
         name: "time",
-        support: Support::Emulated(sys::ids::time),
+        support: Support::Emulated(sys::time::time),
         args: "p",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -1859,7 +1859,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 203,
         name: "sched_setaffinity",
-        support: Support::Mediated(sys::ids::sched_setaffinity),
+        support: Support::Mediated(sys::sched::sched_setaffinity),
         args: "dup",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -1868,7 +1868,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 204,
         name: "sched_getaffinity",
-        support: Support::Emulated(sys::ids::sched_getaffinity),
+        support: Support::Emulated(sys::sched::sched_getaffinity),
         args: "dup",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2084,7 +2084,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 228,
         name: "clock_gettime",
-        support: Support::Emulated(sys::ids::clock_gettime),
+        support: Support::Emulated(sys::time::clock_gettime),
         args: "dp",
         full_context: false,
         sandbox: Sandbox::Allow,
@@ -2750,7 +2750,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 302,
         name: "prlimit64",
-        support: Support::Emulated(sys::ids::prlimit64),
+        support: Support::Emulated(sys::resource::prlimit64),
         args: "ddpp",
         full_context: false,
         sandbox: Sandbox::Check,
@@ -2813,7 +2813,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 309,
         name: "getcpu",
-        support: Support::Emulated(sys::ids::getcpu),
+        support: Support::Emulated(sys::sched::getcpu),
         args: "ppp",
         full_context: false,
         sandbox: Sandbox::Allow,
