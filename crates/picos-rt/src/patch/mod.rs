@@ -1028,41 +1028,9 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext, owner: usize) -> Op
     if !enabled() || nr > 0xffff || after < 64 || owner != OWNER.load(Ordering::Relaxed) {
         return None;
     }
-    // Bytes around the syscall: room for the longest shape before it and
-    // the `cmp` after it.
-    let base = after - 2 - 5 - MAX_MOVES;
-    let mut code = [0u8; 5 + MAX_MOVES + 2 + 6];
-    let n = if crate::mm::user::copy_in(&mut code, base).is_ok() {
-        code.len()
-    } else if crate::mm::user::copy_in(&mut code[..5 + MAX_MOVES + 2], base).is_ok() {
-        5 + MAX_MOVES + 2
-    } else {
-        return None;
-    };
-    let site = match match_site(&code[..n], base, after, nr) {
-        Some(s) => s,
-        None => {
-            let stack = |off: i64| {
-                let mut w = [0u8; 8];
-                crate::mm::user::copy_in(&mut w, (regs.rsp as i64).wrapping_add(off) as usize)
-                    .ok()
-                    .map(|_| u64::from_le_bytes(w))
-            };
-            match_dynamic(&code[..n], base, after, regs, &stack)?
-        }
-    };
-    let vdso = VDSO.load(Ordering::Relaxed);
-    if vdso != 0 && site.start >= vdso && site.start < vdso + 4 * PAGE_SIZE {
-        return None;
-    }
+    let site = find_site(after, nr, regs)?;
     let multi = MULTI.load(Ordering::Relaxed);
-    if multi && !MEMBARRIER_OK.load(Ordering::Relaxed) {
-        return None;
-    }
-    // A shape whose jump covers the `syscall` or bytes after it is only
-    // patched while no other thread can be stopped there (it would resume
-    // inside the rewritten bytes).
-    if multi && site.covers_syscall(after - 2) {
+    if !may_patch(&site, after, multi) {
         return None;
     }
     let mut st = state();
@@ -1091,15 +1059,68 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext, owner: usize) -> Op
         } else {
             ""
         },
-        match (site.fixed_nr, entry_for(nr as u32)) {
-            (false, _) => "dynamic entry, number from RAX",
-            (_, ENTRY_DIRECT) => "direct entry",
-            (_, ENTRY_DIRECT_BLOCKING) => "direct blocking entry",
-            (_, ENTRY_DIRECT_FD) => "direct entry for pass-through descriptors",
-            (_, ENTRY_DIRECT_FD_BLOCKING) => "direct blocking entry for pass-through descriptors",
-            _ => "fast entry",
-        }
+        entry_name(&site, nr as u32)
     );
+    install_jump(&site, t, &tcode, multi)?;
+    (cont != after).then_some(cont)
+}
+
+/// The site of the `syscall` that returns to `after` with number `nr`, if
+/// it has one of the shapes the patcher knows (`match_site`, or
+/// `match_dynamic` with the trapped registers `regs`).
+fn find_site(after: usize, nr: u64, regs: &SigContext) -> Option<Site> {
+    // Bytes around the syscall: room for the longest shape before it and
+    // the `cmp` after it.
+    let base = after - 2 - 5 - MAX_MOVES;
+    let mut code = [0u8; 5 + MAX_MOVES + 2 + 6];
+    let n = if crate::mm::user::copy_in(&mut code, base).is_ok() {
+        code.len()
+    } else if crate::mm::user::copy_in(&mut code[..5 + MAX_MOVES + 2], base).is_ok() {
+        5 + MAX_MOVES + 2
+    } else {
+        return None;
+    };
+    if let Some(s) = match_site(&code[..n], base, after, nr) {
+        return Some(s);
+    }
+    let stack = |off: i64| {
+        let mut w = [0u8; 8];
+        crate::mm::user::copy_in(&mut w, (regs.rsp as i64).wrapping_add(off) as usize)
+            .ok()
+            .map(|_| u64::from_le_bytes(w))
+    };
+    match_dynamic(&code[..n], base, after, regs, &stack)
+}
+
+/// May `site` be patched now? Never in the vDSO; with several threads
+/// (`multi`) only with core-serialising barriers, and never a shape whose
+/// jump covers the `syscall` or bytes after it (another thread could be
+/// stopped there and resume inside the rewritten bytes).
+fn may_patch(site: &Site, after: usize, multi: bool) -> bool {
+    let vdso = VDSO.load(Ordering::Relaxed);
+    if vdso != 0 && site.start >= vdso && site.start < vdso + 4 * PAGE_SIZE {
+        return false;
+    }
+    !(multi && (!MEMBARRIER_OK.load(Ordering::Relaxed) || site.covers_syscall(after - 2)))
+}
+
+/// For the debug log: which entry `site`'s trampoline calls.
+fn entry_name(site: &Site, nr: u32) -> &'static str {
+    match (site.fixed_nr, entry_for(nr)) {
+        (false, _) => "dynamic entry, number from RAX",
+        (_, ENTRY_DIRECT) => "direct entry",
+        (_, ENTRY_DIRECT_BLOCKING) => "direct blocking entry",
+        (_, ENTRY_DIRECT_FD) => "direct entry for pass-through descriptors",
+        (_, ENTRY_DIRECT_FD_BLOCKING) => "direct blocking entry for pass-through descriptors",
+        _ => "fast entry",
+    }
+}
+
+/// Writes trampoline `tcode` at `t`, then the jump to it over the site's
+/// first five bytes: at once while the program has one thread; with
+/// several (`multi`), an `int3` first, then the rest, then the opcode,
+/// with a core-serialising barrier between steps.
+fn install_jump(site: &Site, t: usize, tcode: &[u8], multi: bool) -> Option<()> {
     let rel = rel32(site.start + 5, t)?;
     if site.pun.is_some_and(|p| rel[3] != p) {
         return None; // alloc_trampoline guarantees it
@@ -1107,11 +1128,11 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext, owner: usize) -> Op
     let jmp = [0xe9, rel[0], rel[1], rel[2], rel[3]];
     let s0 = site.start;
     let ok = if !multi {
-        write_code(&[CodeOp::Write(t, &tcode), CodeOp::Write(s0, &jmp)]).is_ok()
+        write_code(&[CodeOp::Write(t, tcode), CodeOp::Write(s0, &jmp)]).is_ok()
     } else {
         // Cross-modifying code while other threads may run it.
         write_code(&[
-            CodeOp::Write(t, &tcode),
+            CodeOp::Write(t, tcode),
             CodeOp::Write(s0, &[0xcc]),
             CodeOp::Sync,
             CodeOp::Write(s0 + 1, &jmp[1..]),
@@ -1125,7 +1146,7 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext, owner: usize) -> Op
         crate::log!(Debug, "could not patch the syscall site at {:#x}", s0);
         return None;
     }
-    (cont != after).then_some(cont)
+    Some(())
 }
 
 /// A SIGTRAP at `rip` from an `int3` the patcher put at `rip - 1`: the

@@ -741,6 +741,44 @@ pub const AT_HWCAP2: u64 = 26;
 pub const AT_EXECFN: u64 = 31;
 pub const AT_SYSINFO_EHDR: u64 = 33;
 
+/// The program's auxiliary vector: the host's entries (but AT_EXECFD, and
+/// AT_FLAGS 0), with the program's own values for the entries the loader
+/// decides (added where the host has none), ending with AT_NULL.
+fn program_auxv(
+    loaded: &Loaded,
+    host_auxv: &[(u64, u64)],
+    execfn_p: usize,
+    random_p: usize,
+    platform_p: usize,
+) -> Vec<(u64, u64)> {
+    let m = &loaded.main;
+    let overrides: [(u64, u64); 8] = [
+        (AT_PHDR, m.phdr as u64),
+        (AT_PHENT, 56),
+        (AT_PHNUM, m.phnum as u64),
+        (AT_BASE, loaded.interp.map_or(0, |i| i.bias as u64)),
+        (AT_ENTRY, m.entry as u64),
+        (AT_EXECFN, execfn_p as u64),
+        (AT_RANDOM, random_p as u64),
+        (AT_PLATFORM, platform_p as u64),
+    ];
+    let mut auxv: Vec<(u64, u64)> = Vec::with_capacity(host_auxv.len() + 9);
+    for &(k, v) in host_auxv {
+        if k == AT_NULL || k == AT_EXECFD {
+            continue;
+        }
+        let v = overrides.iter().find(|o| o.0 == k).map_or(v, |o| o.1);
+        auxv.push((k, if k == AT_FLAGS { 0 } else { v }));
+    }
+    for o in overrides {
+        if !auxv.iter().any(|a| a.0 == o.0) {
+            auxv.push(o);
+        }
+    }
+    auxv.push((AT_NULL, 0));
+    auxv
+}
+
 /// Builds the program's initial stack below `top` (as Linux's
 /// create_elf_tables does) and returns the stack pointer to start with.
 pub fn build_stack(
@@ -787,32 +825,7 @@ pub fn build_stack(
     host::getrandom(&mut rnd);
     sp &= !15;
     let random_p = push_bytes(&mut sp, &rnd, false)?;
-    // auxv: the host's entries, with the program's own values.
-    let m = &loaded.main;
-    let overrides: [(u64, u64); 8] = [
-        (AT_PHDR, m.phdr as u64),
-        (AT_PHENT, 56),
-        (AT_PHNUM, m.phnum as u64),
-        (AT_BASE, loaded.interp.map_or(0, |i| i.bias as u64)),
-        (AT_ENTRY, m.entry as u64),
-        (AT_EXECFN, execfn_p as u64),
-        (AT_RANDOM, random_p as u64),
-        (AT_PLATFORM, platform_p as u64),
-    ];
-    let mut auxv: Vec<(u64, u64)> = Vec::with_capacity(host_auxv.len() + 8);
-    for &(k, v) in host_auxv {
-        if k == AT_NULL || k == AT_EXECFD {
-            continue;
-        }
-        let v = overrides.iter().find(|o| o.0 == k).map_or(v, |o| o.1);
-        auxv.push((k, if k == AT_FLAGS { 0 } else { v }));
-    }
-    for o in overrides {
-        if !auxv.iter().any(|a| a.0 == o.0) {
-            auxv.push(o);
-        }
-    }
-    auxv.push((AT_NULL, 0));
+    let auxv = program_auxv(loaded, host_auxv, execfn_p, random_p, platform_p);
     let words = 1 + argv_p.len() + 1 + envp_p.len() + 1 + auxv.len() * 2;
     sp &= !15;
     if words % 2 == 1 {
@@ -836,6 +849,48 @@ pub fn build_stack(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auxv_takes_the_hosts_with_the_programs_values() {
+        let loaded = Loaded {
+            main: Image {
+                bias: 0x1000,
+                entry: 0x1100,
+                phdr: 0x1040,
+                phnum: 9,
+                end: 0x3000,
+            },
+            interp: None,
+            argv: Vec::new(),
+            start: 0x1100,
+            real_path: Vec::new(),
+        };
+        let host = [
+            (AT_HWCAP2, 2),
+            (AT_ENTRY, 0xdead),
+            (AT_EXECFD, 5),
+            (AT_FLAGS, 7),
+            (AT_NULL, 0),
+        ];
+        let a = program_auxv(&loaded, &host, 0x7000, 0x7100, 0x7200);
+        let get = |k| a.iter().find(|e| e.0 == k).map(|e| e.1);
+        assert_eq!(get(AT_HWCAP2), Some(2)); // the host's, kept
+        assert_eq!(get(AT_ENTRY), Some(0x1100)); // the program's, in the host's place
+        assert_eq!(a.iter().position(|e| e.0 == AT_ENTRY), Some(1));
+        assert_eq!(get(AT_EXECFD), None);
+        assert_eq!(get(AT_FLAGS), Some(0));
+        assert_eq!(get(AT_BASE), Some(0));
+        assert_eq!(
+            (get(AT_PHDR), get(AT_PHNUM), get(AT_PHENT)),
+            (Some(0x1040), Some(9), Some(56))
+        );
+        assert_eq!(
+            (get(AT_EXECFN), get(AT_RANDOM), get(AT_PLATFORM)),
+            (Some(0x7000), Some(0x7100), Some(0x7200))
+        );
+        assert_eq!(a.last(), Some(&(AT_NULL, 0)));
+        assert_eq!(a.iter().filter(|e| e.0 == AT_NULL).count(), 1);
+    }
 
     #[test]
     fn shebang_forms() {
