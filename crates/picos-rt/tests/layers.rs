@@ -127,7 +127,11 @@ fn references_from(module: &str, code: &str) -> Vec<String> {
         if p.is_empty() || p == "*" {
             continue;
         }
-        refs.push(if base.is_empty() { p } else { format!("{base}::{p}") });
+        refs.push(if base.is_empty() {
+            p
+        } else {
+            format!("{base}::{p}")
+        });
     }
     refs
 }
@@ -216,7 +220,10 @@ fn the_check_sees_an_upward_edge() {
     assert!(rank("kernel::thread").unwrap().0 > rank("patch").unwrap().0);
     // `super::` from kernel/thread.rs (module kernel::thread) is `kernel`;
     // twice, the crate root.
-    let up = references_from("kernel::thread", "use super::super::entry::trap; super::signal::x");
+    let up = references_from(
+        "kernel::thread",
+        "use super::super::entry::trap; super::signal::x",
+    );
     assert!(up.contains(&"entry::trap".to_string()), "{up:?}");
     assert!(up.contains(&"kernel::signal::x".to_string()), "{up:?}");
 }

@@ -55,10 +55,11 @@ pub fn clone(
     do_clone(c, a)
 }
 
-/// Implements clone3(2) by translation to the clone path, with Linux's
-/// argument checks (`copy_clone_args_from_user`, `clone3_args_valid`).
-#[syscall]
-pub fn clone3(c: &mut Ctx<'_>, cl_args: usize, size: usize) -> SysResult {
+/// Reads `struct clone_args` of `size` bytes at `cl_args` as Linux's
+/// copy_struct_from_user does: at least the first version's 64 bytes, at
+/// most a page; the fields picos knows (88 bytes) and, from a newer ABI,
+/// extra bytes that must all be zero.
+fn read_clone_args(cl_args: usize, size: usize) -> Result<[u64; 11], Errno> {
     if size < 64 {
         return Err(Errno::EINVAL);
     }
@@ -88,8 +89,13 @@ pub fn clone3(c: &mut Ctx<'_>, cl_args: usize, size: usize) -> SysResult {
     for (i, w) in raw.iter_mut().enumerate() {
         *w = u64::from_ne_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap());
     }
-    let [flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size, cgroup] =
-        raw;
+    Ok(raw)
+}
+
+/// Linux's checks of clone3's arguments (`clone3_args_valid`), then those
+/// picos refuses: what clone(2), which it is served by, has no room for.
+fn check_clone3_args(raw: &[u64; 11], size: usize) -> Result<(), Errno> {
+    let [flags, _, _, _, exit_signal, stack, stack_size, _, set_tid, set_tid_size, cgroup] = *raw;
     const CLONE_PARENT: u64 = 0x8000;
     const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
     const MAX_PID_NS_LEVEL: u64 = 32;
@@ -127,6 +133,16 @@ pub fn clone3(c: &mut Ctx<'_>, cl_args: usize, size: usize) -> SysResult {
         // A new time namespace: clone(2) reads that bit as the exit signal.
         return Err(Errno::EINVAL);
     }
+    Ok(())
+}
+
+/// Implements clone3(2) by translation to the clone path, with Linux's
+/// argument checks (`copy_clone_args_from_user`, `clone3_args_valid`).
+#[syscall]
+pub fn clone3(c: &mut Ctx<'_>, cl_args: usize, size: usize) -> SysResult {
+    let raw = read_clone_args(cl_args, size)?;
+    let [flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, ..] = raw;
+    check_clone3_args(&raw, size)?;
     // clone(2) has one pointer for the pidfd and the parent's copy of the
     // tid; clone3 has two. With both, the host writes the pidfd and the
     // runtime stores the tid in the parent when the call returns (Linux
