@@ -12,12 +12,12 @@
 //! | `host` | raw host system calls, errno, the Linux ABI's types and numbers |
 //! | `arch` | x86-64: assembly stubs, CPU features, the signal-frame layout |
 //! | `diag::log` | messages |
-//! | `sync` | the runtime's ranked locks |
+//! | `sync` | the runtime's ranked locks, fork hooks |
 //! | `mm` | the runtime's own memory and the program's memory |
 //! | `diag::stats` | `--stats` counters |
 //! | `patch` | syscall-site decoding, trampolines, code writing |
 //! | `kernel` | the library OS's state: threads, processes, signals, exec, files, time |
-//! | `sys` | system call semantics: handlers and the syscall table |
+//! | `sys` | system call semantics: handlers (one file per family) and the syscall table |
 //! | `diag::trace` | `--trace` lines |
 //! | `entry` | entry from and exit to the program: trap, fast, direct, resume |
 //! | `boot` | start-up |
