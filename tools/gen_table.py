@@ -326,6 +326,10 @@ pub static TABLE: &[SyscallDef] = &DEFS;
 /// dispatcher finds a row with one load.
 pub static INDEX: [u16; MAX_NR] = build_index(&DEFS);
 
+/// The `full_context` column as a bitmap by number, for the fast entry's
+/// check on every call (one load).
+pub static FULL_CONTEXT: [u64; MAX_NR / 64] = build_full_context(&DEFS);
+
 const fn build_index(defs: &[SyscallDef]) -> [u16; MAX_NR] {
     let mut idx = [u16::MAX; MAX_NR];
     let mut i = 0;
@@ -334,6 +338,19 @@ const fn build_index(defs: &[SyscallDef]) -> [u16; MAX_NR] {
         i += 1;
     }
     idx
+}
+
+const fn build_full_context(defs: &[SyscallDef]) -> [u64; MAX_NR / 64] {
+    let mut bits = [0u64; MAX_NR / 64];
+    let mut i = 0;
+    while i < defs.len() {
+        if defs[i].full_context {
+            let nr = defs[i].nr as usize;
+            bits[nr / 64] |= 1 << (nr % 64);
+        }
+        i += 1;
+    }
+    bits
 }
 
 // A const (not a static) so that `build_index` can read it at compile time.

@@ -15,7 +15,9 @@
 /// (the table's `full_context`).
 #[inline]
 fn needs_trap(nr: u64) -> bool {
-    crate::sys::def::lookup(nr as usize).is_some_and(|d| d.full_context)
+    let bits = &crate::sys::table::FULL_CONTEXT;
+    bits.get(nr as usize / 64)
+        .is_some_and(|w| w & (1 << (nr % 64)) != 0)
 }
 
 use crate::arch::{FastFrame, SigContext, UContext, FAST_FRAME_GAP};

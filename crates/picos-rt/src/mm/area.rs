@@ -57,11 +57,13 @@ pub fn place<T: 'static>(slot: usize, v: T) -> &'static T {
 /// The area at `addr`, if `addr` is the address of a placed area of type `T`.
 #[inline]
 pub fn at<T: 'static>(addr: usize) -> Option<&'static T> {
-    let slot = runtime::slot_of(addr)?;
-    if addr != area_addr::<T>(slot)
-        || !PLACED[slot].load(Ordering::Acquire)
-        || TYPE.get() != Some(&TypeId::of::<T>())
-    {
+    // (On every system call: the cheap tests first.)
+    let off = addr.wrapping_sub(runtime::slot_base(0));
+    if off >= STACK_SLOT * STACK_SLOTS || off % STACK_SLOT != STACK_SLOT - area_size::<T>() {
+        return None;
+    }
+    let slot = off / STACK_SLOT;
+    if !PLACED[slot].load(Ordering::Acquire) || TYPE.get() != Some(&TypeId::of::<T>()) {
         return None;
     }
     // SAFETY: a placed area of type T (checked above) at this address,
