@@ -342,9 +342,11 @@ fn lost_gs() -> ! {
 /// changed GS).
 #[inline]
 pub fn current_checked() -> Option<&'static Thread> {
-    // A placed area is a Thread made by `alloc` (mm::area checks the
-    // address, that the area is placed and its type).
-    crate::mm::area::at::<Thread>(crate::arch::gs_base())
+    // mm::area checks the address, that the area is placed, and its type;
+    // the self pointer and the magic catch a program that wrote over the
+    // area (they are the runtime's state, in memory the program can write).
+    let p = crate::arch::gs_base();
+    crate::mm::area::at::<Thread>(p).filter(|t| t.entry.self_ptr == p && t.magic == THREAD_MAGIC)
 }
 
 fn reclaimable(i: usize) -> bool {
