@@ -134,7 +134,7 @@ fn complete_fast(t: &Thread, uc: &mut UContext) {
 
 /// Serves a system call from a patched site (called by picos_fast_entry).
 pub(super) extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
-    let t = crate::kernel::thread::current();
+    let t = crate::kernel::thread::of_frame(f as *const FastFrame as usize);
     let ret = f.trampoline_ret();
     let site_ret = f.continuation();
     let slow = (ret + RET_TO_SLOW) as u64;

@@ -349,6 +349,17 @@ pub fn current_checked() -> Option<&'static Thread> {
     crate::mm::area::at::<Thread>(p).filter(|t| t.entry.self_ptr == p && t.magic == THREAD_MAGIC)
 }
 
+/// The runtime state of the thread whose runtime stack holds `frame` (the
+/// fast entry's register frame): one lookup, no GS read (the entry found
+/// that stack through GS already).
+#[inline]
+pub fn of_frame(frame: usize) -> &'static Thread {
+    match crate::mm::area::of_stack::<Thread>(frame) {
+        Some(t) => t,
+        None => lost_gs(),
+    }
+}
+
 fn reclaimable(i: usize) -> bool {
     let Some(t) = crate::mm::area::in_slot::<Thread>(i) else {
         return true;

@@ -71,6 +71,23 @@ pub fn at<T: 'static>(addr: usize) -> Option<&'static T> {
     Some(unsafe { &*(addr as *const T) })
 }
 
+/// The area of the slot whose stack holds `addr` (an address on a
+/// thread's runtime stack), if placed.
+#[inline]
+pub fn of_stack<T: 'static>(addr: usize) -> Option<&'static T> {
+    let off = addr.wrapping_sub(runtime::slot_base(0));
+    if off >= STACK_SLOT * STACK_SLOTS {
+        return None;
+    }
+    let slot = off / STACK_SLOT;
+    if !PLACED[slot].load(Ordering::Acquire) || TYPE.get() != Some(&TypeId::of::<T>()) {
+        return None;
+    }
+    // SAFETY: a placed area of type T (checked above) at its slot's area
+    // address, initialised by `place` and mapped while the slot is not freed.
+    Some(unsafe { &*(area_addr::<T>(slot) as *const T) })
+}
+
 /// The area of slot `slot`, if placed.
 pub fn in_slot<T: 'static>(slot: usize) -> Option<&'static T> {
     if slot >= STACK_SLOTS {
