@@ -43,7 +43,7 @@ pub fn warn_unsupported_int80(nr: u32) {
 /// kept from starting (as if the signal had arrived just before it), and,
 /// as Linux does for -ERESTARTSYS with SA_RESTART, for a restartable call
 /// (`restart`) it interrupted. Shared by the dispatcher and the direct
-/// entries (`patch::picos_direct_finish`).
+/// entries (`entry::fast::picos_direct_finish`).
 pub fn rewinds(t: &Thread, err: Option<Errno>, restart: bool) -> bool {
     err == Some(Errno::NOT_STARTED)
         || err == Some(Errno::EINTR) && restart && crate::kernel::signal::pending_wants_restart(t)

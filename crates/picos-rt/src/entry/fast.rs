@@ -138,7 +138,7 @@ pub(super) extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     let ret = f.trampoline_ret();
     let site_ret = f.continuation();
     let slow = (ret + RET_TO_SLOW) as u64;
-    // Linux takes the call number from EAX (see `sys::dispatch`).
+    // Linux takes the call number from EAX (see `entry::dispatch`).
     let nr = f.rax as u32 as u64;
     if nr == 15 && fast_sigreturn(t, f) {
         return; // the entry continues at picos_resume_full
@@ -201,7 +201,7 @@ fn fp_image(fp: usize) -> Option<(u32, u32)> {
 }
 
 /// rt_sigreturn without the trap: restores the FPU state with `xrstor`
-/// from the frame, the rest as the trap path does (`signal::sigreturn`),
+/// from the frame, the rest as the trap path does (`kernel::signal::sigreturn`),
 /// and has the fast entry return to the restored context itself
 /// (`arch::picos_resume_full`). False leaves everything to the trap path:
 /// tracing, no XSAVE, a frame it does not recognise, single-stepping.
@@ -269,7 +269,7 @@ fn deliver_on(
     // Async signals stay open on the host meanwhile (no mask change going
     // in): one that arrives while the pending set is worked on is handed
     // back to the host and blocked until the final mask below is in force
-    // (`signal::host_signal`, `Thread::delivering`), as are the ones
+    // (`entry::trap::host_signal`, `Thread::delivering`), as are the ones
     // deliver_pending re-queues because the program blocks them.
     t.delivering.set(true);
     crate::kernel::signal::deliver_pending(t, &mut uc);

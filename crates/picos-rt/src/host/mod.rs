@@ -601,19 +601,20 @@ pub fn program_call(nr: usize, args: [usize; 6]) -> HostResult {
 
 /// getresuid(2): the real, effective and saved user ids.
 pub fn getresuid() -> Result<[u32; 3], Errno> {
-    let mut v = [0u32; 3];
-    let p = v.as_mut_ptr();
-    // SAFETY: the kernel writes one u32 at each of the three addresses.
-    unsafe { sc!(nr::GETRESUID, p, p.wrapping_add(1), p.wrapping_add(2)) }?;
-    Ok(v)
+    getres(nr::GETRESUID)
 }
 
 /// getresgid(2): the real, effective and saved group ids.
 pub fn getresgid() -> Result<[u32; 3], Errno> {
+    getres(nr::GETRESGID)
+}
+
+/// getresuid(2) or getresgid(2) (`nr`): three ids.
+fn getres(nr: usize) -> Result<[u32; 3], Errno> {
     let mut v = [0u32; 3];
     let p = v.as_mut_ptr();
-    // SAFETY: as for getresuid.
-    unsafe { sc!(nr::GETRESGID, p, p.wrapping_add(1), p.wrapping_add(2)) }?;
+    // SAFETY: both calls write one u32 at each of the three addresses.
+    unsafe { sc!(nr, p, p.wrapping_add(1), p.wrapping_add(2)) }?;
     Ok(v)
 }
 

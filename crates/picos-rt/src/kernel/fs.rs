@@ -28,6 +28,21 @@ pub fn is_self_exe(path: &[u8], pid: i32) -> bool {
     n == pid as i64
 }
 
+/// The canonical path of an open descriptor of the calling thread's table,
+/// from /proc/thread-self/fd.
+pub fn fd_path(fd: i32) -> Option<Vec<u8>> {
+    let link = [
+        alloc::format!("/proc/thread-self/fd/{fd}").as_bytes(),
+        b"\0",
+    ]
+    .concat();
+    let link = core::ffi::CStr::from_bytes_with_nul(&link).ok()?;
+    let mut buf = alloc::vec![0u8; 4096];
+    let n = host::readlink(link, &mut buf).ok()?;
+    buf.truncate(n);
+    Some(buf)
+}
+
 /// Makes `path` absolute against the working directory.
 pub fn absolute(path: &[u8]) -> Vec<u8> {
     if path.first() == Some(&b'/') {

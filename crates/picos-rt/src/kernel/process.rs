@@ -15,7 +15,7 @@ use picos_abi::LaunchConfig;
 
 /// A process's state, shared by its threads (CLONE_SIGHAND; copied for a
 /// clone without it, as for vfork): signal dispositions, and the cached
-/// answers of `sys::ids`.
+/// answers of `sys::ids` and its neighbours.
 pub struct Process {
     pub actions: crate::kernel::signal::SigActions,
     pub ids: IdCache,

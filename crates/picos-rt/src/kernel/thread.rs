@@ -88,12 +88,12 @@ pub struct Thread {
     /// This thread's CPU affinity as last read from the host (sched_getaffinity).
     pub affinity: AffinityCache,
     /// The last fault-type signal (SIGSEGV, SIGBUS, ... with a positive
-    /// si_code) whose origin is not yet known: see `signal::fault_recurs`.
+    /// si_code) whose origin is not yet known: see `entry::trap::fault_recurs`.
     pub fault_probe: Cell<FaultProbe>,
     /// The runtime locks this thread holds (`lock::Rank` bits).
     pub held_locks: Cell<u32>,
     /// The fast path is delivering pending signals with async signals open
-    /// on the host (`patch::deliver_on`): one that arrives meanwhile goes
+    /// on the host (`entry::fast::deliver_on`): one that arrives meanwhile goes
     /// back to the host, blocked until the delivery is done.
     pub delivering: Cell<bool>,
 }
@@ -638,6 +638,6 @@ pub enum Sending {
 pub fn arm_dispatch() -> Result<(), Errno> {
     let (base, len) = crate::mm::runtime::image_range();
     // The thread's selector byte lets the runtime open the gate around vDSO
-    // calls (see `vdso`); it stays at BLOCK otherwise.
+    // calls (see `kernel::time`); it stays at BLOCK otherwise.
     host::set_syscall_user_dispatch(base, len, &current().sud_selector).map(|_| ())
 }

@@ -62,13 +62,7 @@ pub fn at<T: 'static>(addr: usize) -> Option<&'static T> {
     if off >= STACK_SLOT * STACK_SLOTS || off % STACK_SLOT != STACK_SLOT - area_size::<T>() {
         return None;
     }
-    let slot = off / STACK_SLOT;
-    if !PLACED[slot].load(Ordering::Acquire) || TYPE.get() != Some(&TypeId::of::<T>()) {
-        return None;
-    }
-    // SAFETY: a placed area of type T (checked above) at this address,
-    // initialised by `place` and mapped while its slot is not freed.
-    Some(unsafe { &*(addr as *const T) })
+    placed(off / STACK_SLOT)
 }
 
 /// The area of the slot whose stack holds `addr` (an address on a
@@ -79,13 +73,7 @@ pub fn of_stack<T: 'static>(addr: usize) -> Option<&'static T> {
     if off >= STACK_SLOT * STACK_SLOTS {
         return None;
     }
-    let slot = off / STACK_SLOT;
-    if !PLACED[slot].load(Ordering::Acquire) || TYPE.get() != Some(&TypeId::of::<T>()) {
-        return None;
-    }
-    // SAFETY: a placed area of type T (checked above) at its slot's area
-    // address, initialised by `place` and mapped while the slot is not freed.
-    Some(unsafe { &*(area_addr::<T>(slot) as *const T) })
+    placed(off / STACK_SLOT)
 }
 
 /// The area of slot `slot`, if placed.
@@ -93,7 +81,18 @@ pub fn in_slot<T: 'static>(slot: usize) -> Option<&'static T> {
     if slot >= STACK_SLOTS {
         return None;
     }
-    at(area_addr::<T>(slot))
+    placed(slot)
+}
+
+/// The area of slot `slot` (< STACK_SLOTS), if it is a placed `T`.
+#[inline]
+fn placed<T: 'static>(slot: usize) -> Option<&'static T> {
+    if !PLACED[slot].load(Ordering::Acquire) || TYPE.get() != Some(&TypeId::of::<T>()) {
+        return None;
+    }
+    // SAFETY: a placed area of type T (checked above) at its slot's area
+    // address, initialised by `place` and mapped while the slot is not freed.
+    Some(unsafe { &*(area_addr::<T>(slot) as *const T) })
 }
 
 /// Forgets slot `slot`'s area (its slot is being freed).

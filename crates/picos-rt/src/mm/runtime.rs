@@ -502,7 +502,7 @@ unsafe impl dlmalloc::Allocator for ReservationSystem {
 static BRK_START: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
 pub const BRK_ROOM: usize = 1 << 30;
 
-/// Records the program's initial break (the loader, through `sys::memory`).
+/// Records the program's initial break (the loader, through `kernel::vm`).
 pub fn set_brk_start(start: usize) {
     BRK_START.store(start, core::sync::atomic::Ordering::Relaxed);
 }

@@ -645,18 +645,6 @@ pub struct Loaded {
     pub real_path: Vec<u8>,
 }
 
-/// The canonical path of an open file, from /proc/thread-self/fd (the
-/// calling thread's table: see `rt::with_own_fds`).
-fn fd_path(fd: i32) -> Option<Vec<u8>> {
-    let mut link = alloc::format!("/proc/thread-self/fd/{fd}").into_bytes();
-    link.push(0);
-    let mut buf = vec![0u8; 4096];
-    let link = core::ffi::CStr::from_bytes_with_nul(&link).ok()?;
-    let n = host::readlink(link, &mut buf).ok()?;
-    buf.truncate(n);
-    Some(buf)
-}
-
 /// Loads the program at `path` (following `#!` lines) into memory.
 pub fn load(path: &[u8], argv: Vec<Vec<u8>>) -> Result<Loaded, ExecError> {
     let mut path = path.to_vec();
@@ -712,7 +700,7 @@ pub fn load(path: &[u8], argv: Vec<Vec<u8>>) -> Result<Loaded, ExecError> {
             None => None,
         };
         let start = interp.map_or(main.entry, |i| i.entry);
-        let real_path = fd_path(fd.0).unwrap_or_else(|| path.clone());
+        let real_path = crate::kernel::fs::fd_path(fd.0).unwrap_or_else(|| path.clone());
         return Ok(Loaded {
             main,
             interp,

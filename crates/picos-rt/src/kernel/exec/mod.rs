@@ -34,12 +34,7 @@ pub fn exec_path(dirfd: isize, path: &[u8], empty_path: bool) -> Result<Vec<u8>,
     if !path.is_empty() && st.st_mode & 0o170000 != 0o040000 {
         return Err(Errno::ENOTDIR);
     }
-    let mut link = alloc::vec![0u8; 4096];
-    let mut p: Vec<u8> = alloc::format!("/proc/thread-self/fd/{}", dirfd as i32).into_bytes();
-    p.push(0);
-    let p = core::ffi::CStr::from_bytes_with_nul(&p).map_err(|_| Errno::EBADF)?;
-    let n = host::readlink(p, &mut link).map_err(|_| Errno::EBADF)?;
-    link.truncate(n);
+    let link = crate::kernel::fs::fd_path(dirfd as i32).ok_or(Errno::EBADF)?;
     if path.is_empty() {
         return Ok(link);
     }
