@@ -566,6 +566,13 @@ fn signals() {
     conformance("signals", &[ok(&[])]);
 }
 
+/// Faults delivered to the program's handlers (entered without the host's
+/// rt_sigreturn): registers, FPU state, masks, altstacks, nesting, a storm.
+#[test]
+fn faults() {
+    conformance("faults", &[ok(&[])]);
+}
+
 #[test]
 fn ids() {
     conformance("ids", &[ok(&[])]);

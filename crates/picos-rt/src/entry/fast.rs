@@ -37,16 +37,19 @@ fn frame_addr(t: &Thread) -> usize {
 /// change goes to the host now. Signals this unblocks arrive during this
 /// host call and wait in the thread's pending set (several of a real-time
 /// signal, in order); the exit sequence then delivers them. True if the
-/// mask changed.
+/// mask changed. The host's mask only changes if the host's view of the
+/// program's masks differs (`host_mask`): a synchronous fault's own bit,
+/// added while its handler runs, never reaches the host, so returning from
+/// such a handler costs no host call.
 fn sync_host_mask(t: &Thread, before: u64) -> bool {
+    use crate::kernel::signal::host_mask;
     let after = t.sig_mask.get();
     if after == before {
         return false;
     }
-    let _ = host::rt_sigprocmask(
-        crate::host::abi::SIG_SETMASK,
-        Some(crate::kernel::signal::host_mask(after)),
-    );
+    if host_mask(after) != host_mask(before) {
+        let _ = host::rt_sigprocmask(crate::host::abi::SIG_SETMASK, Some(host_mask(after)));
+    }
     true
 }
 

@@ -107,10 +107,21 @@ pub fn init_dispositions(t: &Thread) {
 }
 
 /// Delivers every pending signal the program does not block, on top of the
-/// program context in `uc`; re-queues the rest on the host.
-pub fn deliver_pending(t: &Thread, uc: &mut UContext) {
+/// program context in `uc`; re-queues the rest on the host. True if `uc`
+/// now enters a handler.
+pub fn deliver_pending(t: &Thread, uc: &mut UContext) -> bool {
+    let mut frames = false;
     while let Some(info) = t.take_for_delivery(t.sig_mask.get()) {
-        deliver(t, &info, uc);
+        frames |= deliver(t, &info, uc);
+    }
+    if frames {
+        // The program's FPU state is in the (first) frame: the handler
+        // starts with the FPU in its initial state, as Linux starts it
+        // (handle_signal's fpu__clear_user_states). The host's return to
+        // the handler then loads no image (a `None` fpstate: the kernel
+        // resets the registers instead), which saves restoring the whole
+        // image there and again at the program's rt_sigreturn.
+        uc.mcontext.fpstate = 0;
     }
     if let Some(saved) = t.saved_mask.take() {
         t.sig_mask.set(saved);
@@ -123,6 +134,7 @@ pub fn deliver_pending(t: &Thread, uc: &mut UContext) {
     }
     uc.sigmask = host_mask(t.sig_mask.get());
     t.update_pending_flag();
+    frames
 }
 
 /// Queues a signal the runtime holds on the host again, in the queue it
@@ -193,17 +205,19 @@ pub fn die_by_signal(sig: i32) {
     let _ = host::rt_sigaction(sig, Some(&old), None);
 }
 
-/// Delivers one signal to the program according to its disposition.
-pub fn deliver(t: &Thread, info: &SigInfo, uc: &mut UContext) {
+/// Delivers one signal to the program according to its disposition; true
+/// if `uc` now enters a handler (a frame was built).
+pub fn deliver(t: &Thread, info: &SigInfo, uc: &mut UContext) -> bool {
     let sig = info.signo();
     crate::diag::stats::signal(&t.stats, SYNC_FAULTS & bit(sig) != 0 && info.code() > 0);
     let act = t.process().get(sig);
     match act.handler {
-        SIG_IGN => {}
+        SIG_IGN => false,
         SIG_DFL => {
             if !default_ignored(sig) {
                 die_by_signal(sig);
             }
+            false
         }
         _ => {
             if act.flags & SA_RESETHAND != 0 {
@@ -232,7 +246,9 @@ pub fn deliver(t: &Thread, info: &SigInfo, uc: &mut UContext) {
                     die_of(SIGSEGV);
                 }
                 force_sig(t, SIGSEGV, SI_KERNEL);
+                return false;
             }
+            true
         }
     }
 }

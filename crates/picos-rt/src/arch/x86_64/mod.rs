@@ -1043,6 +1043,39 @@ pub fn sigreturn_to(uc: usize) -> ! {
     unsafe { picos_sigreturn_to(uc as *mut UContext) }
 }
 
+/// Continues the program at context `m` from a host signal handler,
+/// without the host's rt_sigreturn: `m` goes into `entry.resume` and
+/// picos_resume_full loads it (delivering what became pending first, as
+/// after a fast rt_sigreturn). The caller has put the host's signal mask in
+/// force; the handler's frame is abandoned (the kernel keeps no state for
+/// it: its signal stack is free again once RSP leaves it). The FPU
+/// registers are left as they are. `entry` must be the calling thread's
+/// (the one its GS base points at): checked.
+pub fn resume_from_handler(entry: &EntryState, m: &SigContext) -> ! {
+    let gs_self: usize;
+    // SAFETY: reads the first word of the thread area GS points at (the
+    // entry stubs read it the same way); no other effect.
+    unsafe {
+        asm!("mov %gs:0, {}", out(reg) gs_self, options(att_syntax, nostack, readonly, preserves_flags))
+    };
+    assert!(
+        gs_self == entry as *const EntryState as usize,
+        "resume_from_handler: not this thread's state"
+    );
+    entry.resume.set(*m);
+    // SAFETY: picos_resume_full reads only the calling thread's EntryState
+    // (just written) through GS and jumps to the program; nothing of this
+    // stack is used after the jump but its own calls into the runtime
+    // (below the aligned stack pointer).
+    unsafe {
+        asm!(
+            "and $-16, %rsp",
+            "jmp picos_resume_full",
+            options(att_syntax, noreturn)
+        )
+    }
+}
+
 /// Starts the program at `entry` with stack pointer `sp` (the loader's),
 /// leaving the runtime for good on this thread.
 pub fn enter_program(entry: usize, sp: usize) -> ! {
