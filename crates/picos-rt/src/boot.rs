@@ -216,7 +216,7 @@ fn load_program(exe: &[u8], info: &StartArgs) -> (usize, usize) {
         }
     };
     crate::kernel::process::set_exe_path(loaded.real_path.clone());
-    crate::kernel::vm::init_brk(loaded.main.end);
+    crate::kernel::vm::init_brk(loaded.main.low, loaded.main.end);
     let execfn = &config().exe;
     match loader::build_stack(
         info.stack_top - 256,

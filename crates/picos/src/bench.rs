@@ -45,6 +45,14 @@ use std::time::{Duration, Instant};
 pub enum Launch {
     /// Directly, as a host process.
     Native,
+    /// Directly, with Syscall User Dispatch switched on in the guest's
+    /// first thread for its whole address space (`PICOS_BENCH_SUD=1`): no
+    /// call is ever dispatched, but every one takes the kernel's slow entry
+    /// and exit, as under picos. What the kernel alone charges an SUD-based
+    /// library OS: the floor for every call picos passes to the host.
+    /// (Linux does not pass SUD on to new threads and processes, so rows
+    /// that make them measure less than that floor there.)
+    NativeSud,
     /// `picos run ARGS -- guest ...`.
     Picos(&'static [&'static str]),
     /// A configuration of the seed papers that picos does not have yet:
@@ -73,6 +81,10 @@ pub const CONFIGS: &[Config] = &[
     Config {
         name: "picos-trap",
         launch: Launch::Picos(&["--no-patch"]),
+    },
+    Config {
+        name: "native+SUD",
+        launch: Launch::NativeSud,
     },
     // The seeds' sandboxed column: seccomp filter + reference monitor.
     Config {
@@ -195,9 +207,13 @@ pub const ROWS: &[RowSpec] = &[
     row("pipe_bw", "pipe bandwidth, 64 KiB chunks", MBps, Syscalls),
     row("unix_lat", "AF_UNIX socket round trip", Ns, Syscalls),
     row("tcp_lat", "TCP loopback round trip", Ns, Syscalls),
+    row("read_1", "read 1 B of /dev/zero", Ns, Syscalls),
+    row("write_1", "write 1 B to /dev/null", Ns, Syscalls),
+    row("prot_fault", "protection fault, handled", Ns, Syscalls),
     row("open_2", "open + close, 2 components", Ns, Files),
     row("open_4", "open + close, 4 components", Ns, Files),
     row("open_8", "open + close, 8 components", Ns, Files),
+    row("open_abs", "open + close, absolute path", Ns, Files),
     row("stat_2", "stat, 2 components", Ns, Files),
     row("stat_4", "stat, 4 components", Ns, Files),
     row("stat_8", "stat, 8 components", Ns, Files),
@@ -602,6 +618,11 @@ fn run_guest(ctx: &Ctx, cfg: &Config, spec: &RowSpec, iters: u64) -> Result<Samp
     };
     let mut cmd = match cfg.launch {
         Launch::Native => std::process::Command::new(guest),
+        Launch::NativeSud => {
+            let mut c = std::process::Command::new(guest);
+            c.env("PICOS_BENCH_SUD", "1");
+            c
+        }
         Launch::Picos(args) => {
             let mut c = std::process::Command::new(&ctx.picos);
             c.arg("run").args(args).arg("--").arg(guest);
@@ -888,6 +909,10 @@ fn run(opts: &Options) -> Result<bool, Stop> {
         for c in CONFIGS {
             match c.launch {
                 Launch::Native => println!("  {:<12} the guest run directly", c.name),
+                Launch::NativeSud => println!(
+                    "  {:<12} the guest run directly, Syscall User Dispatch on (nothing dispatched)",
+                    c.name
+                ),
                 Launch::Picos(a) => {
                     println!(
                         "  {:<12} picos run {}-- guest",
@@ -1041,7 +1066,7 @@ mod tests {
                 .map(|r| r.key)
                 .collect::<Vec<_>>()
         };
-        assert_eq!(keys("open"), ["open_2", "open_4", "open_8"]);
+        assert_eq!(keys("open"), ["open_2", "open_4", "open_8", "open_abs"]);
         assert_eq!(keys("null, pread_256"), ["null", "pread_256"]);
         assert_eq!(select_rows(None).unwrap().len(), ROWS.len());
         assert!(select_rows(Some("nothing-like-this")).is_err());

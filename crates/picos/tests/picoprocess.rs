@@ -539,3 +539,106 @@ fn entry_of(stderr: &str, nr: u32) -> Vec<String> {
         .map(|l| l.rsplit(", ").next().unwrap_or("").to_string())
         .collect()
 }
+
+/// The wrappers of a classic micro-benchmark (read and write of one byte,
+/// pread, pwrite, readv, writev, fstat, stat, lstat, open + close, lseek,
+/// access), in every common shape (glibc dynamic and static, musl; one
+/// thread and two, where glibc takes its cancellable paths), leave the
+/// trap path after their first calls, for a direct entry: the number of
+/// trapped calls does not grow with the number of calls, and every site
+/// of these numbers that the patcher rewrites calls a direct entry (or the
+/// dynamic entry, which routes by number the same way).
+#[test]
+fn common_wrappers_take_direct_entries() {
+    // read write pread64 pwrite64 readv writev newfstatat openat close
+    // lseek access, and fstat's own number (glibc ≥ 2.33 uses newfstatat).
+    const NRS: [u32; 12] = [0, 1, 17, 18, 19, 20, 262, 257, 3, 8, 21, 5];
+    let src = workspace().join("tests/picoprocess/wrappers.c");
+    let out_dir = workspace().join("target/picoprocess");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let variants: [(&str, &str, &[&str]); 3] = [
+        ("glibc-dynamic", "gcc", &["-pthread"]),
+        ("glibc-static", "gcc", &["-static", "-pthread"]),
+        ("musl-static", "musl-gcc", &["-static"]),
+    ];
+    let mut problems = Vec::new();
+    for (variant, cc, flags) in variants {
+        let exe = out_dir.join(format!("wrappers-{variant}"));
+        let tmp = out_dir.join(format!("wrappers-{variant}.{}.tmp", std::process::id()));
+        let built = Command::new(cc)
+            .args(["-O2", "-o"])
+            .arg(&tmp)
+            .arg(&src)
+            .args(flags)
+            .status();
+        match built {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // .ci/run installs musl-tools; a developer machine may not.
+                println!("SKIP {variant}: no `{cc}` (apt-get install musl-tools)");
+                continue;
+            }
+            Err(e) => panic!("{cc}: {e}"),
+            Ok(st) => assert!(st.success(), "{cc} {flags:?} failed"),
+        }
+        std::fs::rename(&tmp, &exe).unwrap();
+        for threads in [false, true] {
+            let label = format!("{variant}{}", if threads { " + thread" } else { "" });
+            let run = |n: u32, extra: &[&str]| {
+                let mut cmd = Command::new(PICOS);
+                cmd.arg("run").args(extra).arg(&exe).arg(n.to_string());
+                if threads {
+                    cmd.arg("threads");
+                }
+                let out = output_within(&mut cmd, std::time::Duration::from_secs(120));
+                let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+                let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+                assert!(
+                    out.status.success() && stdout == format!("calls {} bad 0\n", n * 13),
+                    "{label}: {:?}\n{stdout}\n{stderr}",
+                    out.status
+                );
+                stderr
+            };
+            // Every patched site of these numbers calls a direct entry.
+            let log = run(50, &["--log-level", "debug"]);
+            for l in log.lines() {
+                if l.contains("no trampoline within reach") {
+                    problems.push(format!("{label}: {l}"));
+                }
+                let Some(rest) = l.split(" nr ").nth(1) else {
+                    continue;
+                };
+                let nr: u32 = rest.split(' ').next().unwrap().parse().unwrap();
+                if l.contains("patch site")
+                    && NRS.contains(&nr)
+                    && !(l.contains("direct") || l.contains("dynamic entry"))
+                {
+                    problems.push(format!("{label}: generic entry: {l}"));
+                }
+            }
+            // Trapped calls do not grow with the number of calls.
+            let traps = |n: u32| {
+                let dir = tempfile::tempdir().unwrap();
+                let json = dir.path().join("stats.json");
+                run(n, &["--stats-json", json.to_str().unwrap()]);
+                let text = std::fs::read_to_string(&json).unwrap();
+                let process = text
+                    .lines()
+                    .find(|l| l.contains("\"kind\":\"process\""))
+                    .unwrap_or_else(|| panic!("{label}: no process record in {text}"))
+                    .to_string();
+                json_num(&process, "trap_path")
+            };
+            // (A wrapper left on the trap path adds 1,980 trapped calls;
+            // the second thread's own start-up calls may or may not have
+            // happened when the process exits, a difference of a few.)
+            let (few, many) = (traps(20), traps(2000));
+            if many > few + 10 {
+                problems.push(format!(
+                    "{label}: {few} trapped calls with 20 rounds, {many} with 2000: a wrapper stays on the trap path"
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

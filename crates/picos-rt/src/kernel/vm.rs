@@ -23,25 +23,63 @@ pub static BRK: crate::sync::Lock<Brk> = crate::sync::Lock::new(
     },
 );
 
-/// Sets the initial break (called by the loader): after the executable,
-/// moved up by a random number of pages below 1 GiB where Linux would
-/// randomize it (`arch_randomize_brk`: `randomize_va_space` 2 and no
-/// ADDR_NO_RANDOMIZE personality), so the heap is no easier to find
-/// under picos than natively.
-pub fn init_brk(start: usize) {
-    let mut start = page_up(start);
-    if brk_randomized() {
-        let mut r = [0u8; 8];
-        crate::host::getrandom(&mut r);
-        let pages = (1usize << 30) / runtime::PAGE_SIZE;
-        start += (u64::from_ne_bytes(r) as usize % pages) * runtime::PAGE_SIZE;
-    }
+/// Sets the initial break (called by the loader) for an executable mapped
+/// at `[low, end)`: after it, moved up by a random number of pages below
+/// 1 GiB where Linux would randomize it (`arch_randomize_brk`:
+/// `randomize_va_space` 2 and no ADDR_NO_RANDOMIZE personality), so the
+/// heap is no easier to find under picos than natively.
+///
+/// The room kept above the break (`runtime::BRK_ROOM`) must not cover the
+/// windows where punned trampolines of the executable's text go
+/// (`patch::PUN_WINDOW_OFFSET`): a static program's cancellable `read`
+/// would otherwise stay on the trap path whenever the random break fell
+/// below its window. The break is drawn from the positions that leave them
+/// out (about half of the range: one bit less entropy than Linux's).
+pub fn init_brk(low: usize, end: usize) {
+    let start = brk_position(page_up(end), low, brk_randomized().then(random_word));
     runtime::set_brk_start(start);
     *BRK.lock() = Brk {
         start,
         cur: start,
         mapped_end: start,
     };
+}
+
+fn random_word() -> usize {
+    let mut r = [0u8; 8];
+    crate::host::getrandom(&mut r);
+    u64::from_ne_bytes(r) as usize
+}
+
+/// The initial break for an executable whose break would start at `start`
+/// (page-aligned) and whose mapping starts at `low`: `start` itself without
+/// randomness, else `start` plus a page count drawn with `random` from the
+/// positions whose room stays clear of the executable's pun windows.
+fn brk_position(start: usize, low: usize, random: Option<usize>) -> usize {
+    use crate::patch::{PUN_WINDOW_OFFSET, PUN_WINDOW_SPAN};
+    let Some(r) = random else {
+        return start;
+    };
+    const RANGE: usize = 1 << 30;
+    let page = runtime::PAGE_SIZE;
+    // The windows of sites in [low, start): [w_lo, w_hi).
+    let w_lo = low.saturating_add(PUN_WINDOW_OFFSET);
+    let w_hi = start.saturating_add(PUN_WINDOW_OFFSET + PUN_WINDOW_SPAN);
+    // Allowed: s + ROOM <= w_lo (below), or s >= w_hi (above).
+    let below_end = w_lo.saturating_sub(runtime::BRK_ROOM).min(start + RANGE);
+    let below = below_end.saturating_sub(start) / page; // s in [start, below_end]
+    let above_start = page_up(w_hi.max(start));
+    let above = (start + RANGE).saturating_sub(above_start) / page;
+    let n = below + above;
+    if n == 0 {
+        return start;
+    }
+    let k = r % n;
+    if k < below {
+        start + k * page
+    } else {
+        above_start + (k - below) * page
+    }
 }
 
 /// Does Linux randomize the break of this process?
@@ -63,3 +101,38 @@ pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
     },
     child: crate::sync::ForkHook::no_change,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::brk_position;
+    use crate::mm::runtime::BRK_ROOM;
+    use crate::patch::{PUN_WINDOW_OFFSET, PUN_WINDOW_SPAN};
+
+    #[test]
+    fn break_room_avoids_pun_windows() {
+        // A static executable at 4 MiB whose data ends at 5 MiB.
+        let (low, start) = (0x40_0000, 0x50_0000);
+        let (w_lo, w_hi) = (
+            low + PUN_WINDOW_OFFSET,
+            start + PUN_WINDOW_OFFSET + PUN_WINDOW_SPAN,
+        );
+        assert_eq!(brk_position(start, low, None), start);
+        let mut seen_below = false;
+        let mut seen_above = false;
+        for i in 0..4096usize {
+            let r = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let s = brk_position(start, low, Some(r));
+            assert!(
+                s >= start && s < start + (1 << 30) && s % 4096 == 0,
+                "{s:#x}"
+            );
+            assert!(
+                s + BRK_ROOM <= w_lo || s >= w_hi,
+                "room of {s:#x} covers a window"
+            );
+            seen_below |= s + BRK_ROOM <= w_lo;
+            seen_above |= s >= w_hi;
+        }
+        assert!(seen_below && seen_above);
+    }
+}

@@ -499,8 +499,16 @@ unsafe impl dlmalloc::Allocator for ReservationSystem {
 /// The program's initial break, and the room above it kept free of the
 /// runtime's own mappings (trampoline regions), so that brk(2) can grow the
 /// heap as far as Linux would let it in practice.
+///
+/// 512 MiB: a static program's text lies just below its break, and the
+/// trampoline of glibc's cancellable `read` (`mov 0x8(%rsp),%edi; xor
+/// %eax,%eax; syscall`) must sit where the jump's last byte repeats the
+/// `xor` opcode, 0x31 << 24 = 784 MiB above the site (`patch`'s pun). A
+/// larger room hid that window, and every `read` of a threaded static
+/// glibc program trapped. (A heap that outgrows this room on brk alone is
+/// rare: glibc's malloc moves to mmap when brk fails.)
 static BRK_START: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
-pub const BRK_ROOM: usize = 1 << 30;
+pub const BRK_ROOM: usize = 512 << 20;
 
 /// Records the program's initial break (the loader, through `kernel::vm`).
 pub fn set_brk_start(start: usize) {

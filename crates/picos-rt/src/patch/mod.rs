@@ -450,6 +450,15 @@ fn rel32(from_end: usize, to: usize) -> Option<[u8; 4]> {
     i32::try_from(d).ok().map(|v| v.to_le_bytes())
 }
 
+/// Where the trampolines of punned sites go: the only pun is the `xor
+/// %eax,%eax` of glibc's cancellable `read` (0x31), so a punned site's
+/// trampoline lies in the 16 MiB window starting 0x31 << 24 bytes above
+/// it (`alloc_trampoline`). The break's room is kept out of the windows of
+/// the executable's own text (`kernel::vm::init_brk`).
+pub const PUN_WINDOW_OFFSET: usize = 0x31 << 24;
+/// The size of a punned site's window (the displacement's low 24 bits).
+pub const PUN_WINDOW_SPAN: usize = 1 << 24;
+
 /// Finds room for one trampoline within reach of `site`. With `pun`, the
 /// jump's displacement must end in that byte (see `Site::pun`).
 fn alloc_trampoline(st: &mut State, site: usize, pun: Option<u8>) -> Option<usize> {
@@ -1044,7 +1053,19 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext, owner: usize) -> Op
     }
     st.seen.remove(&site.start);
     st.sites.insert(site.start);
-    let t = alloc_trampoline(&mut st, site.start, site.pun)?;
+    let Some(t) = alloc_trampoline(&mut st, site.start, site.pun) else {
+        crate::log!(
+            Debug,
+            "no trampoline within reach of the syscall site at {:#x}{}: it stays on the trap path",
+            site.start,
+            if site.pun.is_some() {
+                " (punned jump)"
+            } else {
+                ""
+            }
+        );
+        return None;
+    };
     let (tcode, cont, map) = trampoline_bytes(t, nr as u32, &site)?;
     st.mapped.insert(t, map);
     crate::log!(

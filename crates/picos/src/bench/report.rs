@@ -192,7 +192,8 @@ struct Host<'a> {
     files_dir: &'a str,
 }
 
-/// One entry of [`CONFIGS`]: `picos_args` is `null` for native, absent
+/// One entry of [`CONFIGS`]: `picos_args` is `null` for the guest run
+/// directly (native, native+SUD), absent
 /// (with `why`) for a column that is not implemented.
 #[derive(Serialize)]
 struct ColumnRecord {
@@ -202,6 +203,9 @@ struct ColumnRecord {
     picos_args: Option<Option<&'static [&'static str]>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     why: Option<&'static str>,
+    /// Environment the guest runs with (`native+SUD`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    guest_env: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -252,11 +256,12 @@ pub fn json(results: &[RowResult], info: &RunInfo) -> String {
             name: c.name,
             available: c.launch != Launch::NotImplemented,
             picos_args: match c.launch {
-                Launch::Native => Some(None),
+                Launch::Native | Launch::NativeSud => Some(None),
                 Launch::Picos(a) => Some(Some(a)),
                 Launch::NotImplemented => None,
             },
             why: (c.launch == Launch::NotImplemented).then_some("not implemented"),
+            guest_env: (c.launch == Launch::NativeSud).then_some("PICOS_BENCH_SUD=1"),
         })
         .collect();
     let rows = results

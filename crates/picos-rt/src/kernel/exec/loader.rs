@@ -457,6 +457,8 @@ pub struct Image {
     pub entry: usize,
     pub phdr: usize,
     pub phnum: usize,
+    /// Start of the lowest segment (page-aligned).
+    pub low: usize,
     /// End of the highest segment (where the program break starts).
     pub end: usize,
 }
@@ -487,7 +489,7 @@ fn map_elf(
         .iter()
         .filter(|p| p.p_type.get(LE) == PT_LOAD)
         .collect();
-    let (bias, end) = place(h, &loads, is_main)?;
+    let (bias, low, end) = place(h, &loads, is_main)?;
     for p in &loads {
         // As Linux: a non-PIE executable must not overlap anything (it
         // fails with EEXIST), but a non-PIE interpreter replaces whatever
@@ -505,6 +507,7 @@ fn map_elf(
         entry: bias + h.e_entry.get(LE) as usize,
         phdr: phdr_address(h, phdrs, &loads, bias),
         phnum: phdrs.len(),
+        low,
         end,
     })
 }
@@ -512,12 +515,13 @@ fn map_elf(
 /// Where the PT_LOAD segments `loads` go: the bias added to their
 /// addresses (0 for a non-PIE executable, which must not touch the
 /// runtime's memory; for a PIE, a reservation of their whole span, at a
-/// random address for the main program) and the end of the last one.
+/// random address for the main program), the start of the first one
+/// (page-aligned) and the end of the last one.
 fn place(
     h: &FileHeader64<LE>,
     loads: &[&ProgramHeader64<LE>],
     is_main: bool,
-) -> Result<(usize, usize), ExecError> {
+) -> Result<(usize, usize, usize), ExecError> {
     let (Some(lo_raw), Some(hi_raw)) = (
         loads.iter().map(|p| p.p_vaddr.get(LE) as usize).min(),
         loads
@@ -546,7 +550,7 @@ fn place(
         let addr = user::reserve(hint, span).map_err(ExecError::Map)?;
         addr - lo
     };
-    Ok((bias, bias + hi_raw))
+    Ok((bias, bias + lo, bias + hi_raw))
 }
 
 /// Maps one PT_LOAD segment at `bias` plus its address (`fixed`:
@@ -846,6 +850,7 @@ mod tests {
                 entry: 0x1100,
                 phdr: 0x1040,
                 phnum: 9,
+                low: 0x1000,
                 end: 0x3000,
             },
             interp: None,
