@@ -458,10 +458,13 @@ global_asm!(
     ".type picos_resume_full,@function",
     "picos_resume_full:",
     "    movl $0, %gs:{resume_on}",
-    "1:  cmpl $0, %gs:{pending}",
-    "    jne 3f",
+    // The context is final from here: a signal that lands on the pending
+    // check itself (after the flag was read, before the jump) is delivered
+    // on it too, rather than left pending behind a stale test.
     ".globl picos_resume_start",
     "picos_resume_start:",
+    "1:  cmpl $0, %gs:{pending}",
+    "    jne 3f",
     "    pushq %gs:{rflags}",
     "    popfq",
     "    mov %gs:{r8}, %r8", "mov %gs:{r9}, %r9", "mov %gs:{r10}, %r10", "mov %gs:{r11}, %r11",
