@@ -333,6 +333,7 @@ fn complete_direct(uc: &mut UContext, where_: crate::arch::DirectExit) {
             word(sp).and_then(|f| Ok((f, word(sp + 8)?, sp + 16 + 128)))
         }
         crate::arch::DirectExit::AtRet => word(sp).map(|r| (m.eflags, r, sp + 8 + 128)),
+        crate::arch::DirectExit::FlagsInPlace => word(sp + 8).map(|r| (m.eflags, r, sp + 16 + 128)),
     };
     let Ok((flags, ret, prog_sp)) = words else {
         return;

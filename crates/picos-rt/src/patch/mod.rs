@@ -309,12 +309,13 @@ pub fn init(cfg: &Config) {
     for (nr, class) in crate::arch::DIRECT_CLASS.iter().enumerate() {
         class.store((cfg.route)(nr as u32), Ordering::Relaxed);
     }
+    let [direct, direct_blocking, direct_fd, direct_fd_blocking] = crate::arch::direct_entries();
     state().entries = [
         crate::arch::picos_fast_entry as *const () as usize,
-        crate::arch::picos_direct_entry as *const () as usize,
-        crate::arch::picos_direct_blocking_entry as *const () as usize,
-        crate::arch::picos_direct_fd_entry as *const () as usize,
-        crate::arch::picos_direct_fd_blocking_entry as *const () as usize,
+        direct,
+        direct_blocking,
+        direct_fd,
+        direct_fd_blocking,
         crate::arch::picos_dynamic_entry as *const () as usize,
     ];
     ENABLED.store(true, Ordering::Relaxed);

@@ -430,9 +430,116 @@ global_asm!(
     // The full exit: a FastFrame as picos_fast_entry builds it, RAX = the
     // result; picos_direct_finish fills in the continuation (or a rewind)
     // and the fast entry's exit sequence delivers what is pending.
-    "5:  PICOS_FAST_FRAME {up_picos_direct_finish}",
+    "5:",
+    ".globl picos_direct_full_exit",
+    "picos_direct_full_exit:",
+    "    PICOS_FAST_FRAME {up_picos_direct_finish}",
     "    jmp picos_fast_exit_start",
+    // The flag-free direct entries (`picos_nf_*`): the same calls as the
+    // direct entries above, for a fixed number's trampoline, without
+    // `pushfq`/`popfq` (popfq costs a few ns on every call). Nothing on
+    // their way to the program changes RFLAGS: tests are `jrcxz` on RCX
+    // (which `syscall` clobbers anyway), the descriptor's bit is found with
+    // BMI2's flagless shifts, and the `syscall` itself leaves the
+    // program's RFLAGS in R11 and restores them. The slot where the
+    // classic entries keep RFLAGS is reserved (`lea`), and filled only on
+    // the way to a slow path (the full exit, EINTR, the fast entry), which
+    // then continues as the classic entries do.
+    // PICOS_NF_PASSTHROUGH: RCX = non-zero iff EDI is a descriptor below
+    // PASSTHROUGH_FDS whose bit is set in %gs:passthrough (Linux reads the
+    // descriptor as an int: a negative one is out of range). RCX and R11
+    // only, no flags.
+    ".macro PICOS_NF_PASSTHROUGH",
+    "    mov %edi, %ecx",
+    "    mov ${fd_bits}, %r11d",
+    "    shrx %r11d, %ecx, %ecx",
+    "    jrcxz 11f",
+    "    mov $0, %ecx",
+    "    jmp 12f",
+    "11: mov %edi, %ecx",
+    "    mov $6, %r11d",
+    "    shrx %r11d, %ecx, %ecx",
+    "    mov %gs:{passthrough}, %r11",
+    "    mov (%r11,%rcx,8), %r11",
+    "    shrx %rdi, %r11, %rcx",
+    "    mov $63, %r11d",
+    "    shlx %r11, %rcx, %rcx",
+    "12:",
+    ".endm",
+    ".globl picos_nf_direct_fd_entry",
+    ".type picos_nf_direct_fd_entry,@function",
+    "picos_nf_direct_fd_entry:",
+    "    lea -8(%rsp), %rsp",
+    "    PICOS_NF_PASSTHROUGH",
+    "    jrcxz 8f",
+    "    jmp picos_nf_direct_entry_slot",
+    ".globl picos_nf_direct_fd_blocking_entry",
+    ".type picos_nf_direct_fd_blocking_entry,@function",
+    "picos_nf_direct_fd_blocking_entry:",
+    "    lea -8(%rsp), %rsp",
+    "    PICOS_NF_PASSTHROUGH",
+    "    jrcxz 8f",
+    "    jmp picos_nf_direct_blocking_entry_slot",
+    // Not passed through (or out of the map's range): the fast entry, with
+    // RFLAGS still the program's.
+    "8:  lea 8(%rsp), %rsp",
+    "    jmp picos_fast_entry",
+    ".globl picos_nf_direct_entry",
+    ".type picos_nf_direct_entry,@function",
+    "picos_nf_direct_entry:",
+    "    lea -8(%rsp), %rsp",
+    "picos_nf_direct_entry_slot:",
+    "    mov %eax, %gs:{direct_nr}",
+    "    syscall",
+    "    jmp 3f",
+    ".globl picos_nf_direct_blocking_entry",
+    ".type picos_nf_direct_blocking_entry,@function",
+    "picos_nf_direct_blocking_entry:",
+    "    lea -8(%rsp), %rsp",
+    "picos_nf_direct_blocking_entry_slot:",
+    "    mov %eax, %gs:{direct_nr}",
+    ".globl picos_nf_direct_block_start",
+    "picos_nf_direct_block_start:",
+    "    mov %gs:{pending}, %ecx",
+    "    jrcxz 2f",
+    "    jmp picos_nf_direct_eintr",
+    "2:",
+    ".globl picos_nf_direct_block_insn",
+    "picos_nf_direct_block_insn:",
+    "    syscall",
+    "3:  lea 4(%rax), %rcx", // -4: EINTR
+    "    jrcxz 6f",
+    // From here to picos_nf_direct_exit_end the result is final, as in
+    // the classic exit; the slot does not hold RFLAGS (complete_direct
+    // takes them from the interrupted context, where they are the
+    // program's).
+    ".globl picos_nf_direct_exit_start",
+    "picos_nf_direct_exit_start:",
+    "    mov %gs:{pending}, %ecx",
+    "    jrcxz 7f",
+    "    jmp 6f",
+    "7:  mov 8(%rsp), %rcx",
+    "    mov {site_ret}(%rcx), %rcx",
+    "    lea 8(%rsp), %rsp",
+    ".globl picos_nf_direct_ret",
+    "picos_nf_direct_ret:",
+    "    ret",
+    ".globl picos_nf_direct_exit_end",
+    "picos_nf_direct_exit_end:",
+    // The full exit: the slot gets the program's RFLAGS (R11, from the
+    // `syscall`), and the classic full exit takes over.
+    "6:  mov %r11, (%rsp)",
+    "    jmp picos_direct_full_exit",
+    // A signal became pending before the blocking call started (the
+    // check, or the host handler's rewind of the window): RFLAGS are still
+    // the program's.
+    ".globl picos_nf_direct_eintr",
+    "picos_nf_direct_eintr:",
+    "    lea 8(%rsp), %rsp",
+    "    pushfq",
+    "    jmp picos_direct_eintr",
     gap = const FAST_FRAME_GAP,
+    fd_bits = const PASSTHROUGH_FDS.trailing_zeros(),
     nclass = const DIRECT_CLASSES,
     class = sym DIRECT_CLASS,
     direct_nr = const core::mem::offset_of!(EntryState, direct_nr),
@@ -546,8 +653,9 @@ const CPU_PROBED: u8 = 1;
 const CPU_XSAVE: u8 = 2;
 const CPU_RDPID: u8 = 4;
 const CPU_RDTSCP: u8 = 8;
+const CPU_BMI2: u8 = 16;
 
-/// Reads the CPU features the runtime uses (XSAVE, RDPID, RDTSCP) with
+/// Reads the CPU features the runtime uses (XSAVE, RDPID, RDTSCP, BMI2) with
 /// CPUID. Called at start-up, before the program runs: execve re-enables
 /// CPUID, and nothing the program does can have disabled it yet.
 pub fn probe_cpu() -> u8 {
@@ -572,6 +680,9 @@ pub fn probe_cpu() -> u8 {
     if ext.edx & (1 << 27) != 0 {
         f |= CPU_RDTSCP;
     }
+    if l7.ebx & (1 << 8) != 0 {
+        f |= CPU_BMI2;
+    }
     CPU_FEATURES.store(f, Ordering::Relaxed);
     f
 }
@@ -579,6 +690,43 @@ pub fn probe_cpu() -> u8 {
 /// Does the CPU (and the kernel) support XSAVE?
 pub fn has_xsave() -> bool {
     probe_cpu() & CPU_XSAVE != 0
+}
+
+/// The entries a fixed number's trampoline calls for the direct classes:
+/// direct, direct blocking, direct for pass-through descriptors, and its
+/// blocking form. The flag-free ones (`picos_nf_*`, no `pushfq`/`popfq`)
+/// where the CPU has BMI2 (their descriptor check needs its flagless
+/// shifts), else the classic ones.
+pub fn direct_entries() -> [usize; 4] {
+    let a = |f: unsafe extern "C" fn()| f as *const () as usize;
+    if probe_cpu() & CPU_BMI2 != 0 {
+        [
+            a(picos_nf_direct_entry),
+            a(picos_nf_direct_blocking_entry),
+            a(picos_nf_direct_fd_entry),
+            a(picos_nf_direct_fd_blocking_entry),
+        ]
+    } else {
+        [
+            a(picos_direct_entry),
+            a(picos_direct_blocking_entry),
+            a(picos_direct_fd_entry),
+            a(picos_direct_fd_blocking_entry),
+        ]
+    }
+}
+
+extern "C" {
+    fn picos_nf_direct_entry();
+    fn picos_nf_direct_blocking_entry();
+    fn picos_nf_direct_fd_entry();
+    fn picos_nf_direct_fd_blocking_entry();
+    static picos_nf_direct_block_start: u8;
+    static picos_nf_direct_block_insn: u8;
+    static picos_nf_direct_eintr: u8;
+    static picos_nf_direct_exit_start: u8;
+    static picos_nf_direct_ret: u8;
+    static picos_nf_direct_exit_end: u8;
 }
 
 extern "C" {
@@ -606,6 +754,10 @@ pub enum DirectExit {
     BeforePopf,
     /// At its `ret`: RFLAGS are restored; the stack holds the return address.
     AtRet,
+    /// Before a flag-free entry's `ret` (`picos_nf_*`): RFLAGS are the
+    /// program's (nothing changed them); the stack holds the unused RFLAGS
+    /// slot, then the trampoline's return address.
+    FlagsInPlace,
 }
 
 /// Is `rip` inside a direct entry's exit sequence, and where?
@@ -618,9 +770,18 @@ pub fn in_direct_exit(rip: u64) -> Option<DirectExit> {
             addr_of(&picos_direct_exit_end),
         )
     };
+    // SAFETY: as above.
+    let (nf_s, nf_r, nf_e) = unsafe {
+        (
+            addr_of(&picos_nf_direct_exit_start),
+            addr_of(&picos_nf_direct_ret),
+            addr_of(&picos_nf_direct_exit_end),
+        )
+    };
     match rip {
-        _ if rip == r => Some(DirectExit::AtRet),
+        _ if rip == r || rip == nf_r => Some(DirectExit::AtRet),
         _ if rip >= s && rip < e => Some(DirectExit::BeforePopf),
+        _ if rip >= nf_s && rip < nf_e => Some(DirectExit::FlagsInPlace),
         _ => None,
     }
 }
@@ -705,6 +866,17 @@ pub fn blocking_rewind(rip: u64) -> Option<u64> {
             addr_of(&picos_direct_block_start),
             addr_of(&picos_direct_block_insn),
             addr_of(&picos_direct_eintr),
+        )
+    };
+    if rip >= start && rip <= insn {
+        return Some(eintr);
+    }
+    // SAFETY: as above.
+    let (start, insn, eintr) = unsafe {
+        (
+            addr_of(&picos_nf_direct_block_start),
+            addr_of(&picos_nf_direct_block_insn),
+            addr_of(&picos_nf_direct_eintr),
         )
     };
     (rip >= start && rip <= insn).then_some(eintr)
