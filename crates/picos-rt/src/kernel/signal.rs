@@ -137,6 +137,54 @@ pub fn deliver_pending(t: &Thread, uc: &mut UContext) -> bool {
     frames
 }
 
+/// Notes a signal the thread has just sent itself (`self_target`: tkill or
+/// tgkill aimed at this thread): if the host blocks it for the program, it
+/// waits there until the program unblocks it (see `Thread::self_sent`).
+pub fn note_self_sent(t: &Thread, self_target: bool, sig: i32) {
+    if self_target && (1..=thread::NSIG as i32).contains(&sig) {
+        let b = bit(sig);
+        if host_mask(t.sig_mask.get()) & b != 0 {
+            t.self_sent.set(t.self_sent.get() | b);
+        }
+    }
+}
+
+/// The program is unblocking `set`: the signals of it that this thread
+/// sent itself while they were blocked are taken from the host's queue
+/// (rt_sigtimedwait with no wait) into the runtime's, for delivery when
+/// the call returns, as Linux delivers them on its return from
+/// rt_sigprocmask. Without this the host would deliver each to the
+/// runtime's handler first (a signal frame and an rt_sigreturn, ~1 µs).
+/// One taken meanwhile (sigwaitinfo, signalfd) is simply not found.
+pub fn take_self_sent(t: &Thread, set: u64) {
+    let set = set & t.self_sent.get();
+    if set == 0 {
+        return;
+    }
+    t.self_sent.set(t.self_sent.get() & !set);
+    // A signal arriving while the queue is worked on goes back to the
+    // host (as in the fast path's delivery), blocked until the program's
+    // new mask reaches the host.
+    let was = t.delivering.replace(true);
+    let mut rest = host_mask(set);
+    while rest != 0 {
+        let sig = rest.trailing_zeros() as i32 + 1;
+        rest &= rest - 1;
+        // Real-time signals queue: take every instance.
+        for _ in 0..=thread::EXTRA_QUEUED {
+            let mut info = SigInfo::default();
+            if host::rt_sigtake(bit(sig), &mut info.0).is_err() {
+                break;
+            }
+            t.add_pending(&info);
+            if sig < 32 {
+                break; // a standard signal is pending once at most
+            }
+        }
+    }
+    t.delivering.set(was);
+}
+
 /// Queues a signal the runtime holds on the host again, in the queue it
 /// was in: the thread's (`rt_tgsigqueueinfo`) or the process's
 /// (`rt_sigqueueinfo`; either takes any `si_code` for the own process).

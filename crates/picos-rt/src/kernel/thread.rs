@@ -96,6 +96,12 @@ pub struct Thread {
     /// on the host (`entry::fast::deliver_on`): one that arrives meanwhile goes
     /// back to the host, blocked until the delivery is done.
     pub delivering: Cell<bool>,
+    /// Signals this thread sent itself (tkill, tgkill) while the host
+    /// blocked them for the program: they wait in the host's queue, and
+    /// the program's rt_sigprocmask that unblocks one takes it from there
+    /// for the runtime to deliver (`kernel::signal::take_self_sent`),
+    /// rather than have the host deliver it to the runtime's handler.
+    pub self_sent: Cell<u64>,
 }
 
 /// A fault-type signal taken, at first, for one sent by someone (`kill`
@@ -408,6 +414,7 @@ pub fn alloc(
             fault_probe: Cell::new(FaultProbe::default()),
             held_locks: Cell::new(0),
             delivering: Cell::new(false),
+            self_sent: Cell::new(0),
         },
     );
     Ok(t)

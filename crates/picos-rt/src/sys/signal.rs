@@ -105,6 +105,9 @@ pub fn rt_sigprocmask(
         };
         // As Linux: the mask changes even if `oldset` then faults.
         c.t.sig_mask.set(new);
+        // What this thread sent itself while blocking it is delivered on
+        // this call's return (raise(): block, tgkill, restore).
+        sig::take_self_sent(c.t, cur & !new);
         if !oldset.is_null() {
             oldset.write(&cur)?;
         }
@@ -112,6 +115,70 @@ pub fn rt_sigprocmask(
         oldset.write(&cur)?;
     }
     Ok(0)
+}
+
+/// Implements tgkill(2) on the host; a signal the thread sends itself while
+/// blocking it is noted for `rt_sigprocmask` (`kernel::signal::note_self_sent`).
+/// A signal the thread sends itself that the program neither blocks nor
+/// leaves to its default disposition (glibc's raise() is exactly this)
+/// never goes to the host: it is queued in the runtime with the siginfo
+/// Linux gives it (SI_TKILL, the sender's pid and real uid) and delivered
+/// on this call's return, as Linux delivers it on the return from tgkill.
+#[syscall]
+pub fn tgkill(c: &mut Ctx<'_>, tgid: i32, tid: i32, signo: i32) -> SysResult {
+    let own = tid == c.t.tid() && tgid == own_pid(c);
+    if own && raise_here(c, signo)? {
+        return Ok(0);
+    }
+    let r = c.host()?;
+    sig::note_self_sent(c.t, own, signo);
+    Ok(r)
+}
+
+/// Implements tkill(2), as [`tgkill`].
+#[syscall]
+pub fn tkill(c: &mut Ctx<'_>, tid: i32, signo: i32) -> SysResult {
+    let own = tid == c.t.tid();
+    if own && raise_here(c, signo)? {
+        return Ok(0);
+    }
+    let r = c.host()?;
+    sig::note_self_sent(c.t, own, signo);
+    Ok(r)
+}
+
+/// Queues `signo`, sent by this thread to itself, in the runtime if the
+/// program has a handler for it and does not block it; false leaves the
+/// call to the host (other signals, dispositions, or masks).
+fn raise_here(c: &mut Ctx<'_>, signo: i32) -> Result<bool, Errno> {
+    if !(1..=NSIG as i32).contains(&signo)
+        || signo == SIGKILL
+        || signo == SIGSTOP
+        || c.t.sig_mask.get() & bit(signo) != 0
+        || c.t.process().get(signo).handler <= abi::SIG_IGN
+    {
+        return Ok(false);
+    }
+    const SI_TKILL: i32 = -6;
+    let mut info = crate::arch::SigInfo::kernel(signo, SI_TKILL);
+    let uid = super::ids::getuid(c)? as u32;
+    info.0[16..20].copy_from_slice(&own_pid(c).to_ne_bytes());
+    info.0[20..24].copy_from_slice(&uid.to_ne_bytes());
+    // (A signal that arrives meanwhile goes back to the host, blocked
+    // until the delivery on this call's return sets the mask.)
+    let was = c.t.delivering.replace(true);
+    c.t.add_pending(&info);
+    c.t.delivering.set(was);
+    c.t.update_pending_flag();
+    Ok(true)
+}
+
+/// This process's id (cached by `kernel::process::watch_parent`).
+fn own_pid(c: &Ctx<'_>) -> i32 {
+    match c.t.ids().pid.load(core::sync::atomic::Ordering::Relaxed) {
+        0 => crate::host::getpid(),
+        p => p,
+    }
 }
 
 /// Implements kill(2) on the host. A signal that arrives while it runs

@@ -1849,11 +1849,11 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 200,
         name: "tkill",
-        support: Support::Host,
+        support: Support::Mediated(sys::signal::tkill),
         args: "dg",
         full_context: false,
         sandbox: Sandbox::Check,
-        note: "",
+        note: "host; one sent to oneself while blocked is taken back at unblocking",
     },
     SyscallDef {
         nr: 201,
@@ -2155,11 +2155,11 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 234,
         name: "tgkill",
-        support: Support::Host,
+        support: Support::Mediated(sys::signal::tgkill),
         args: "ddg",
         full_context: false,
         sandbox: Sandbox::Check,
-        note: "",
+        note: "host; as tkill",
     },
     SyscallDef {
         nr: 235,
