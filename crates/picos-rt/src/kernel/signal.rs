@@ -156,6 +156,8 @@ pub fn note_self_sent(t: &Thread, self_target: bool, sig: i32) {
 /// rt_sigprocmask. Without this the host would deliver each to the
 /// runtime's handler first (a signal frame and an rt_sigreturn, ~1 µs).
 /// One taken meanwhile (sigwaitinfo, signalfd) is simply not found.
+#[cold]
+#[inline(never)]
 pub fn take_self_sent(t: &Thread, set: u64) {
     let set = set & t.self_sent.get();
     if set == 0 {

@@ -107,7 +107,9 @@ pub fn rt_sigprocmask(
         c.t.sig_mask.set(new);
         // What this thread sent itself while blocking it is delivered on
         // this call's return (raise(): block, tgkill, restore).
-        sig::take_self_sent(c.t, cur & !new);
+        if cur & !new & c.t.self_sent.get() != 0 {
+            sig::take_self_sent(c.t, cur & !new);
+        }
         if !oldset.is_null() {
             oldset.write(&cur)?;
         }
