@@ -34,6 +34,11 @@ pub struct StartArgs {
     pub auxv: Vec<(u64, u64)>,
     /// The initial stack pointer (the program's stack is built below it).
     pub stack_top: usize,
+    /// Where the argv strings start, if the envp strings follow them back
+    /// to back (the area /proc/PID/cmdline shows): the program's argv and
+    /// envp point there when they are the same strings, so that a program
+    /// that rewrites its argv in place (setproctitle) is seen renamed.
+    pub strings: Option<usize>,
 }
 
 /// The start-up state handed from [`start`] to [`main_on_runtime_stack`]
@@ -59,6 +64,7 @@ pub fn start(args: StartArgs) -> ! {
         envp,
         auxv,
         stack_top,
+        strings,
     } = args;
     let hwcap2 = auxv
         .iter()
@@ -103,6 +109,7 @@ pub fn start(args: StartArgs) -> ! {
             envp,
             auxv,
             stack_top,
+            strings,
         },
         slot: t.slot,
     });
@@ -218,12 +225,16 @@ fn load_program(exe: &[u8], info: &StartArgs) -> (usize, usize) {
     crate::kernel::process::set_exe_path(loaded.real_path.clone());
     crate::kernel::vm::init_brk(loaded.main.low, loaded.main.end);
     let execfn = &config().exe;
+    // The kernel's argv strings are the program's unless the loader
+    // changed argv (an interpreter script).
+    let reuse = info.strings.filter(|_| loaded.argv == info.argv);
     match loader::build_stack(
         info.stack_top - 256,
         &loaded,
         &info.envp,
         execfn,
         &info.auxv,
+        reuse,
     ) {
         Ok(sp) => (loaded.start, sp),
         Err(e) => fatal(126, format_args!("cannot build the program's stack: {}", e)),

@@ -103,11 +103,29 @@ mod entry {
                 }
                 a = a.add(2);
             }
+            // Linux puts the argv strings, then the envp strings, back to
+            // back (its mm->arg_start..env_end): where they are, if so.
+            let mut strings = (argc > 0).then(|| *argvp as usize);
+            if let Some(start) = strings {
+                let mut next = start;
+                let ptrs = (0..argc)
+                    .map(|i| *argvp.add(i))
+                    .chain((0..envp.len()).map(|i| *argvp.add(argc + 1 + i)));
+                let lens = argv.iter().chain(envp.iter()).map(|s| s.len());
+                for (p, len) in ptrs.zip(lens) {
+                    if p != next {
+                        strings = None;
+                        break;
+                    }
+                    next = p + len + 1;
+                }
+            }
             picos_rt::boot::StartArgs {
                 argv,
                 envp,
                 auxv,
                 stack_top: sp as usize,
+                strings,
             }
         }
     }

@@ -581,6 +581,13 @@ fn raise() {
     conformance("raise", &[ok(&[])]);
 }
 
+/// A program that rewrites its argv in place (setproctitle) is seen renamed
+/// in /proc/self/cmdline.
+#[test]
+fn proctitle() {
+    conformance("proctitle", &[ok(&[]), ok(&["a", "bb"])]);
+}
+
 #[test]
 fn ids() {
     conformance("ids", &[ok(&[])]);

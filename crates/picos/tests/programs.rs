@@ -755,6 +755,7 @@ fn redis_server() {
     let script = "SET k v\nGET k\nINCR n\nINCR n\nINCR n\nLPUSH l a b c\nLRANGE l 0 -1\n\
                   HSET h f 1 g 2\nHGETALL h\nDEL k\nEXISTS k\nDBSIZE\n";
     let mut answers = Vec::new();
+    let mut titles: Vec<String> = Vec::new();
     for picos in [false, true] {
         let dir = tempdir();
         let port = free_port().to_string();
@@ -809,6 +810,14 @@ fn redis_server() {
             );
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
+        // redis renames itself (setproctitle): `ps` must see the new title.
+        let title = std::fs::read(format!("/proc/{}/cmdline", server.id())).unwrap_or_default();
+        titles.push(
+            String::from_utf8_lossy(&title)
+                .replace('\0', " ")
+                .trim()
+                .replace(&port, "PORT"),
+        );
         let out = cli(&[], Some(script));
         answers.push(String::from_utf8_lossy(&out.stdout).into_owned());
         let bench = Command::new("/usr/bin/redis-benchmark")
@@ -847,4 +856,6 @@ fn redis_server() {
     );
     eprintln!("{}", answers[1]);
     assert_eq!(answers[0], answers[1], "redis-cli answers, native vs picos");
+    assert!(titles[0].contains("PORT"), "native title: {}", titles[0]);
+    assert_eq!(titles[0], titles[1], "process title, native vs picos");
 }

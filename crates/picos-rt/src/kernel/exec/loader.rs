@@ -773,12 +773,18 @@ fn program_auxv(
 
 /// Builds the program's initial stack below `top` (as Linux's
 /// create_elf_tables does) and returns the stack pointer to start with.
+///
+/// `reuse`: where the same argv and envp strings already lie back to back
+/// (the kernel's copy, which /proc/PID/cmdline shows): the program's argv
+/// and envp point there instead of at a copy, so that a program that
+/// rewrites them in place is seen doing so, as natively.
 pub fn build_stack(
     top: usize,
     loaded: &Loaded,
     envp: &[Vec<u8>],
     execfn: &[u8],
     host_auxv: &[(u64, u64)],
+    reuse: Option<usize>,
 ) -> Result<usize, Errno> {
     let mut sp = top & !15;
     let push_bytes = |sp: &mut usize, b: &[u8], nul: bool| -> Result<usize, Errno> {
@@ -798,10 +804,19 @@ pub fn build_stack(
         block.extend_from_slice(s);
         block.push(0);
     }
-    let execfn_off = block.len();
-    block.extend_from_slice(execfn);
-    block.push(0);
-    let block_p = push_bytes(&mut sp, &block, false)?;
+    let (block_p, execfn_p) = match reuse {
+        Some(at) => {
+            let execfn_p = push_bytes(&mut sp, execfn, true)?;
+            (at, execfn_p)
+        }
+        None => {
+            let execfn_off = block.len();
+            block.extend_from_slice(execfn);
+            block.push(0);
+            let block_p = push_bytes(&mut sp, &block, false)?;
+            (block_p, block_p + execfn_off)
+        }
+    };
     let argv_p: Vec<usize> = offsets[..loaded.argv.len()]
         .iter()
         .map(|o| block_p + o)
@@ -810,7 +825,6 @@ pub fn build_stack(
         .iter()
         .map(|o| block_p + o)
         .collect();
-    let execfn_p = block_p + execfn_off;
     sp &= !15;
     let platform_p = push_bytes(&mut sp, b"x86_64", true)?;
     let mut rnd = [0u8; 16];
