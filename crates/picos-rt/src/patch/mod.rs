@@ -536,8 +536,13 @@ struct Site {
     /// Instructions the trampoline runs first, at the program's own RSP
     /// (copied verbatim; they may read the stack).
     pre: Vec<u8>,
-    /// Register moves to run before the call (copied verbatim).
+    /// Register moves to run before the call (copied verbatim, but for
+    /// the displacements of RIP-relative `lea`s: see `rip_fixups`).
     moves: Vec<u8>,
+    /// For each RIP-relative `lea` among the moves: the offset of its
+    /// 32-bit displacement in `moves`, and the address the original
+    /// instruction ends at (the displacement's origin).
+    rip_fixups: Vec<(usize, usize)>,
     /// Instruction overwritten after the `syscall`, run by the trampoline.
     post: Vec<u8>,
     /// Where the program continues after the site.
@@ -569,6 +574,17 @@ impl Site {
 /// trampoline runs the copies before its own `mov $NR, %eax`).
 fn simple_move_len(b: &[u8]) -> Option<usize> {
     simple_move(b).map(|(len, _)| len)
+}
+
+/// `lea disp32(%rip), reg` at the start of `b` (not into RAX or RSP):
+/// its length (the displacement is its last four bytes). The trampoline's
+/// copy gets the displacement that reaches the same address.
+fn rip_lea(b: &[u8]) -> Option<usize> {
+    let (rex, rest) = split_rex(b);
+    let p = usize::from(rex != 0);
+    let (op, modrm) = (*rest.first()?, *rest.get(1)?);
+    let reg = ((modrm >> 3) & 7) | ((rex & 4) << 1);
+    (op == 0x8d && modrm & 0xc7 == 0x05 && reg != 0 && reg != 4 && rest.len() >= 6).then_some(p + 6)
 }
 
 /// The REX prefix at the start of `b` (0 if none) and the bytes after it.
@@ -615,6 +631,20 @@ fn simple_move(b: &[u8]) -> Option<(usize, Option<u8>)> {
                 && rm != RAX
                 && reg != RSP)
                 .then_some((p + 3, Some(reg)))
+        }
+        // lea disp8/disp32(%base), reg: an address computed from a
+        // register, no memory access. No SIB, no RIP-relative form (see
+        // `rip_lea`), neither base nor destination RAX or RSP.
+        0x8d => {
+            let modrm = *rest.get(1)?;
+            let (reg, rm) = (reg_of(modrm), rm_of(modrm));
+            let len = match modrm >> 6 {
+                1 => p + 3,
+                2 => p + 6,
+                _ => return None,
+            };
+            (modrm & 7 != 4 && reg != RAX && rm != RAX && reg != RSP && rest.len() + p >= len)
+                .then_some((len, Some(reg)))
         }
         // mov $imm32, r32 (b8+r), not ESP or EAX.
         0xb8..=0xbf if rex & 8 == 0 => {
@@ -724,13 +754,20 @@ fn match_site(code: &[u8], code_base: usize, after: usize, nr: u64) -> Option<Si
         }
         // The bytes between must be whole simple moves.
         let mut i = m + 5;
+        let mut rip_fixups = Vec::new();
         while i < sc {
-            i += simple_move_len(&code[i..sc])?;
+            if let Some(n) = rip_lea(&code[i..sc]) {
+                rip_fixups.push((i + n - 4 - (m + 5), code_base + i + n));
+                i += n;
+            } else {
+                i += simple_move_len(&code[i..sc])?;
+            }
         }
         if i == sc {
             return Some(Site {
                 start: code_base + m,
                 moves: code[m + 5..sc].to_vec(),
+                rip_fixups,
                 resume: after,
                 fixed_nr: true,
                 ..Site::default()
@@ -997,7 +1034,14 @@ fn trampoline_bytes(t: usize, nr: u32, site: &Site) -> Option<(Vec<u8>, usize, T
         map.inline = c.len() - map.pre;
     }
     c.extend_from_slice(&[0x48, 0x8d, 0x64, 0x24, 0x80]);
+    let moves_at = c.len();
     c.extend_from_slice(&site.moves);
+    for &(off, orig_end) in &site.rip_fixups {
+        let d = moves_at + off;
+        let disp = i32::from_le_bytes(c[d..d + 4].try_into().ok()?);
+        let target = (orig_end as i64 + disp as i64) as usize;
+        c[d..d + 4].copy_from_slice(&rel32(t + d + 4, target)?);
+    }
     let entry = if site.fixed_nr {
         c.push(0xb8);
         c.extend_from_slice(&nr.to_le_bytes());
@@ -1229,6 +1273,47 @@ mod tests {
         assert_eq!((s.start, s.resume, s.fixed_nr), (0x1001, 0x100a, true));
         assert!(s.moves.is_empty() && !s.covers_syscall(0x1008));
         assert!(match_site(&code, 0x1000, 0x100a, 14).is_none());
+    }
+
+    #[test]
+    fn lea_between() {
+        // glibc start_thread: mov $0xe,%eax; lea 0x8f0(%rbx),%rsi; syscall
+        let code = [
+            0xb8, 0x0e, 0, 0, 0, 0x48, 0x8d, 0xb3, 0xf0, 0x08, 0, 0, 0x0f, 0x05,
+        ];
+        let s = match_site(&code, 0x3000, 0x3000 + 14, 14).unwrap();
+        assert_eq!(s.moves, code[5..12].to_vec());
+        assert!(s.rip_fixups.is_empty());
+        // lea 8(%rax),%rsi is refused (RAX is the number's), as is a SIB form.
+        let code = [0xb8, 0x0e, 0, 0, 0, 0x48, 0x8d, 0x70, 0x08, 0x0f, 0x05];
+        assert!(match_site(&code, 0x3000, 0x3000 + 11, 14).is_none());
+        let code = [
+            0xb8, 0x0e, 0, 0, 0, 0x48, 0x8d, 0x74, 0x24, 0x08, 0x0f, 0x05,
+        ];
+        assert!(match_site(&code, 0x3000, 0x3000 + 12, 14).is_none());
+    }
+
+    #[test]
+    fn rip_relative_lea_is_relocated() {
+        // glibc's thread exit: mov $0xe,%eax; lea 0x1178dd(%rip),%rsi; syscall
+        let code = [
+            0xb8, 0x0e, 0, 0, 0, 0x48, 0x8d, 0x35, 0xdd, 0x78, 0x11, 0, 0x0f, 0x05,
+        ];
+        let base = 0x40_0000;
+        let s = match_site(&code, base, base + 14, 14).unwrap();
+        // The displacement is 3 bytes into the moves; its origin is the
+        // address after the lea.
+        assert_eq!(s.rip_fixups, vec![(3, base + 12)]);
+        let target = base + 12 + 0x1178dd;
+        let t = base + 0x10_0000;
+        let (bytes, _, _) = trampoline_bytes(t, 14, &s).unwrap();
+        // The copy (after the 5-byte `lea -128(%rsp)`) reaches the same address.
+        let at = bytes
+            .windows(3)
+            .position(|w| w == [0x48, 0x8d, 0x35])
+            .unwrap();
+        let disp = i32::from_le_bytes(bytes[at + 3..at + 7].try_into().unwrap());
+        assert_eq!((t + at + 7) as i64 + disp as i64, target as i64);
     }
 
     #[test]
