@@ -153,9 +153,14 @@ pub fn tkill(c: &mut Ctx<'_>, tid: i32, signo: i32) -> SysResult {
 /// program has a handler for it and does not block it; false leaves the
 /// call to the host (other signals, dispositions, or masks).
 fn raise_here(c: &mut Ctx<'_>, signo: i32) -> Result<bool, Errno> {
+    // Sending SIGCONT or a stop signal also discards pending ones of the
+    // other kind (Linux's prepare_signal): the host does that.
+    use abi::{SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU};
     if !(1..=NSIG as i32).contains(&signo)
-        || signo == SIGKILL
-        || signo == SIGSTOP
+        || matches!(
+            signo,
+            SIGKILL | SIGSTOP | SIGCONT | SIGTSTP | SIGTTIN | SIGTTOU
+        )
         || c.t.sig_mask.get() & bit(signo) != 0
         || c.t.process().get(signo).handler <= abi::SIG_IGN
     {
