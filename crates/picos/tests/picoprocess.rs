@@ -642,3 +642,42 @@ fn common_wrappers_take_direct_entries() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// A thread costs at most two trapped calls: its `clone3` (the child needs
+/// the full context) and its final `exit`. glibc's `start_thread` and
+/// thread-exit `rt_sigprocmask` sites (`mov $14,%eax; lea ...; syscall`)
+/// are patched like any other (they trapped on every thread before).
+#[test]
+fn threads_trap_at_most_twice_each() {
+    let prog = compile_with("thread_churn", &["-pthread", "-O2"]);
+    let traps = |n: u32| {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("stats.json");
+        let out = Command::new(PICOS)
+            .args(["run", "--stats-json", json.to_str().unwrap()])
+            .arg(&prog)
+            .arg(n.to_string())
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("threads {n} ok {n}\n"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = std::fs::read_to_string(&json).unwrap();
+        let process = text
+            .lines()
+            .find(|l| l.contains("\"kind\":\"process\""))
+            .unwrap_or_else(|| panic!("no process record in {text}"))
+            .to_string();
+        json_num(&process, "trap_path")
+    };
+    let (few, many) = (traps(20), traps(220));
+    // 200 more threads: at most 2 traps each (and a little slack for
+    // sites first met in the longer run).
+    assert!(
+        many <= few + 2 * 200 + 10,
+        "{few} trapped calls with 20 threads, {many} with 220"
+    );
+}
