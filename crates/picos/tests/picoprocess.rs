@@ -347,6 +347,16 @@ fn json_num(line: &str, key: &str) -> u64 {
         .unwrap()
 }
 
+/// The process record of a `--stats-json` file (the line whose kind is
+/// "process"), for `json_num`.
+fn process_record(json: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(json).unwrap();
+    text.lines()
+        .find(|l| l.contains("\"kind\":\"process\""))
+        .unwrap_or_else(|| panic!("no process record in {text}"))
+        .to_string()
+}
+
 /// `--stats` reports every thread and the process; the counts add up, the
 /// fast path carries the load, and `--stats-json` writes one line each.
 #[test]
@@ -460,11 +470,7 @@ fn python_runs_on_the_fast_path() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = std::fs::read_to_string(&json).unwrap();
-    let p = text
-        .lines()
-        .find(|l| l.contains("\"kind\":\"process\""))
-        .unwrap();
+    let p = &process_record(&json);
     // 4,000 calls in the loop; traps are each site's first call plus the few
     // shapes the patcher does not take.
     assert!(json_num(p, "trap_path") < 100, "{p}");
@@ -621,13 +627,7 @@ fn common_wrappers_take_direct_entries() {
                 let dir = tempfile::tempdir().unwrap();
                 let json = dir.path().join("stats.json");
                 run(n, &["--stats-json", json.to_str().unwrap()]);
-                let text = std::fs::read_to_string(&json).unwrap();
-                let process = text
-                    .lines()
-                    .find(|l| l.contains("\"kind\":\"process\""))
-                    .unwrap_or_else(|| panic!("{label}: no process record in {text}"))
-                    .to_string();
-                json_num(&process, "trap_path")
+                json_num(&process_record(&json), "trap_path")
             };
             // (A wrapper left on the trap path adds 1,980 trapped calls;
             // the second thread's own start-up calls may or may not have
@@ -665,13 +665,7 @@ fn threads_trap_at_most_twice_each() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let text = std::fs::read_to_string(&json).unwrap();
-        let process = text
-            .lines()
-            .find(|l| l.contains("\"kind\":\"process\""))
-            .unwrap_or_else(|| panic!("no process record in {text}"))
-            .to_string();
-        json_num(&process, "trap_path")
+        json_num(&process_record(&json), "trap_path")
     };
     let (few, many) = (traps(20), traps(220));
     // 200 more threads: at most 2 traps each (and a little slack for

@@ -39,6 +39,8 @@ pub const SIG_UNBLOCK: i32 = 1;
 pub const SIG_SETMASK: i32 = 2;
 /// si_code of a signal the kernel itself raised.
 pub const SI_KERNEL: i32 = 0x80;
+/// si_code of a signal sent by tkill or tgkill (thread-directed).
+pub const SI_TKILL: i32 = -6;
 /// si_code of a Syscall User Dispatch SIGSYS.
 pub const SYS_USER_DISPATCH: i32 = 2;
 

@@ -252,7 +252,7 @@ pub fn is_parent_death(info: &crate::arch::SigInfo) -> bool {
         return false;
     };
     let ids = t.ids();
-    let from = i32::from_ne_bytes(info.0[16..20].try_into().unwrap());
+    let from = info.pid();
     if from <= 0 || from != ids.ppid.load(Ordering::Relaxed) {
         return false;
     }
@@ -323,7 +323,7 @@ pub fn take_notices_from_exec(t: &thread::Thread) {
         if host::rt_sigtake(sys, &mut info.0).is_err() {
             break;
         }
-        let from = i32::from_ne_bytes(info.0[16..20].try_into().unwrap());
+        let from = info.pid();
         let ppid = t.ids().ppid.load(Ordering::Relaxed);
         if info.code() == 0 && from > 0 && from == ppid {
             // A thread of our parent ended: nothing to do.

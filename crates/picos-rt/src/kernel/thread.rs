@@ -133,11 +133,10 @@ impl Thread {
     /// the program blocks that the host cannot hold), in the private or
     /// the shared queue as Linux would have queued it.
     pub fn add_pending(&self, info: &SigInfo) {
-        const SI_TKILL: i32 = -6;
         let private = match self.sending.get() {
             Sending::ToProcess => false,
             Sending::ToThread => true,
-            Sending::Nothing => info.code() == SI_TKILL,
+            Sending::Nothing => info.code() == crate::host::abi::SI_TKILL,
         };
         self.add_pending_to(info, private);
     }

@@ -119,28 +119,30 @@ pub fn rt_sigprocmask(
     Ok(0)
 }
 
-/// Implements tgkill(2) on the host; a signal the thread sends itself while
-/// blocking it is noted for `rt_sigprocmask` (`kernel::signal::note_self_sent`).
-/// A signal the thread sends itself that the program neither blocks nor
-/// leaves to its default disposition (glibc's raise() is exactly this)
-/// never goes to the host: it is queued in the runtime with the siginfo
-/// Linux gives it (SI_TKILL, the sender's pid and real uid) and delivered
-/// on this call's return, as Linux delivers it on the return from tgkill.
+/// Implements tgkill(2) on the host, but for a signal the thread sends
+/// itself that the program neither blocks nor leaves to its default
+/// disposition (glibc's raise() is exactly this): that one never goes to
+/// the host. It is queued in the runtime with the siginfo Linux gives it
+/// (SI_TKILL, the sender's pid and real uid) and delivered on this call's
+/// return, as Linux delivers it on the return from tgkill. One the thread
+/// sends itself while blocking it is noted for `rt_sigprocmask`
+/// (`kernel::signal::note_self_sent`).
 #[syscall]
 pub fn tgkill(c: &mut Ctx<'_>, tgid: i32, tid: i32, signo: i32) -> SysResult {
-    let own = tid == c.t.tid() && tgid == own_pid(c);
-    if own && raise_here(c, signo)? {
-        return Ok(0);
-    }
-    let r = c.host()?;
-    sig::note_self_sent(c.t, own, signo);
-    Ok(r)
+    let own = tid == c.t.tid() && tgid == super::ids::getpid(c)? as i32;
+    send_to_thread(c, own, signo)
 }
 
 /// Implements tkill(2), as [`tgkill`].
 #[syscall]
 pub fn tkill(c: &mut Ctx<'_>, tid: i32, signo: i32) -> SysResult {
     let own = tid == c.t.tid();
+    send_to_thread(c, own, signo)
+}
+
+/// tgkill and tkill once the target is known: the calling thread (`own`)
+/// or another.
+fn send_to_thread(c: &mut Ctx<'_>, own: bool, signo: i32) -> SysResult {
     if own && raise_here(c, signo)? {
         return Ok(0);
     }
@@ -166,11 +168,9 @@ fn raise_here(c: &mut Ctx<'_>, signo: i32) -> Result<bool, Errno> {
     {
         return Ok(false);
     }
-    const SI_TKILL: i32 = -6;
-    let mut info = crate::arch::SigInfo::kernel(signo, SI_TKILL);
+    let pid = super::ids::getpid(c)? as i32;
     let uid = super::ids::getuid(c)? as u32;
-    info.0[16..20].copy_from_slice(&own_pid(c).to_ne_bytes());
-    info.0[20..24].copy_from_slice(&uid.to_ne_bytes());
+    let info = crate::arch::SigInfo::sent(signo, abi::SI_TKILL, pid, uid);
     // (A signal that arrives meanwhile goes back to the host, blocked
     // until the delivery on this call's return sets the mask.)
     let was = c.t.delivering.replace(true);
@@ -178,14 +178,6 @@ fn raise_here(c: &mut Ctx<'_>, signo: i32) -> Result<bool, Errno> {
     c.t.delivering.set(was);
     c.t.update_pending_flag();
     Ok(true)
-}
-
-/// This process's id (cached by `kernel::process::watch_parent`).
-fn own_pid(c: &Ctx<'_>) -> i32 {
-    match c.t.ids().pid.load(core::sync::atomic::Ordering::Relaxed) {
-        0 => crate::host::getpid(),
-        p => p,
-    }
 }
 
 /// Implements kill(2) on the host. A signal that arrives while it runs
@@ -671,8 +663,7 @@ pub fn rt_sigpending(c: &mut Ctx<'_>, set_addr: usize, sigsetsize: usize) -> Sys
 /// trampoline (which a picoprocess never has), Linux forces SIGILL
 /// (`si_code` SI_KERNEL) and returns -1.
 pub fn uretprobe(c: &mut Ctx<'_>) -> SysResult {
-    const SI_KERNEL: i32 = 0x80;
-    sig::force_sig(c.t, abi::SIGILL, SI_KERNEL);
+    sig::force_sig(c.t, abi::SIGILL, abi::SI_KERNEL);
     Err(Errno::EPERM)
 }
 

@@ -85,6 +85,18 @@ impl SigInfo {
         s.0[8..12].copy_from_slice(&code.to_ne_bytes());
         s
     }
+    /// A signal sent by a process (kill, tkill, tgkill layout): `si_pid`
+    /// and `si_uid` the sender's.
+    pub fn sent(signo: i32, code: i32, pid: i32, uid: u32) -> Self {
+        let mut s = SigInfo::kernel(signo, code);
+        s.0[16..20].copy_from_slice(&pid.to_ne_bytes());
+        s.0[20..24].copy_from_slice(&uid.to_ne_bytes());
+        s
+    }
+    /// `si_pid` of a signal a process sent (see [`SigInfo::sent`]).
+    pub fn pid(&self) -> i32 {
+        i32::from_ne_bytes(self.0[16..20].try_into().unwrap())
+    }
     /// The fault address (`si_addr`; other layouts keep other fields there).
     pub fn addr(&self) -> u64 {
         u64::from_ne_bytes(self.0[16..24].try_into().unwrap())
