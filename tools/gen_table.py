@@ -118,6 +118,31 @@ MEDIATED = {
   'remap_file_pages': 'memory::remap_file_pages', 'mseal': 'memory::mseal', 'munlock': None,
   'shmat': 'memory::shmat',
   'readlink': 'fs::readlink', 'readlinkat': 'fs::readlinkat', 'prctl': 'process::prctl',
+  'open': 'fs::open', 'openat': 'fs::openat', 'openat2': 'fs::openat2', 'creat': 'fs::creat',
+  'stat': 'fs::stat', 'lstat': 'fs::lstat', 'newfstatat': 'fs::newfstatat', 'statx': 'fs::statx',
+  'statfs': 'fs::statfs', 'access': 'fs::access', 'faccessat': 'fs::faccessat',
+  'faccessat2': 'fs::faccessat2', 'symlink': 'fs::symlink', 'symlinkat': 'fs::symlinkat',
+  'link': 'fs::link', 'linkat': 'fs::linkat', 'mkdir': 'fs::mkdir', 'mkdirat': 'fs::mkdirat',
+  'mknod': 'fs::mknod', 'mknodat': 'fs::mknodat', 'unlink': 'fs::unlink', 'rmdir': 'fs::rmdir',
+  'unlinkat': 'fs::unlinkat', 'rename': 'fs::rename', 'renameat': 'fs::renameat',
+  'renameat2': 'fs::renameat2', 'chmod': 'fs::chmod', 'fchmodat': 'fs::fchmodat',
+  'fchmodat2': 'fs::fchmodat2', 'chown': 'fs::chown', 'lchown': 'fs::lchown',
+  'fchownat': 'fs::fchownat', 'fchmod': 'fs::fchmod', 'fchown': 'fs::fchown',
+  'fsetxattr': 'fs::fsetxattr', 'fremovexattr': 'fs::fremovexattr', 'utime': 'fs::utime',
+  'utimes': 'fs::utimes', 'futimesat': 'fs::futimesat', 'utimensat': 'fs::utimensat',
+  'truncate': 'fs::truncate', 'getxattr': 'fs::xattr', 'lgetxattr': 'fs::xattr',
+  'setxattr': 'fs::xattr', 'lsetxattr': 'fs::xattr', 'listxattr': 'fs::xattr',
+  'llistxattr': 'fs::xattr', 'removexattr': 'fs::xattr', 'lremovexattr': 'fs::xattr',
+  'getxattrat': 'fs::xattrat', 'setxattrat': 'fs::xattrat', 'listxattrat': 'fs::xattrat',
+  'removexattrat': 'fs::xattrat', 'inotify_add_watch': 'fs::inotify_add_watch',
+  'chdir': 'fs::chdir', 'getcwd': 'fs::getcwd', 'close': 'fs::close',
+  'close_range': 'fs::close_range', 'dup2': 'fs::dup2', 'dup3': 'fs::dup3',
+  'chroot': 'fs::mount_tree', 'pivot_root': 'fs::mount_tree', 'mount': 'fs::mount_tree',
+  'umount2': 'fs::mount_tree', 'open_tree': 'fs::mount_tree', 'open_tree_attr': 'fs::mount_tree',
+  'move_mount': 'fs::mount_tree', 'fsopen': 'fs::mount_tree', 'fspick': 'fs::mount_tree',
+  'fsmount': 'fs::mount_tree', 'fsconfig': 'fs::mount_tree', 'mount_setattr': 'fs::mount_tree',
+  'name_to_handle_at': 'fs::mount_tree', 'open_by_handle_at': 'fs::mount_tree',
+  'fanotify_mark': 'fs::mount_tree', 'acct': 'fs::mount_tree', 'quotactl': 'fs::mount_tree',
   'setuid': 'ids::set_ids', 'setgid': 'ids::set_ids', 'setreuid': 'ids::set_ids', 'setregid': 'ids::set_ids',
   'setresuid': 'ids::set_ids', 'setresgid': 'ids::set_ids', 'setfsuid': 'ids::set_ids', 'setfsgid': 'ids::set_ids',
   'setgroups': 'ids::set_ids', 'sethostname': 'uts::set_uts', 'setdomainname': 'uts::set_uts',
@@ -131,6 +156,15 @@ MEDIATED = {
   'epoll_pwait': 'signal::epoll_pwait', 'epoll_pwait2': 'signal::epoll_pwait2',
 }
 MEDIATED = {k: v for k, v in MEDIATED.items() if v}
+# Mediated calls whose first argument is a descriptor the host serves
+# unchanged when the descriptor is passed through (a patched site calls the
+# host directly, as for a Host call); the handler sees the others.
+FD_PASSTHROUGH = ['close']
+# Mediated calls the host serves unchanged when the manifest mounts nothing
+# (sys::fs: each handler's first test): patched sites then go to the host
+# directly, as for a Host call.
+HOST_UNMOUNTED = [k for k, v in MEDIATED.items()
+                  if v.startswith('fs::') and k not in ('readlink', 'readlinkat', 'close')]
 # Blocking host calls: name -> restartable with SA_RESTART.
 BLOCKING = {
   'read': 1, 'write': 1, 'readv': 1, 'writev': 1, 'pread64': 1, 'pwrite64': 1, 'preadv': 1, 'pwritev': 1,
@@ -177,7 +211,8 @@ NOTES = {
   'madvise': 'runtime memory refused', 'pkey_mprotect': 'runtime memory refused',
   'mseal': 'runtime memory refused', 'remap_file_pages': 'runtime memory refused',
   'shmat': 'SHM_REMAP over runtime memory refused (EINVAL); never patched',
-  'readlink': '/proc/self/exe names the program', 'readlinkat': '/proc/self/exe names the program',
+  'readlink': '/proc/self/exe names the program; with mounts, /proc links name guest paths',
+  'readlinkat': '/proc/self/exe names the program; with mounts, /proc links name guest paths',
   'rt_sigpending': 'host asked only for signals the program blocks (they wait there for signalfd)',
   'rt_sigtimedwait': 'signals waiting in the runtime first, then the host (blocking window)',
   'kill': 'host; signals it sends its own process queue as the process\'s',
@@ -210,6 +245,25 @@ NOTES = {
   'getsid': 'own session cached', 'getcpu': 'rdpid/rdtscp (TSC_AUX)',
   'setpgid': 'then forgets the cached group and session', 'setsid': 'then forgets the cached group and session',
 }
+# The file-system calls the library OS resolves when the manifest mounts
+# directories (sys::fs); without mounts they go to the host unchanged.
+FS_NOTE = 'with mounts: path resolved by the library OS; else the host\'s'
+for _k, _v in MEDIATED.items():
+    if _v.startswith('fs::') and _k not in NOTES:
+        NOTES[_k] = FS_NOTE
+NOTES.update({
+  'close': 'the runtime\'s own descriptors (mount directories): EBADF',
+  'close_range': 'the runtime\'s own descriptors stay open',
+  'dup2': 'moves a runtime descriptor at newfd out of the way',
+  'dup3': 'moves a runtime descriptor at newfd out of the way',
+  'fchmod': 'EROFS on a read-only mount', 'fchown': 'EROFS on a read-only mount',
+  'fsetxattr': 'EROFS on a read-only mount', 'fremovexattr': 'EROFS on a read-only mount',
+  'getcwd': 'with mounts: the guest path of the working directory',
+})
+for _k, _v in MEDIATED.items():
+    if _v == 'fs::mount_tree':
+        NOTES[_k] = 'with mounts: EPERM (changes or reaches around the mount tree)'
+
 # Argument formats for --trace: d int, u unsigned, x hex, f fd/dirfd, s string,
 # p pointer, o octal, g signal, a string array.
 ARGS = {
@@ -287,6 +341,9 @@ SANDBOX_ALLOW = {'memfd_create'}
 
 def serve(name):
     if name in EMULATED: return f'Support::Emulated(sys::{EMULATED[name]})'
+    if name in MEDIATED and name in BLOCKING:
+        r = 'true' if BLOCKING[name] else 'false'
+        return f'Support::MediatedBlocking {{ handler: sys::{MEDIATED[name]}, restart: {r} }}'
     if name in MEDIATED: return f'Support::Mediated(sys::{MEDIATED[name]})'
     if name in OBSOLETE: return 'Support::Unsupported'
     if name in UNSUPPORTED: return 'Support::Unsupported'
@@ -373,6 +430,8 @@ const DEFS: [SyscallDef; COUNT] = [
         support: {serve(name)},
         args: "{args}",
         full_context: {'true' if name in FULL_CONTEXT else 'false'},
+        fd_passthrough: {'true' if name in FD_PASSTHROUGH else 'false'},
+        host_unmounted: {'true' if name in HOST_UNMOUNTED else 'false'},
         sandbox: {sandbox(name, args)},
         note: "{n}",
     }},

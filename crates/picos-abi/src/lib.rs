@@ -88,6 +88,26 @@ pub struct LaunchConfig {
     /// became. When it ends, every picoprocess left in the tree ends too.
     /// 0: no root known.
     pub root_pid: u32,
+    /// The manifest's mounts, in the order the manifest gives them (a
+    /// later mount at the same guest path is refused by the CLI). Empty:
+    /// the program sees the host's tree unchanged (the embedded default).
+    pub mounts: Vec<MountSpec>,
+}
+
+/// The most `[[fs.mounts]]` entries picos takes.
+pub const MAX_MOUNTS: usize = 32;
+
+/// One `[[fs.mounts]]` entry as the runtime needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MountSpec {
+    /// Where the program sees it: absolute, normalized (no `.`, `..`,
+    /// doubled or trailing `/`), e.g. `/data`.
+    pub guest: Vec<u8>,
+    /// The host directory: absolute and canonical (no symlinks), e.g.
+    /// `/srv/data`.
+    pub host: Vec<u8>,
+    /// Writes are refused with EROFS.
+    pub readonly: bool,
 }
 
 impl Default for LaunchConfig {
@@ -100,6 +120,7 @@ impl Default for LaunchConfig {
             stats: false,
             stats_json: Vec::new(),
             root_pid: 0,
+            mounts: Vec::new(),
         }
     }
 }
@@ -182,6 +203,29 @@ fn push_u64(s: &mut String, mut n: u64) {
     }
 }
 
+/// `ro,GUEST,HOST` or `rw,GUEST,HOST` (paths hex-encoded, both absolute).
+fn decode_mount(value: &[u8]) -> Option<MountSpec> {
+    let mut parts = value.split(|&c| c == b',');
+    let readonly = match parts.next()? {
+        b"ro" => true,
+        b"rw" => false,
+        _ => return None,
+    };
+    let guest = hex_decode(parts.next()?)?;
+    let host = hex_decode(parts.next()?)?;
+    if parts.next().is_some() || guest.first() != Some(&b'/') || host.first() != Some(&b'/') {
+        return None;
+    }
+    if guest.contains(&0) || host.contains(&0) {
+        return None;
+    }
+    Some(MountSpec {
+        guest,
+        host,
+        readonly,
+    })
+}
+
 impl LaunchConfig {
     /// Encodes the configuration as the value of [`CONFIG_ENV`].
     pub fn encode(&self) -> String {
@@ -205,6 +249,12 @@ impl LaunchConfig {
         if self.root_pid != 0 {
             s.push_str(";root=");
             push_u64(&mut s, self.root_pid.into());
+        }
+        for m in &self.mounts {
+            s.push_str(if m.readonly { ";mount=ro," } else { ";mount=rw," });
+            hex_encode(&mut s, &m.guest);
+            s.push(',');
+            hex_encode(&mut s, &m.host);
         }
         s.push_str(";exe=");
         hex_encode(&mut s, &self.exe);
@@ -254,6 +304,7 @@ impl LaunchConfig {
                         .filter(|&v| v != 0)
                         .ok_or(DecodeError::BadField)?;
                 }
+                b"mount" => cfg.mounts.push(decode_mount(value).ok_or(DecodeError::BadField)?),
                 b"exe" => {
                     cfg.exe = hex_decode(value).ok_or(DecodeError::BadField)?;
                     have_exe = true;
@@ -283,6 +334,18 @@ mod tests {
             stats: true,
             stats_json: b"/tmp/s;t=1.json".to_vec(),
             root_pid: 4_194_304,
+            mounts: vec![
+                MountSpec {
+                    guest: b"/".to_vec(),
+                    host: b"/srv/r,o;ot".to_vec(),
+                    readonly: true,
+                },
+                MountSpec {
+                    guest: b"/data".to_vec(),
+                    host: b"/srv/data".to_vec(),
+                    readonly: false,
+                },
+            ],
         };
         let s = cfg.encode();
         assert!(s.starts_with("v1;"));
@@ -300,6 +363,7 @@ mod tests {
                 stats: false,
                 stats_json: Vec::new(),
                 root_pid: 0,
+                mounts: Vec::new(),
             };
             assert_eq!(LaunchConfig::decode(cfg.encode().as_bytes()).unwrap(), cfg);
         }
@@ -335,6 +399,25 @@ mod tests {
             LaunchConfig::decode(b"v1;stack=99999999999999999999;exe=41"),
             Err(DecodeError::BadField)
         );
+    }
+
+    #[test]
+    fn rejects_bad_mounts() {
+        for bad in [
+            "v1;mount=xx,2f,2f;exe=41",
+            "v1;mount=ro,2f;exe=41",
+            "v1;mount=ro,2f,2f,2f;exe=41",
+            "v1;mount=ro,61,2f;exe=41",
+            "v1;mount=rw,2f,61;exe=41",
+            "v1;mount=rw,2f00,2f;exe=41",
+            "v1;mount=rw,2f,zz;exe=41",
+        ] {
+            assert_eq!(
+                LaunchConfig::decode(bad.as_bytes()),
+                Err(DecodeError::BadField),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@
 
 use crate::host;
 use crate::host::errno::Errno;
-use crate::host::fds::with_own_fds;
+use crate::host::fds::with_own_fds_keeping;
 use crate::kernel::exec::loader;
 use crate::kernel::fs::absolute;
 use crate::kernel::fs::FdTable;
@@ -173,6 +173,17 @@ extern "C" fn main_on_runtime_stack() -> ! {
 /// parent-death watch, the SIGSYS handler, and the stack limit asked for.
 fn set_up_process(t: &'static thread::Thread) {
     thread::install(t);
+    if let Err((i, e)) = crate::kernel::fs::mount::init(&config().mounts, FdTable::first()) {
+        let host = config().mounts.get(i).map_or(&[][..], |m| m.host.as_slice());
+        fatal(
+            127,
+            format_args!(
+                "cannot open the mount's directory {}: {}",
+                crate::diag::log::Bytes(host),
+                e
+            ),
+        );
+    }
     crate::kernel::signal::init_dispositions(t);
     watch_parent(t, None);
     check_root_at_exec();
@@ -202,7 +213,8 @@ fn load_program(exe: &[u8], info: &StartArgs) -> (usize, usize) {
     // Loaded with descriptors of a table of its own: the program's
     // (inherited through execve) may be full, which must not stop an
     // exec that needs no descriptor natively.
-    let loaded = with_own_fds(|| loader::load(exe, argv.clone()))
+    let held = FdTable::first().held();
+    let loaded = with_own_fds_keeping(&held, || loader::load(exe, argv.clone()))
         .unwrap_or_else(|_| loader::load(exe, argv));
     let loaded = match loaded {
         Ok(l) => l,

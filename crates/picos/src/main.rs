@@ -14,6 +14,7 @@
 
 mod bench;
 mod manifest;
+mod mounts;
 mod run;
 mod syscalls;
 

@@ -109,14 +109,23 @@ pub struct Mount {
     pub path: String,
     /// Host location as written, starting with `file:` (see [`Mount::host_path`]).
     pub uri: String,
+    /// `readonly` (default false): the program may read but not change
+    /// anything under the mount (EROFS, as a read-only mount).
+    pub readonly: bool,
 }
 
 impl Mount {
     /// The host path: [`Mount::uri`] without its `file:` prefix.
-    #[allow(dead_code)] // for the file-system layer
     pub fn host_path(&self) -> &str {
         self.uri.strip_prefix("file:").unwrap_or(&self.uri)
     }
+}
+
+/// `path` (absolute, without `.` or `..` components) with doubled and
+/// trailing slashes removed: `//data/` is `/data`.
+pub fn normalize_guest_path(path: &str) -> String {
+    let parts: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    format!("/{}", parts.join("/"))
 }
 
 /// A validated manifest.
@@ -401,6 +410,7 @@ const SCHEMA: &[&str] = &[
     "fs.mounts[].type",
     "fs.mounts[].path",
     "fs.mounts[].uri",
+    "fs.mounts[].readonly",
     "sys",
     "sys.stack",
     "sys.stack.size",
@@ -971,6 +981,29 @@ impl Checker<'_> {
                     ),
                 ));
             }
+            if path.split('/').any(|c| c == "." || c == "..") || path.contains('\0') {
+                return Err(self.invalid(
+                    path_node,
+                    format!(
+                        "`{}` must name a directory without `.` or `..` components, found {path:?}",
+                        path_node.path
+                    ),
+                ));
+            }
+            let path = normalize_guest_path(path);
+            if let Some(prev) = mounts.iter().position(|m: &Mount| m.path == path) {
+                return Err(self.invalid(
+                    path_node,
+                    format!(
+                        "`{}`: {path:?} is already mounted by `fs.mounts[{prev}]`",
+                        path_node.path
+                    ),
+                ));
+            }
+            let readonly = match fields.get("readonly") {
+                Some(n) => self.bool(n)?,
+                None => false,
+            };
             let uri_node = required("uri", "the host path, like \"file:/srv/data\"")?;
             let uri = self.string(uri_node)?;
             match uri.strip_prefix("file:") {
@@ -987,8 +1020,9 @@ impl Checker<'_> {
             }
             mounts.push(Mount {
                 kind: kind.to_string(),
-                path: path.to_string(),
+                path,
                 uri: uri.to_string(),
+                readonly,
             });
         }
         Ok(mounts)
@@ -1078,6 +1112,7 @@ mod tests {
             kind: "chroot".into(),
             path: "/".into(),
             uri: "file:/".into(),
+            readonly: false,
         }
     }
 
@@ -1147,6 +1182,7 @@ stack.size = "8M"
                     kind: "chroot".into(),
                     path: "/data".into(),
                     uri: "file:/srv/data".into(),
+                    readonly: false,
                 },
             ],
         }
@@ -1272,7 +1308,8 @@ stack = { size = "1K" }
             vec![Mount {
                 kind: "chroot".into(),
                 path: "/lib".into(),
-                uri: "file:lib".into()
+                uri: "file:lib".into(),
+                readonly: false,
             }]
         );
         assert_eq!(m.mounts[0].host_path(), "lib");
@@ -1470,7 +1507,7 @@ stack = { size = "1K" }
         assert_eq!(suggest("", "qqq"), None);
         assert_eq!(suggest("fs.mounts[]", "typ"), Some("type"));
         assert_eq!(allowed_keys(""), ["libos", "loader", "fs", "sys"]);
-        assert_eq!(allowed_keys("fs.mounts[]"), ["type", "path", "uri"]);
+        assert_eq!(allowed_keys("fs.mounts[]"), ["type", "path", "uri", "readonly"]);
         assert_eq!(allowed_keys("loader.env.*"), ["value", "passthrough"]);
         assert_eq!(allowed_keys("sys"), ["stack"]);
     }
@@ -1636,7 +1673,33 @@ stack = { size = "1K" }
     }
 
     #[test]
+    fn mount_paths_and_readonly() {
+        let m = parse(
+            "[[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\n\n\
+             [[fs.mounts]]\npath = \"//data/\"\nuri = \"file:/srv\"\n",
+        )
+        .unwrap();
+        assert!(m.mounts[0].readonly);
+        assert_eq!(m.mounts[1].path, "/data");
+        assert!(!m.mounts[1].readonly);
+        assert_eq!(normalize_guest_path("/"), "/");
+        assert_eq!(normalize_guest_path("///a//b/"), "/a/b");
+    }
+
+    #[test]
     fn mount_errors() {
+        assert_eq!(
+            err("[[fs.mounts]]\npath = \"/a/../b\"\nuri = \"file:/srv\"\n"),
+            "manifest.toml:2:8: `fs.mounts[0].path` must name a directory without `.` or `..` components, found \"/a/../b\""
+        );
+        assert_eq!(
+            err("[[fs.mounts]]\npath = \"/d\"\nuri = \"file:/srv\"\n[[fs.mounts]]\npath = \"/d/\"\nuri = \"file:/x\"\n"),
+            "manifest.toml:5:8: `fs.mounts[1].path`: \"/d\" is already mounted by `fs.mounts[0]`"
+        );
+        assert_eq!(
+            err("[[fs.mounts]]\npath = \"/d\"\nuri = \"file:/srv\"\nreadonly = \"yes\"\n"),
+            "manifest.toml:4:12: `fs.mounts[0].readonly` must be true or false, found \"yes\""
+        );
         assert_eq!(
             err("[[fs.mounts]]\npath = \"data\"\nuri = \"file:/srv/data\"\n"),
             "manifest.toml:2:8: `fs.mounts[0].path` must be an absolute path (starting with '/'), found \"data\""

@@ -146,6 +146,9 @@ pub enum RunError {
     /// The manifest's `fs.start_dir` cannot be used.
     #[error("working directory {0}: {1}")]
     StartDir(String, std::io::Error),
+    /// The manifest's mounts cannot be used on this host.
+    #[error(transparent)]
+    Mount(#[from] crate::mounts::MountError),
     /// The `--stats-json` file cannot be opened for appending.
     #[error("--stats-json {}: cannot append to it: {}", .0.display(), open_error(.1))]
     StatsJson(PathBuf, std::io::Error),
@@ -273,6 +276,59 @@ pub fn check_program(path: &Path, shown: &str) -> Result<(), RunError> {
     })
 }
 
+/// The program's guest path and the host directory to start in, when the
+/// manifest mounts directories (`mounts` is not empty): the working
+/// directory is `fs.start_dir`, else the caller's if a mount shows it, else
+/// `/`; the program is found in the guest tree (PATH's directories are guest
+/// paths). The runtime opens the program through its own resolution and
+/// reports what keeps it from running (exit status 127 or 126, as here).
+fn plan_mounted(
+    mounts: &[picos_abi::MountSpec],
+    manifest: &Manifest,
+    prog: &OsStr,
+    path_var: Option<&OsStr>,
+) -> Result<(Vec<u8>, Option<PathBuf>), RunError> {
+    use crate::mounts::{guest_to_host, host_to_guest, normalize};
+    let guest_cwd = match &manifest.start_dir {
+        Some(d) => {
+            let host = guest_to_host(mounts, b"/", d.as_bytes());
+            std::fs::read_dir(&host).map_err(|e| RunError::StartDir(d.clone(), e))?;
+            normalize(b"/", d.as_bytes())
+        }
+        None => std::env::current_dir()
+            .ok()
+            .and_then(|d| host_to_guest(mounts, &d))
+            .unwrap_or_else(|| b"/".to_vec()),
+    };
+    let host_cwd = guest_to_host(mounts, b"/", &guest_cwd);
+    let shown = prog.to_string_lossy().into_owned();
+    let runnable = |guest: &[u8]| {
+        let host = guest_to_host(mounts, &guest_cwd, guest);
+        let c = std::ffi::CString::new(host.as_os_str().as_bytes()).ok();
+        std::fs::metadata(&host).is_ok_and(|m| m.is_file())
+            // SAFETY: access(2) of a NUL-terminated path.
+            && c.is_some_and(|c| unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0)
+    };
+    let p = prog.as_bytes();
+    let exe = if p.is_empty() {
+        return Err(RunError::NotFound(shown));
+    } else if p.contains(&b'/') {
+        let g = normalize(&guest_cwd, p);
+        if !guest_to_host(mounts, &guest_cwd, &g).exists() {
+            return Err(RunError::NotFound(shown));
+        }
+        g
+    } else {
+        let path_var = path_var.map_or(&b"/usr/local/bin:/usr/bin:/bin"[..], |v| v.as_bytes());
+        path_var
+            .split(|&b| b == b':')
+            .map(|dir| normalize(&guest_cwd, &[if dir.is_empty() { &b"."[..] } else { dir }, b"/", p].concat()))
+            .find(|g| runnable(g))
+            .ok_or(RunError::NotFound(shown))?
+    };
+    Ok((exe, Some(host_cwd)))
+}
+
 struct Plan {
     argv: Vec<OsString>,
     env: Vec<OsString>,
@@ -315,19 +371,26 @@ fn plan(args: &RunArgs) -> Result<Plan, RunError> {
         .iter()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.as_os_str());
-    let exe = resolve_program(&prog, path_var)?;
-    check_program(&exe, &prog.to_string_lossy())?;
+    let mounts = crate::mounts::specs(&manifest.mounts)?;
     let env = manifest.environment(&host_env);
-    let cwd = match &manifest.start_dir {
-        Some(d) => {
-            let p = PathBuf::from(d);
-            std::fs::read_dir(&p).map_err(|e| RunError::StartDir(d.clone(), e))?;
-            Some(p)
-        }
-        None => None,
+    let (exe, cwd) = if mounts.is_empty() {
+        let exe = resolve_program(&prog, path_var)?;
+        check_program(&exe, &prog.to_string_lossy())?;
+        let cwd = match &manifest.start_dir {
+            Some(d) => {
+                let p = PathBuf::from(d);
+                std::fs::read_dir(&p).map_err(|e| RunError::StartDir(d.clone(), e))?;
+                Some(p)
+            }
+            None => None,
+        };
+        (exe.into_os_string().into_vec(), cwd)
+    } else {
+        plan_mounted(&mounts, &manifest, &prog, path_var)?
     };
     let config = LaunchConfig {
-        exe: exe.as_os_str().as_bytes().to_vec(),
+        mounts,
+        exe,
         log_level,
         stack_size_bytes: manifest.stack_size_bytes.unwrap_or(0),
         patch_syscalls: manifest.syscall_patching && !args.no_patch,

@@ -59,6 +59,9 @@ fn serve(
     let (res, served, restart) = match def.map(|d| d.support) {
         Some(Support::Emulated(h)) => (h(ctx), Served::Emulated, false),
         Some(Support::Mediated(h)) => (h(ctx), Served::Mediated, false),
+        Some(Support::MediatedBlocking { handler, restart }) => {
+            (handler(ctx), Served::Mediated, restart)
+        }
         Some(Support::Host) => (ctx.host(), Served::Host, false),
         Some(Support::HostBlocking { restart }) => (ctx.host_blocking(), Served::Host, restart),
         Some(Support::Unsupported) | None => {

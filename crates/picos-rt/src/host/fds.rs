@@ -66,14 +66,22 @@ const OWN_FDS_STACK: usize = 256 << 10;
 /// and touch runtime memory; it runs with async signals blocked, off the
 /// signal stack. The cost is a thread's creation and exit (~50 µs).
 pub fn with_own_fds<F: FnOnce() -> R, R>(f: F) -> Result<R, Errno> {
-    struct Job<F, R> {
+    with_own_fds_keeping(&[], f)
+}
+
+/// As [`with_own_fds`], with the descriptors `keep` (the runtime's own,
+/// held in the program's table: the mounts' directories) copied into the
+/// new table at the same numbers.
+pub fn with_own_fds_keeping<F: FnOnce() -> R, R>(keep: &[i32], f: F) -> Result<R, Errno> {
+    struct Job<'a, F, R> {
         f: Option<F>,
         r: Option<R>,
+        keep: &'a [i32],
     }
     extern "C" fn run<F: FnOnce() -> R, R>(job: usize) -> ! {
         // SAFETY: `job` points at the caller's `Job`, which the caller does
         // not touch until this thread has exited (CLONE_VFORK).
-        let job = unsafe { &mut *(job as *mut Job<F, R>) };
+        let job = unsafe { &mut *(job as *mut Job<'_, F, R>) };
         // CLONE_VFORK kept the caller's signal stack, which the caller's
         // frames may be using: a signal here must use the current stack.
         let off = super::abi::StackT {
@@ -85,7 +93,29 @@ pub fn with_own_fds<F: FnOnce() -> R, R>(f: F) -> Result<R, Errno> {
         // 1 and 2 only (Linux copies just the numbers below the range,
         // cheap whatever the program's table holds); 0 and 1 are closed,
         // 2 stays for the runtime's messages (the loader's warnings).
-        if super::close_range(3, u32::MAX, 2).is_ok() {
+        let unshared = if job.keep.is_empty() {
+            super::close_range(3, u32::MAX, 2).is_ok()
+        } else {
+            // A copy of the whole table, then everything from 3 up closed
+            // but `keep`.
+            let mut keep = [0u32; 64];
+            let n = job.keep.len().min(keep.len());
+            for (k, &fd) in keep.iter_mut().zip(job.keep.iter()) {
+                *k = fd as u32;
+            }
+            keep[..n].sort_unstable();
+            let ok = super::unshare(0x400 /* CLONE_FILES */).is_ok();
+            let mut from = 3u32;
+            for &k in &keep[..n] {
+                if k > from {
+                    let _ = super::close_range(from, k - 1, 0);
+                }
+                from = from.max(k + 1);
+            }
+            let _ = super::close_range(from, u32::MAX, 0);
+            ok
+        };
+        if unshared {
             let _ = super::close(0);
             let _ = super::close(1);
             job.r = job.f.take().map(|f| f());
@@ -98,6 +128,7 @@ pub fn with_own_fds<F: FnOnce() -> R, R>(f: F) -> Result<R, Errno> {
     let mut job = Job {
         f: Some(f),
         r: None,
+        keep,
     };
     let mut stack: Vec<u8> = Vec::with_capacity(OWN_FDS_STACK);
     let top = (stack.as_mut_ptr() as usize + OWN_FDS_STACK) & !15;
@@ -108,7 +139,7 @@ pub fn with_own_fds<F: FnOnce() -> R, R>(f: F) -> Result<R, Errno> {
     // which CLONE_VFORK waits for; `run` never returns and reads `job` as
     // the `Job` it is.
     let r = unsafe {
-        super::clone_thread(FLAGS, top, run::<F, R>, &mut job as *mut Job<F, R> as usize)
+        super::clone_thread(FLAGS, top, run::<F, R>, &mut job as *mut Job<'_, F, R> as usize)
     };
     let _ = super::rt_sigprocmask(super::abi::SIG_SETMASK, Some(old));
     drop(stack);

@@ -85,6 +85,74 @@ pub const O_WRONLY: i32 = 0o1;
 pub const O_CREAT: i32 = 0o100;
 pub const O_APPEND: i32 = 0o2000;
 pub const O_CLOEXEC: i32 = 0o2000000;
+pub const O_DIRECTORY: i32 = 0o200000;
+pub const O_NOFOLLOW: i32 = 0o400000;
+pub const O_PATH: i32 = 0o10000000;
+pub const O_TRUNC: i32 = 0o1000;
+pub const O_EXCL: i32 = 0o200;
+pub const O_ACCMODE: i32 = 0o3;
+/// `O_TMPFILE` (with its `O_DIRECTORY` bit).
+pub const O_TMPFILE: i32 = 0o20200000;
+/// *at(2) flags.
+pub const AT_SYMLINK_NOFOLLOW: i32 = 0x100;
+pub const AT_REMOVEDIR: i32 = 0x200;
+pub const AT_SYMLINK_FOLLOW: i32 = 0x400;
+pub const AT_EACCESS: i32 = 0x200;
+pub const AT_EMPTY_PATH: i32 = 0x1000;
+/// openat2(2) `resolve` flags.
+pub const RESOLVE_NO_XDEV: u64 = 0x01;
+pub const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+pub const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+pub const RESOLVE_BENEATH: u64 = 0x08;
+pub const RESOLVE_IN_ROOT: u64 = 0x10;
+
+/// openat2(2)'s `struct open_how`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpenHow {
+    pub flags: u64,
+    pub mode: u64,
+    pub resolve: u64,
+}
+
+impl OpenHow {
+    /// The structure's bytes, as the kernel reads them.
+    pub fn as_bytes(&self) -> [u8; 24] {
+        let mut b = [0u8; 24];
+        b[..8].copy_from_slice(&self.flags.to_ne_bytes());
+        b[8..16].copy_from_slice(&self.mode.to_ne_bytes());
+        b[16..].copy_from_slice(&self.resolve.to_ne_bytes());
+        b
+    }
+}
+
+/// openat2(2) with a NUL-terminated path.
+pub fn openat2(dirfd: isize, path: &core::ffi::CStr, how: &OpenHow) -> HostResult {
+    // SAFETY: `path` is NUL-terminated and live; `how` is a live `open_how`
+    // of the size passed.
+    unsafe {
+        sc!(
+            nr::OPENAT2,
+            dirfd,
+            path.as_ptr(),
+            how as *const OpenHow,
+            core::mem::size_of::<OpenHow>()
+        )
+    }
+}
+
+/// readlinkat(2) of NUL-terminated `path` relative to `dirfd` into `buf`;
+/// returns the length.
+pub fn readlinkat(dirfd: isize, path: &core::ffi::CStr, buf: &mut [u8]) -> HostResult {
+    // SAFETY: `path` is NUL-terminated; `buf` is writable for its length.
+    unsafe { sc!(nr::READLINKAT, dirfd, path.as_ptr(), buf.as_mut_ptr(), buf.len()) }
+}
+
+/// fcntl(2) with an integer argument (F_DUPFD_CLOEXEC, F_GETFD, ...).
+pub fn fcntl(fd: i32, cmd: i32, arg: usize) -> HostResult {
+    // SAFETY: integer arguments only.
+    unsafe { sc!(nr::FCNTL, fd, cmd, arg) }
+}
 
 /// write(2) to a host fd.
 pub fn write(fd: i32, buf: &[u8]) -> HostResult {
@@ -166,6 +234,18 @@ pub fn openat(dirfd: isize, path: &core::ffi::CStr, flags: i32, mode: u32) -> Ho
 pub fn faccessat(dirfd: isize, path: &core::ffi::CStr, mode: i32) -> HostResult {
     // SAFETY: `path` is NUL-terminated and live.
     unsafe { sc!(nr::FACCESSAT, dirfd, path.as_ptr(), mode) }
+}
+
+/// faccessat2(2) with a NUL-terminated path.
+pub fn faccessat2(dirfd: isize, path: &core::ffi::CStr, mode: i32, flags: i32) -> HostResult {
+    // SAFETY: `path` is NUL-terminated and live.
+    unsafe { sc!(nr::FACCESSAT2, dirfd, path.as_ptr(), mode, flags) }
+}
+
+/// unshare(2).
+pub fn unshare(flags: usize) -> HostResult {
+    // SAFETY: integer arguments only.
+    unsafe { sc!(nr::UNSHARE, flags) }
 }
 
 /// close(2).

@@ -14,6 +14,9 @@ pub enum Support {
     Emulated(Handler),
     /// Checked or rewritten by the runtime, then passed to the host.
     Mediated(Handler),
+    /// As `Mediated`, for a call that may block (its host calls run in the
+    /// interruptible window); `restart` says whether SA_RESTART restarts it.
+    MediatedBlocking { handler: Handler, restart: bool },
     /// Passed to the host unchanged.
     Host,
     /// Passed to the host unchanged, in the window where signals can
@@ -28,7 +31,7 @@ impl Support {
     pub fn level(&self) -> &'static str {
         match self {
             Support::Emulated(_) => "emulated",
-            Support::Mediated(_) => "mediated",
+            Support::Mediated(_) | Support::MediatedBlocking { .. } => "mediated",
             Support::Host | Support::HostBlocking { .. } => "host",
             Support::Unsupported => "unsupported",
         }
@@ -72,6 +75,14 @@ pub struct SyscallDef {
     /// Needs the trap path's full signal context (FPU state), or replaces
     /// the register state: the fast entry hands it to the trap at once.
     pub full_context: bool,
+    /// A mediated call whose first argument is a descriptor: for a
+    /// descriptor the host serves unchanged (`arch::PassThrough`) a patched
+    /// site calls the host directly; the handler sees the others.
+    pub fd_passthrough: bool,
+    /// A mediated call the host serves unchanged when the manifest mounts
+    /// nothing (`kernel::fs::mount::active`): patched sites then call the
+    /// host directly.
+    pub host_unmounted: bool,
     /// What a sandbox may do with it.
     pub sandbox: Sandbox,
     pub note: &'static str,
@@ -91,11 +102,18 @@ pub fn route(nr: u32) -> u8 {
         return class::FAST;
     };
     let fd = d.args.starts_with('f') && !d.args.contains('s');
-    match (d.support, fd) {
+    let support = match d.support {
+        _ if !d.host_unmounted || crate::kernel::fs::mount::active() => d.support,
+        Support::Mediated(_) => Support::Host,
+        Support::MediatedBlocking { restart, .. } => Support::HostBlocking { restart },
+        s => s,
+    };
+    match (support, fd) {
         (Support::Host, false) => class::DIRECT,
         (Support::Host, true) => class::DIRECT_FD,
         (Support::HostBlocking { .. }, false) => class::DIRECT_BLOCKING,
         (Support::HostBlocking { .. }, true) => class::DIRECT_FD_BLOCKING,
+        (Support::Mediated(_), true) if d.fd_passthrough => class::DIRECT_FD,
         _ => class::FAST,
     }
 }

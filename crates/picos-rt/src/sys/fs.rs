@@ -1,37 +1,1199 @@
-//! File-system calls the runtime must adjust. Everything else in the file
-//! system is passed to the host (the default manifest shows the host's).
+//! File-system calls. With no mounts in the manifest (the embedded
+//! default) the program sees the host's tree and every call goes to the
+//! host as it is, but for `/proc/self/exe`, which names the program.
+//!
+//! With mounts (`kernel::fs::mount`), every path the program gives is
+//! resolved by the library OS (`kernel::fs::walk`): the host is asked only
+//! about a path inside one mount's directory, from that directory's
+//! descriptor, and then does the call on what was found (an `O_PATH`
+//! descriptor with `AT_EMPTY_PATH`, or the directory and last name for
+//! calls that make or remove a name). Read-only mounts refuse writes with
+//! EROFS; names cannot move between mounts (EXDEV); mount points cannot be
+//! removed or renamed (EBUSY); calls that would change the mount tree or
+//! reach around it (mount, chroot, pivot_root, open_by_handle_at, ...) are
+//! refused. docs/FILESYSTEM.md describes the design.
 #![deny(unsafe_code)]
 
-use super::{syscall, Ctx, SysResult};
+use super::{host_blocking_with, host_call, host_call_with, syscall, Ctx, SysResult};
+use crate::host;
+use crate::host::errno::Errno;
+use crate::host::nr;
+use crate::kernel::fs::mount::{self, active, root_fd, table};
+use crate::kernel::fs::walk::{self, Entry, Found, HostFd, OpenPlan};
+use crate::kernel::fs::FdTable;
 use crate::mm::user;
+use alloc::vec::Vec;
 
-fn self_exe_link(path_addr: usize, buf: usize, size: usize) -> Option<SysResult> {
-    let path = user::read_cstr(path_addr, user::PATH_MAX).ok()?;
-    if !crate::kernel::fs::is_self_exe(&path, crate::host::getpid()) {
+const AT_FDCWD: i32 = host::AT_FDCWD as i32;
+/// The empty path, for `AT_EMPTY_PATH` calls on a descriptor the library OS
+/// opened.
+const EMPTY: &[u8] = b"\0";
+
+const S_IFMT: u32 = 0o170000;
+const S_IFREG: u32 = 0o100000;
+const S_IFDIR: u32 = 0o040000;
+const S_IFLNK: u32 = 0o120000;
+
+/// Flags open(2) and openat(2) keep (Linux's VALID_OPEN_FLAGS; the rest
+/// are ignored, as Linux ignores them there).
+const VALID_OPEN_FLAGS: i32 = 0o3
+    | 0o100
+    | 0o200
+    | 0o400
+    | 0o1000
+    | 0o2000
+    | 0o4000
+    | 0o10000
+    | 0o20000
+    | 0o40000
+    | 0o100000
+    | 0o200000
+    | 0o400000
+    | 0o1000000
+    | 0o2000000
+    | 0o4000000
+    | 0o10000000
+    | 0o20000000;
+
+fn fds(c: &Ctx<'_>) -> &'static FdTable {
+    c.t.fd_table.get()
+}
+
+fn path_arg(addr: usize) -> Result<Vec<u8>, Errno> {
+    user::read_cstr(addr, user::PATH_MAX)
+}
+
+fn readonly(mount: usize) -> bool {
+    table()[mount].readonly
+}
+
+/// Would a write to an object of this type change the file system (so a
+/// read-only mount refuses it)? Not for devices, FIFOs and sockets, as in
+/// Linux.
+fn fs_object(mode: u32) -> bool {
+    matches!(mode & S_IFMT, S_IFREG | S_IFDIR | S_IFLNK)
+}
+
+/// What a path names, ready for a call on it: a descriptor (the library
+/// OS's `O_PATH` one, kept open by `_hold`, or the program's own) and
+/// whether a read-only mount shows it.
+struct Object {
+    fd: i32,
+    _hold: Option<HostFd>,
+    ro: bool,
+}
+
+impl Object {
+    fn stat(&self) -> Result<host::Stat, Errno> {
+        host::fstat(self.fd)
+    }
+    /// EROFS if a read-only mount shows it and it is a file-system object.
+    fn check_writable(&self) -> Result<(), Errno> {
+        if self.ro && fs_object(self.stat()?.st_mode) {
+            return Err(Errno::EROFS);
+        }
+        Ok(())
+    }
+    /// The host path that names it through /proc (for calls that take only
+    /// a path).
+    fn proc_path(&self) -> Vec<u8> {
+        walk::proc_fd_path(self.fd)
+    }
+}
+
+/// Is the program's descriptor `fd` of a file on a read-only mount?
+fn fd_readonly(fd: i32) -> bool {
+    table().iter().any(|m| m.readonly)
+        && walk::fd_guest(fd).is_ok_and(|g| readonly(mount::covering(&g)))
+}
+
+fn object(c: &Ctx<'_>, dirfd: i32, path: &[u8], follow: bool) -> Result<Object, Errno> {
+    match walk::lookup(fds(c), dirfd, path, follow)? {
+        Found::Object { fd, mount } => Ok(Object {
+            fd: fd.0,
+            _hold: Some(fd),
+            ro: readonly(mount),
+        }),
+        Found::ProgramFd(n) => Ok(Object {
+            fd: n,
+            _hold: None,
+            ro: fd_readonly(n),
+        }),
+    }
+}
+
+/// The object of an `*at` call that may name its descriptor itself
+/// (`AT_EMPTY_PATH` with an empty path): None when the call should go to
+/// the host as it is (the program's own descriptor).
+fn object_at(
+    c: &Ctx<'_>,
+    dirfd: i32,
+    path_addr: usize,
+    flags: i32,
+    follow: bool,
+) -> Result<Option<Object>, Errno> {
+    let path = path_arg(path_addr)?;
+    if path.is_empty() && flags & host::AT_EMPTY_PATH != 0 {
+        if fds(c).is_hidden(dirfd) {
+            return Err(Errno::EBADF);
+        }
+        return Ok(None);
+    }
+    object(c, dirfd, &path, follow).map(Some)
+}
+
+fn entry(c: &Ctx<'_>, dirfd: i32, path_addr: usize) -> Result<Entry, Errno> {
+    let path = path_arg(path_addr)?;
+    walk::entry(fds(c), dirfd, &path)
+}
+
+/// Does entry `e` exist (without following a symlink)?
+fn exists(e: &Entry) -> bool {
+    let name = core::ffi::CStr::from_bytes_with_nul(&e.name).ok();
+    name.is_some_and(|n| {
+        host::openat(
+            e.dir.0 as isize,
+            n,
+            host::O_PATH | host::O_NOFOLLOW | host::O_CLOEXEC,
+            0,
+        )
+        .map(|fd| host::close(fd as i32))
+        .is_ok()
+    })
+}
+
+/// For a call that makes the name of entry `e`: EEXIST for a mount point
+/// or, on a read-only mount, for a name that exists; EROFS for one that
+/// does not.
+fn check_create(e: &Entry) -> Result<(), Errno> {
+    if e.is_mount_point() {
+        return Err(Errno::EEXIST);
+    }
+    if readonly(e.mount) {
+        return Err(if exists(e) { Errno::EEXIST } else { Errno::EROFS });
+    }
+    Ok(())
+}
+
+/// For a call that removes or renames the name of entry `e`: EBUSY for a
+/// mount point; on a read-only mount, ENOENT for a name that does not
+/// exist and EROFS for one that does.
+fn check_remove(e: &Entry) -> Result<(), Errno> {
+    if e.is_mount_point() {
+        return Err(Errno::EBUSY);
+    }
+    if readonly(e.mount) {
+        return Err(if exists(e) { Errno::EROFS } else { Errno::ENOENT });
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- open
+
+/// Opens a path for the program (open, openat, creat, openat2).
+fn open_path(
+    c: &Ctx<'_>,
+    dirfd: i32,
+    path_addr: usize,
+    mut flags: i32,
+    mut mode: u32,
+    resolve: u64,
+    strict: bool,
+) -> SysResult {
+    let path = path_arg(path_addr)?;
+    if !strict {
+        // open(2) ignores unknown flags, and the others when O_PATH is set;
+        // openat2(2), which does the host's part, refuses them.
+        flags &= VALID_OPEN_FLAGS;
+        if flags & host::O_PATH != 0 {
+            flags &= host::O_PATH | host::O_CLOEXEC | host::O_DIRECTORY | host::O_NOFOLLOW;
+        }
+        mode = if flags & host::O_CREAT != 0 || flags & host::O_TMPFILE == host::O_TMPFILE {
+            mode & 0o7777
+        } else {
+            0
+        };
+    }
+    let creat_excl = flags & (host::O_CREAT | host::O_EXCL) == host::O_CREAT | host::O_EXCL;
+    let follow = flags & host::O_NOFOLLOW == 0 && !creat_excl;
+    let tmpfile = flags & host::O_TMPFILE == host::O_TMPFILE;
+    let writes = flags & host::O_PATH == 0
+        && (flags & host::O_ACCMODE != host::O_RDONLY
+            || flags & (host::O_TRUNC | host::O_CREAT) != 0
+            || tmpfile);
+    let fds = fds(c);
+    let open = |mount: usize, rel: &[u8]| -> SysResult {
+        let how = host::OpenHow {
+            flags: flags as u32 as u64,
+            mode: mode as u64,
+            resolve: walk::confined(),
+        }
+        .as_bytes();
+        host_blocking_with(
+            c.t,
+            nr::OPENAT2,
+            [root_fd(fds, mount) as usize, 0, 0, how.len(), 0, 0],
+            &[(1, rel), (2, &how)],
+        )
+    };
+    let mut plan = walk::open_plan(fds, dirfd, &path, follow, resolve, true)?;
+    // A symlink appearing between the walk and the open makes the host
+    // refuse (ELOOP): walk again, a few times.
+    for _ in 0..4 {
+        let (mount, rel) = match plan {
+            OpenPlan::Direct { mount, rel } => {
+                if writes && readonly(mount) {
+                    plan = walk::open_plan_walk(fds, dirfd, &path, follow, resolve)?;
+                    continue;
+                }
+                (mount, rel)
+            }
+            OpenPlan::Exists { mount, rel, st } => {
+                if creat_excl {
+                    return Err(Errno::EEXIST);
+                }
+                if writes && readonly(mount) {
+                    let changes = flags & host::O_ACCMODE != host::O_RDONLY
+                        || flags & host::O_TRUNC != 0
+                        || tmpfile;
+                    if changes && (fs_object(st.st_mode) || tmpfile) {
+                        return Err(Errno::EROFS);
+                    }
+                }
+                if st.st_mode & S_IFMT == S_IFLNK && flags & host::O_PATH == 0 {
+                    // A symlink not followed (O_NOFOLLOW).
+                    return Err(Errno::ELOOP);
+                }
+                (mount, rel)
+            }
+            OpenPlan::Create { mount, rel } => {
+                if flags & host::O_CREAT == 0 || tmpfile {
+                    return Err(Errno::ENOENT);
+                }
+                if rel.ends_with(b"/\0") {
+                    return Err(Errno::EISDIR);
+                }
+                if readonly(mount) {
+                    return Err(Errno::EROFS);
+                }
+                (mount, rel)
+            }
+            OpenPlan::ProgramFd(n) => {
+                if writes && fd_readonly(n) && fs_object(host::fstat(n)?.st_mode) {
+                    return Err(Errno::EROFS);
+                }
+                let link = walk::proc_fd_path(n);
+                return host_blocking_with(
+                    c.t,
+                    nr::OPENAT,
+                    [AT_FDCWD as isize as usize, 0, flags as usize, mode as usize, 0, 0],
+                    &[(1, &link)],
+                );
+            }
+        };
+        match open(mount, &rel) {
+            Err(Errno::ELOOP) => {
+                plan = walk::open_plan_walk(fds, dirfd, &path, follow, resolve)?;
+            }
+            r => return r,
+        }
+    }
+    Err(Errno::ELOOP)
+}
+
+/// Implements open(2).
+#[syscall]
+pub fn open(c: &mut Ctx<'_>, pathname: usize, flags: i32, mode: u32) -> SysResult {
+    if !active() {
+        return c.host_blocking();
+    }
+    open_path(c, AT_FDCWD, pathname, flags, mode, 0, false)
+}
+
+/// Implements openat(2).
+#[syscall]
+pub fn openat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, flags: i32, mode: u32) -> SysResult {
+    if !active() {
+        return c.host_blocking();
+    }
+    open_path(c, dirfd, pathname, flags, mode, 0, false)
+}
+
+/// Implements creat(2): open with O_CREAT|O_WRONLY|O_TRUNC.
+#[syscall]
+pub fn creat(c: &mut Ctx<'_>, pathname: usize, mode: u32) -> SysResult {
+    if !active() {
+        return c.host_blocking();
+    }
+    let flags = host::O_CREAT | host::O_WRONLY | host::O_TRUNC;
+    open_path(c, AT_FDCWD, pathname, flags, mode, 0, false)
+}
+
+/// Implements openat2(2): the program's resolve flags confine the walk
+/// as Linux's do (RESOLVE_BENEATH, RESOLVE_IN_ROOT, RESOLVE_NO_SYMLINKS,
+/// RESOLVE_NO_MAGICLINKS, RESOLVE_NO_XDEV at mount points; RESOLVE_CACHED
+/// is EAGAIN).
+#[syscall]
+pub fn openat2(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, how: usize, size: usize) -> SysResult {
+    if !active() {
+        return c.host_blocking();
+    }
+    const OPEN_HOW_SIZE_VER0: usize = 24;
+    if size < OPEN_HOW_SIZE_VER0 {
+        return Err(Errno::EINVAL);
+    }
+    if size > 4096 {
+        return Err(Errno::E2BIG);
+    }
+    let mut raw = alloc::vec![0u8; size];
+    user::copy_in(&mut raw, how)?;
+    if raw[OPEN_HOW_SIZE_VER0..].iter().any(|&b| b != 0) {
+        return Err(Errno::E2BIG);
+    }
+    let word = |i: usize| u64::from_ne_bytes(raw[i * 8..i * 8 + 8].try_into().unwrap());
+    let (flags, mode, resolve) = (word(0), word(1), word(2));
+    if flags >> 32 != 0 || mode >> 32 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    open_path(c, dirfd, pathname, flags as i32, mode as u32, resolve, true)
+}
+
+// ---------------------------------------------------------------- stat
+
+fn stat_common(c: &Ctx<'_>, dirfd: i32, path: usize, buf: usize, flags: i32) -> SysResult {
+    let follow = flags & host::AT_SYMLINK_NOFOLLOW == 0;
+    match object_at(c, dirfd, path, flags, follow)? {
+        None => host_call(nr::NEWFSTATAT, [dirfd as usize, path, buf, flags as usize, 0, 0]),
+        Some(o) => host_call_with(
+            nr::NEWFSTATAT,
+            [o.fd as usize, 0, buf, host::AT_EMPTY_PATH as usize, 0, 0],
+            &[(1, EMPTY)],
+        ),
+    }
+}
+
+/// Implements stat(2).
+#[syscall]
+pub fn stat(c: &mut Ctx<'_>, pathname: usize, statbuf: usize) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    stat_common(c, AT_FDCWD, pathname, statbuf, 0)
+}
+
+/// Implements lstat(2).
+#[syscall]
+pub fn lstat(c: &mut Ctx<'_>, pathname: usize, statbuf: usize) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    stat_common(c, AT_FDCWD, pathname, statbuf, host::AT_SYMLINK_NOFOLLOW)
+}
+
+/// Implements newfstatat(2).
+#[syscall]
+pub fn newfstatat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, statbuf: usize, flags: i32) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    if flags & !(host::AT_SYMLINK_NOFOLLOW | host::AT_EMPTY_PATH | 0x800) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    stat_common(c, dirfd, pathname, statbuf, flags)
+}
+
+/// Implements statx(2).
+#[syscall]
+pub fn statx(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, flags: i32, mask: u32, statxbuf: usize) -> SysResult {
+    if !active() || pathname == 0 {
+        // A NULL path names dirfd itself (Linux 6.11+).
+        return c.host();
+    }
+    let follow = flags & host::AT_SYMLINK_NOFOLLOW == 0;
+    match object_at(c, dirfd, pathname, flags, follow)? {
+        None => c.host(),
+        Some(o) => {
+            let f = (flags & !(host::AT_SYMLINK_NOFOLLOW | 0x800)) | host::AT_EMPTY_PATH;
+            host_call_with(
+                nr::STATX,
+                [o.fd as usize, 0, f as usize, mask as usize, statxbuf, 0],
+                &[(1, EMPTY)],
+            )
+        }
+    }
+}
+
+/// Implements statfs(2).
+#[syscall]
+pub fn statfs(c: &mut Ctx<'_>, pathname: usize, buf: usize) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    let o = object(c, AT_FDCWD, &path_arg(pathname)?, true)?;
+    host_call_with(nr::STATFS, [0, buf, 0, 0, 0, 0], &[(0, &o.proc_path())])
+}
+
+// ---------------------------------------------------------------- access
+
+fn access_common(c: &Ctx<'_>, dirfd: i32, path: usize, mode: i32, flags: i32) -> SysResult {
+    if mode & !7 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if flags & !(host::AT_EACCESS | host::AT_SYMLINK_NOFOLLOW | host::AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let follow = flags & host::AT_SYMLINK_NOFOLLOW == 0;
+    match object_at(c, dirfd, path, flags, follow)? {
+        None => host_call(nr::FACCESSAT2, [dirfd as usize, path, mode as usize, flags as usize, 0, 0]),
+        Some(o) => {
+            if mode & 2 != 0 {
+                o.check_writable()?;
+            }
+            let f = host::AT_EMPTY_PATH | (flags & host::AT_EACCESS);
+            host_call_with(
+                nr::FACCESSAT2,
+                [o.fd as usize, 0, mode as usize, f as usize, 0, 0],
+                &[(1, EMPTY)],
+            )
+        }
+    }
+}
+
+/// Implements access(2).
+#[syscall]
+pub fn access(c: &mut Ctx<'_>, pathname: usize, mode: i32) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    access_common(c, AT_FDCWD, pathname, mode, 0)
+}
+
+/// Implements faccessat(2) (the system call has no flags).
+#[syscall]
+pub fn faccessat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, mode: i32) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    access_common(c, dirfd, pathname, mode, 0)
+}
+
+/// Implements faccessat2(2).
+#[syscall]
+pub fn faccessat2(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, mode: i32, flags: i32) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    access_common(c, dirfd, pathname, mode, flags)
+}
+
+// ---------------------------------------------------------------- links
+
+fn self_exe_link(path: &[u8], buf: usize, size: usize) -> Option<SysResult> {
+    if !crate::kernel::fs::is_self_exe(path, crate::host::getpid()) {
         return None;
     }
-    let exe = crate::kernel::process::exe_path();
-    if (size as isize) <= 0 {
-        return Some(Err(crate::host::errno::Errno::EINVAL));
-    }
-    let n = exe.len().min(size);
-    Some(user::copy_out(buf, &exe[..n]).map(|_| n))
+    Some(copy_link(crate::kernel::process::exe_path(), buf, size))
 }
 
-/// Implements readlink(2): `/proc/self/exe` names the program, not the runtime.
+/// Writes a link's target as readlink(2) does: truncated to `size`, no NUL.
+fn copy_link(target: &[u8], buf: usize, size: usize) -> SysResult {
+    if (size as isize) <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let n = target.len().min(size);
+    user::copy_out(buf, &target[..n]).map(|_| n)
+}
+
+fn readlink_common(c: &Ctx<'_>, dirfd: i32, path_addr: usize, buf: usize, size: usize) -> SysResult {
+    let path = path_arg(path_addr)?;
+    if let Some(r) = self_exe_link(&path, buf, size) {
+        return r;
+    }
+    if !active() {
+        return c.host();
+    }
+    if (size as isize) <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    if path.is_empty() {
+        // readlinkat(fd, "") reads the symlink fd names.
+        return c.host();
+    }
+    let target = walk::readlink(fds(c), dirfd, &path)?;
+    copy_link(&target, buf, size)
+}
+
+/// Implements readlink(2): `/proc/self/exe` names the program, not the
+/// runtime; with mounts, /proc's links name guest paths.
 #[syscall]
 pub fn readlink(c: &mut Ctx<'_>, pathname: usize, buf: usize, bufsiz: usize) -> SysResult {
-    self_exe_link(pathname, buf, bufsiz).unwrap_or_else(|| c.host())
+    readlink_common(c, AT_FDCWD, pathname, buf, bufsiz)
 }
 
-/// Implements readlinkat(2): as readlink for absolute paths.
+/// Implements readlinkat(2): as readlink.
 #[syscall]
-pub fn readlinkat(
+pub fn readlinkat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, buf: usize, bufsiz: usize) -> SysResult {
+    readlink_common(c, dirfd, pathname, buf, bufsiz)
+}
+
+/// Implements symlink(2).
+#[syscall]
+pub fn symlink(c: &mut Ctx<'_>, target: usize, linkpath: usize) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    symlink_common(c, target, AT_FDCWD, linkpath)
+}
+
+/// Implements symlinkat(2).
+#[syscall]
+pub fn symlinkat(c: &mut Ctx<'_>, target: usize, newdirfd: i32, linkpath: usize) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    symlink_common(c, target, newdirfd, linkpath)
+}
+
+fn symlink_common(c: &Ctx<'_>, target: usize, dirfd: i32, linkpath: usize) -> SysResult {
+    // The target is any string: checked (and copied) by the host.
+    let t = path_arg(target)?;
+    if t.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    let e = entry(c, dirfd, linkpath)?;
+    check_create(&e)?;
+    host_call_with(
+        nr::SYMLINKAT,
+        [target, e.dir.0 as usize, 0, 0, 0, 0],
+        &[(2, &e.name)],
+    )
+}
+
+/// Implements link(2).
+#[syscall]
+pub fn link(c: &mut Ctx<'_>, oldpath: usize, newpath: usize) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    link_common(c, AT_FDCWD, oldpath, AT_FDCWD, newpath, 0)
+}
+
+/// Implements linkat(2).
+#[syscall]
+pub fn linkat(
     c: &mut Ctx<'_>,
-    _dirfd: usize,
-    pathname: usize,
-    buf: usize,
-    bufsiz: usize,
+    olddirfd: i32,
+    oldpath: usize,
+    newdirfd: i32,
+    newpath: usize,
+    flags: i32,
 ) -> SysResult {
-    self_exe_link(pathname, buf, bufsiz).unwrap_or_else(|| c.host())
+    if !active() {
+        return c.host();
+    }
+    link_common(c, olddirfd, oldpath, newdirfd, newpath, flags)
+}
+
+fn link_common(c: &Ctx<'_>, olddirfd: i32, oldpath: usize, newdirfd: i32, newpath: usize, flags: i32) -> SysResult {
+    if flags & !(host::AT_SYMLINK_FOLLOW | host::AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let follow = flags & host::AT_SYMLINK_FOLLOW != 0;
+    let old = object_at(c, olddirfd, oldpath, flags, follow)?;
+    let e = entry(c, newdirfd, newpath)?;
+    // The old name's mount, by its guest path.
+    let src_fd = old.as_ref().map_or(olddirfd, |o| o.fd);
+    let src_mount = walk::fd_guest(src_fd).ok().map(|g| mount::covering(&g));
+    if src_mount.is_some_and(|m| m != e.mount) {
+        return Err(Errno::EXDEV);
+    }
+    check_create(&e)?;
+    match old {
+        None => host_call_with(
+            nr::LINKAT,
+            [olddirfd as usize, 0, e.dir.0 as usize, 0, host::AT_EMPTY_PATH as usize, 0],
+            &[(1, EMPTY), (3, &e.name)],
+        ),
+        Some(o) => host_call_with(
+            nr::LINKAT,
+            [AT_FDCWD as isize as usize, 0, e.dir.0 as usize, 0, host::AT_SYMLINK_FOLLOW as usize, 0],
+            &[(1, &o.proc_path()), (3, &e.name)],
+        ),
+    }
+}
+
+// ---------------------------------------------------------------- names
+
+/// Implements mkdir(2).
+#[syscall]
+pub fn mkdir(c: &mut Ctx<'_>, pathname: usize, mode: u32) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    mknod_common(c, AT_FDCWD, pathname, mode, None)
+}
+
+/// Implements mkdirat(2).
+#[syscall]
+pub fn mkdirat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, mode: u32) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    mknod_common(c, dirfd, pathname, mode, None)
+}
+
+/// Implements mknod(2).
+#[syscall]
+pub fn mknod(c: &mut Ctx<'_>, pathname: usize, mode: u32, dev: u32) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    mknod_common(c, AT_FDCWD, pathname, mode, Some(dev))
+}
+
+/// Implements mknodat(2).
+#[syscall]
+pub fn mknodat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, mode: u32, dev: u32) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    mknod_common(c, dirfd, pathname, mode, Some(dev))
+}
+
+/// mkdirat (`dev` None) or mknodat in the directory the path names.
+fn mknod_common(c: &Ctx<'_>, dirfd: i32, path: usize, mode: u32, dev: Option<u32>) -> SysResult {
+    let e = entry(c, dirfd, path)?;
+    check_create(&e)?;
+    match dev {
+        None => host_call_with(nr::MKDIRAT, [e.dir.0 as usize, 0, mode as usize, 0, 0, 0], &[(1, &e.name)]),
+        Some(d) => host_call_with(
+            nr::MKNODAT,
+            [e.dir.0 as usize, 0, mode as usize, d as usize, 0, 0],
+            &[(1, &e.name)],
+        ),
+    }
+}
+
+/// Implements unlink(2).
+#[syscall]
+pub fn unlink(c: &mut Ctx<'_>, pathname: usize) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    unlink_common(c, AT_FDCWD, pathname, 0)
+}
+
+/// Implements rmdir(2).
+#[syscall]
+pub fn rmdir(c: &mut Ctx<'_>, pathname: usize) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    unlink_common(c, AT_FDCWD, pathname, host::AT_REMOVEDIR)
+}
+
+/// Implements unlinkat(2).
+#[syscall]
+pub fn unlinkat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, flags: i32) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    if flags & !host::AT_REMOVEDIR != 0 {
+        return Err(Errno::EINVAL);
+    }
+    unlink_common(c, dirfd, pathname, flags)
+}
+
+fn unlink_common(c: &Ctx<'_>, dirfd: i32, path_addr: usize, flags: i32) -> SysResult {
+    let path = path_arg(path_addr)?;
+    if flags & host::AT_REMOVEDIR != 0 && !path.is_empty() && path.iter().all(|&b| b == b'/') {
+        // rmdir("/"): the root is busy.
+        return Err(Errno::EBUSY);
+    }
+    let e = walk::entry(fds(c), dirfd, &path)?;
+    check_remove(&e)?;
+    host_call_with(nr::UNLINKAT, [e.dir.0 as usize, 0, flags as usize, 0, 0, 0], &[(1, &e.name)])
+}
+
+/// Implements rename(2).
+#[syscall]
+pub fn rename(c: &mut Ctx<'_>, oldpath: usize, newpath: usize) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    rename_common(c, AT_FDCWD, oldpath, AT_FDCWD, newpath, 0)
+}
+
+/// Implements renameat(2).
+#[syscall]
+pub fn renameat(c: &mut Ctx<'_>, olddirfd: i32, oldpath: usize, newdirfd: i32, newpath: usize) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    rename_common(c, olddirfd, oldpath, newdirfd, newpath, 0)
+}
+
+/// Implements renameat2(2).
+#[syscall]
+pub fn renameat2(
+    c: &mut Ctx<'_>,
+    olddirfd: i32,
+    oldpath: usize,
+    newdirfd: i32,
+    newpath: usize,
+    flags: u32,
+) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    rename_common(c, olddirfd, oldpath, newdirfd, newpath, flags)
+}
+
+fn rename_common(c: &Ctx<'_>, olddirfd: i32, oldpath: usize, newdirfd: i32, newpath: usize, flags: u32) -> SysResult {
+    let o = entry(c, olddirfd, oldpath)?;
+    let n = entry(c, newdirfd, newpath)?;
+    if o.mount != n.mount {
+        return Err(Errno::EXDEV);
+    }
+    if o.is_mount_point() || n.is_mount_point() {
+        return Err(Errno::EBUSY);
+    }
+    check_remove(&o)?;
+    if readonly(n.mount) {
+        return Err(Errno::EROFS);
+    }
+    host_call_with(
+        nr::RENAMEAT2,
+        [o.dir.0 as usize, 0, n.dir.0 as usize, 0, flags as usize, 0],
+        &[(1, &o.name), (3, &n.name)],
+    )
+}
+
+// ---------------------------------------------------------------- attributes
+
+/// Implements chmod(2).
+#[syscall]
+pub fn chmod(c: &mut Ctx<'_>, pathname: usize, mode: u32) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    chmod_common(c, AT_FDCWD, pathname, mode, 0)
+}
+
+/// Implements fchmodat(2) (the system call has no flags).
+#[syscall]
+pub fn fchmodat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, mode: u32) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    chmod_common(c, dirfd, pathname, mode, 0)
+}
+
+/// Implements fchmodat2(2).
+#[syscall]
+pub fn fchmodat2(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, mode: u32, flags: i32) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    if flags & !(host::AT_SYMLINK_NOFOLLOW | host::AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    chmod_common(c, dirfd, pathname, mode, flags)
+}
+
+fn chmod_common(c: &Ctx<'_>, dirfd: i32, path: usize, mode: u32, flags: i32) -> SysResult {
+    let follow = flags & host::AT_SYMLINK_NOFOLLOW == 0;
+    match object_at(c, dirfd, path, flags, follow)? {
+        None => {
+            if fd_readonly(dirfd) {
+                return Err(Errno::EROFS);
+            }
+            host_call(nr::FCHMODAT2, [dirfd as usize, path, mode as usize, flags as usize, 0, 0])
+        }
+        Some(o) => {
+            o.check_writable()?;
+            let f = host::AT_EMPTY_PATH | (flags & host::AT_SYMLINK_NOFOLLOW);
+            host_call_with(nr::FCHMODAT2, [o.fd as usize, 0, mode as usize, f as usize, 0, 0], &[(1, EMPTY)])
+        }
+    }
+}
+
+/// Implements chown(2).
+#[syscall]
+pub fn chown(c: &mut Ctx<'_>, pathname: usize, owner: u32, group: u32) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    chown_common(c, AT_FDCWD, pathname, owner, group, 0)
+}
+
+/// Implements lchown(2).
+#[syscall]
+pub fn lchown(c: &mut Ctx<'_>, pathname: usize, owner: u32, group: u32) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    chown_common(c, AT_FDCWD, pathname, owner, group, host::AT_SYMLINK_NOFOLLOW)
+}
+
+/// Implements fchownat(2).
+#[syscall]
+pub fn fchownat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, owner: u32, group: u32, flags: i32) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    if flags & !(host::AT_SYMLINK_NOFOLLOW | host::AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    chown_common(c, dirfd, pathname, owner, group, flags)
+}
+
+fn chown_common(c: &Ctx<'_>, dirfd: i32, path: usize, owner: u32, group: u32, flags: i32) -> SysResult {
+    let follow = flags & host::AT_SYMLINK_NOFOLLOW == 0;
+    match object_at(c, dirfd, path, flags, follow)? {
+        None => {
+            if fd_readonly(dirfd) {
+                return Err(Errno::EROFS);
+            }
+            c.host()
+        }
+        Some(o) => {
+            o.check_writable()?;
+            host_call_with(
+                nr::FCHOWNAT,
+                [o.fd as usize, 0, owner as usize, group as usize, host::AT_EMPTY_PATH as usize, 0],
+                &[(1, EMPTY)],
+            )
+        }
+    }
+}
+
+/// Implements fchmod(2): EROFS for a file of a read-only mount.
+#[syscall]
+pub fn fchmod(c: &mut Ctx<'_>, fd: i32) -> SysResult {
+    fd_write_check(c, fd)
+}
+
+/// Implements fchown(2): EROFS for a file of a read-only mount.
+#[syscall]
+pub fn fchown(c: &mut Ctx<'_>, fd: i32) -> SysResult {
+    fd_write_check(c, fd)
+}
+
+/// Implements fsetxattr(2): EROFS for a file of a read-only mount.
+#[syscall]
+pub fn fsetxattr(c: &mut Ctx<'_>, fd: i32) -> SysResult {
+    fd_write_check(c, fd)
+}
+
+/// Implements fremovexattr(2): EROFS for a file of a read-only mount.
+#[syscall]
+pub fn fremovexattr(c: &mut Ctx<'_>, fd: i32) -> SysResult {
+    fd_write_check(c, fd)
+}
+
+/// A call that changes the file descriptor `fd` names: refused with EROFS
+/// on a read-only mount, else the host's.
+fn fd_write_check(c: &Ctx<'_>, fd: i32) -> SysResult {
+    if active() {
+        if fds(c).is_hidden(fd) {
+            return Err(Errno::EBADF);
+        }
+        if fd_readonly(fd) && host::fstat(fd).is_ok_and(|st| fs_object(st.st_mode)) {
+            return Err(Errno::EROFS);
+        }
+    }
+    c.host()
+}
+
+/// Implements utime(2).
+#[syscall]
+pub fn utime(c: &mut Ctx<'_>, filename: usize, times: usize) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    let o = object(c, AT_FDCWD, &path_arg(filename)?, true)?;
+    o.check_writable()?;
+    host_call_with(nr::UTIME, [0, times, 0, 0, 0, 0], &[(0, &o.proc_path())])
+}
+
+/// Implements utimes(2).
+#[syscall]
+pub fn utimes(c: &mut Ctx<'_>, filename: usize, times: usize) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    let o = object(c, AT_FDCWD, &path_arg(filename)?, true)?;
+    o.check_writable()?;
+    host_call_with(nr::UTIMES, [0, times, 0, 0, 0, 0], &[(0, &o.proc_path())])
+}
+
+/// Implements futimesat(2).
+#[syscall]
+pub fn futimesat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, times: usize) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    if pathname == 0 {
+        return fd_write_check(c, dirfd);
+    }
+    let o = object(c, dirfd, &path_arg(pathname)?, true)?;
+    o.check_writable()?;
+    host_call_with(
+        nr::FUTIMESAT,
+        [AT_FDCWD as isize as usize, 0, times, 0, 0, 0],
+        &[(1, &o.proc_path())],
+    )
+}
+
+/// Implements utimensat(2) (a NULL path names `dirfd` itself: futimens).
+#[syscall]
+pub fn utimensat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, times: usize, flags: i32) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    if pathname == 0 {
+        return fd_write_check(c, dirfd);
+    }
+    if flags & !(host::AT_SYMLINK_NOFOLLOW | host::AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let follow = flags & host::AT_SYMLINK_NOFOLLOW == 0;
+    match object_at(c, dirfd, pathname, flags, follow)? {
+        None => fd_write_check(c, dirfd),
+        Some(o) => {
+            o.check_writable()?;
+            let f = host::AT_EMPTY_PATH | (flags & host::AT_SYMLINK_NOFOLLOW);
+            host_call_with(nr::UTIMENSAT, [o.fd as usize, 0, times, f as usize, 0, 0], &[(1, EMPTY)])
+        }
+    }
+}
+
+/// Implements truncate(2).
+#[syscall]
+pub fn truncate(c: &mut Ctx<'_>, path: usize, length: isize) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    let o = object(c, AT_FDCWD, &path_arg(path)?, true)?;
+    let st = o.stat()?;
+    if st.st_mode & S_IFMT == S_IFDIR {
+        return Err(Errno::EISDIR);
+    }
+    o.check_writable()?;
+    host_call_with(nr::TRUNCATE, [0, length as usize, 0, 0, 0, 0], &[(0, &o.proc_path())])
+}
+
+// ---------------------------------------------------------------- xattrs
+
+/// The extended-attribute calls that take a path: (follows symlinks,
+/// changes the file).
+fn xattr_kind(nr: usize) -> (bool, bool) {
+    match nr {
+        nr::GETXATTR | nr::LISTXATTR => (true, false),
+        nr::LGETXATTR | nr::LLISTXATTR => (false, false),
+        nr::SETXATTR | nr::REMOVEXATTR => (true, true),
+        _ => (false, true), // lsetxattr, lremovexattr
+    }
+}
+
+/// Implements getxattr(2), lgetxattr, setxattr, lsetxattr, listxattr,
+/// llistxattr, removexattr and lremovexattr: the call is made on the
+/// object through /proc. The `l` forms on a symlink behave as for a
+/// symlink without attributes: ENODATA to read or remove one, EPERM to
+/// set one (as for `user.` attributes), an empty list.
+pub fn xattr(c: &mut Ctx<'_>) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    let (follow, changes) = xattr_kind(c.nr);
+    let o = object(c, AT_FDCWD, &path_arg(c.arg(0))?, follow)?;
+    if changes {
+        o.check_writable()?;
+    }
+    if !follow && o.stat()?.st_mode & S_IFMT == S_IFLNK {
+        return match c.nr {
+            nr::LLISTXATTR => Ok(0),
+            nr::LSETXATTR => Err(Errno::EPERM),
+            _ => Err(Errno::ENODATA),
+        };
+    }
+    let follow_nr = match c.nr {
+        nr::LGETXATTR => nr::GETXATTR,
+        nr::LLISTXATTR => nr::LISTXATTR,
+        nr::LSETXATTR => nr::SETXATTR,
+        nr::LREMOVEXATTR => nr::REMOVEXATTR,
+        n => n,
+    };
+    host_call_with(follow_nr, c.args, &[(0, &o.proc_path())])
+}
+
+/// Implements getxattrat(2), setxattrat, listxattrat and removexattrat
+/// (Linux 6.13): on the object through /proc, as [`xattr`].
+pub fn xattrat(c: &mut Ctx<'_>) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    let (dirfd, path, at_flags) = (c.arg(0) as i32, c.arg(1), c.arg(2) as u32 as i32);
+    let follow = at_flags & host::AT_SYMLINK_NOFOLLOW == 0;
+    if path == 0 {
+        return c.host();
+    }
+    let Some(o) = object_at(c, dirfd, path, at_flags, follow)? else {
+        if matches!(c.nr, nr::SETXATTRAT | nr::REMOVEXATTRAT) && fd_readonly(dirfd) {
+            return Err(Errno::EROFS);
+        }
+        return c.host();
+    };
+    if matches!(c.nr, nr::SETXATTRAT | nr::REMOVEXATTRAT) {
+        o.check_writable()?;
+    }
+    let mut args = c.args;
+    args[0] = AT_FDCWD as isize as usize;
+    args[2] = (at_flags & !(host::AT_SYMLINK_NOFOLLOW | host::AT_EMPTY_PATH)) as usize;
+    host_call_with(c.nr, args, &[(1, &o.proc_path())])
+}
+
+/// Implements inotify_add_watch(2): the watch is put on the object found.
+#[syscall]
+pub fn inotify_add_watch(c: &mut Ctx<'_>, fd: i32, pathname: usize, mask: u32) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    const IN_DONT_FOLLOW: u32 = 0x0200_0000;
+    let o = object(c, AT_FDCWD, &path_arg(pathname)?, mask & IN_DONT_FOLLOW == 0)?;
+    host_call_with(
+        nr::INOTIFY_ADD_WATCH,
+        [fd as usize, 0, mask as usize, 0, 0, 0],
+        &[(1, &o.proc_path())],
+    )
+}
+
+// ---------------------------------------------------------------- directories
+
+/// Implements chdir(2).
+#[syscall]
+pub fn chdir(c: &mut Ctx<'_>, path: usize) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    let o = object(c, AT_FDCWD, &path_arg(path)?, true)?;
+    if o.stat()?.st_mode & S_IFMT != S_IFDIR {
+        return Err(Errno::ENOTDIR);
+    }
+    host_call(nr::FCHDIR, [o.fd as usize, 0, 0, 0, 0, 0])
+}
+
+/// Implements getcwd(2): with mounts, the guest path of the working
+/// directory (ENOENT if no mount shows it).
+#[syscall]
+pub fn getcwd(c: &mut Ctx<'_>, buf: usize, size: usize) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    let mut cwd = walk::cwd_guest()?;
+    cwd.push(0);
+    if cwd.len() > size {
+        return Err(Errno::ERANGE);
+    }
+    user::copy_out(buf, &cwd)?;
+    Ok(cwd.len())
+}
+
+/// Calls that would change the mount tree, or reach files around it
+/// (chroot, pivot_root, mount, umount2, the new mount API,
+/// open_by_handle_at, fanotify_mark, acct, quotactl): with mounts, EPERM
+/// (name_to_handle_at: EOPNOTSUPP, as for a file system without handles).
+/// Without, the host's.
+pub fn mount_tree(c: &mut Ctx<'_>) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    if c.nr == nr::NAME_TO_HANDLE_AT {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    Err(Errno::EPERM)
+}
+
+// ---------------------------------------------------------------- descriptors
+
+/// Implements close(2): a descriptor of the runtime's own (a mount's
+/// directory) is not the program's: EBADF. Others are the host's (a
+/// patched site sends a passed-through descriptor to the host directly).
+#[syscall]
+pub fn close(c: &mut Ctx<'_>, fd: i32) -> SysResult {
+    if fds(c).is_hidden(fd) {
+        return Err(Errno::EBADF);
+    }
+    c.host()
+}
+
+/// Implements close_range(2): the runtime's own descriptors in the range
+/// stay open (the calls are made for the ranges between them).
+#[syscall]
+pub fn close_range(c: &mut Ctx<'_>, first: u32, last: u32, flags: u32) -> SysResult {
+    let t = fds(c);
+    let mut hidden: Vec<u32> = t
+        .roots
+        .iter()
+        .map(|r| r.load(core::sync::atomic::Ordering::Relaxed))
+        .filter(|&fd| fd >= 0 && (fd as u32) >= first && (fd as u32) <= last)
+        .map(|fd| fd as u32)
+        .collect();
+    if hidden.is_empty() || first > last {
+        return c.host();
+    }
+    hidden.sort_unstable();
+    let mut from = first;
+    for h in hidden {
+        if h > from {
+            host_call(nr::CLOSE_RANGE, [from as usize, (h - 1) as usize, flags as usize, 0, 0, 0])?;
+        }
+        from = h + 1;
+    }
+    if from <= last && from != 0 {
+        host_call(nr::CLOSE_RANGE, [from as usize, last as usize, flags as usize, 0, 0, 0])?;
+    }
+    Ok(0)
+}
+
+/// Implements dup2(2): a runtime descriptor at `newfd` moves out of the way
+/// first; one at `oldfd` is not the program's (EBADF).
+#[syscall]
+pub fn dup2(c: &mut Ctx<'_>, oldfd: i32, newfd: i32) -> SysResult {
+    dup_to(c, oldfd, newfd)
+}
+
+/// Implements dup3(2): as dup2.
+#[syscall]
+pub fn dup3(c: &mut Ctx<'_>, oldfd: i32, newfd: i32) -> SysResult {
+    dup_to(c, oldfd, newfd)
+}
+
+fn dup_to(c: &Ctx<'_>, oldfd: i32, newfd: i32) -> SysResult {
+    let t = fds(c);
+    if t.is_hidden(oldfd) {
+        return Err(Errno::EBADF);
+    }
+    if t.is_hidden(newfd) {
+        // Only if oldfd is the program's: otherwise the call fails and
+        // nothing moves.
+        host::fcntl(oldfd, 1 /* F_GETFD */, 0).map_err(|_| Errno::EBADF)?;
+        mount::relocate(t, newfd)?;
+    }
+    c.host()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_system_objects() {
+        assert!(fs_object(S_IFREG | 0o644));
+        assert!(fs_object(S_IFDIR));
+        assert!(fs_object(S_IFLNK));
+        assert!(!fs_object(0o020000)); // character device
+        assert!(!fs_object(0o010000)); // FIFO
+    }
 }

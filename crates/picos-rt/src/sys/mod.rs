@@ -110,6 +110,30 @@ pub fn host_call(nr: usize, args: [usize; 6]) -> SysResult {
     host::program_call(nr, args)
 }
 
+/// As [`host_call`], where the arguments at the positions `bufs` names are
+/// the runtime's own buffers that the kernel only reads (a path the
+/// library OS resolved, an `open_how`): each is borrowed, so live, for the
+/// call. The other arguments are the program's values.
+pub fn host_call_with(nr: usize, mut args: [usize; 6], bufs: &[(usize, &[u8])]) -> SysResult {
+    for (i, b) in bufs {
+        args[*i] = b.as_ptr() as usize;
+    }
+    host_call(nr, args)
+}
+
+/// As [`host_blocking`], with runtime buffers as in [`host_call_with`].
+pub fn host_blocking_with(
+    t: &Thread,
+    nr: usize,
+    mut args: [usize; 6],
+    bufs: &[(usize, &[u8])],
+) -> SysResult {
+    for (i, b) in bufs {
+        args[*i] = b.as_ptr() as usize;
+    }
+    host_blocking(t, nr, args)
+}
+
 /// A host call that may block, with the program's signal mask in force so
 /// that signals interrupt it (see `arch::picos_blocking_syscall`).
 pub fn host_blocking(t: &Thread, nr: usize, args: [usize; 6]) -> SysResult {

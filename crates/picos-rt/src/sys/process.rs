@@ -385,7 +385,8 @@ fn exec_common(
     // The check opens the files of the chain: in a table of its own, so
     // that a full table does not fail the exec (the kernel's execve needs
     // no descriptor) and other threads never see the descriptors.
-    let checked = crate::host::fds::with_own_fds(|| {
+    let held = c.t.fd_table.get().held();
+    let checked = crate::host::fds::with_own_fds_keeping(&held, || {
         crate::kernel::exec::loader::check_executable_chain(&full)
     })
     .unwrap_or_else(|_| crate::kernel::exec::loader::check_executable_chain(&full));

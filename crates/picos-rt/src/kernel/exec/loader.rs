@@ -145,6 +145,21 @@ fn open_exec(path: &[u8]) -> Result<(Fd, Vec<u8>), ExecError> {
     // An empty name (`#!` followed by a NUL, a PT_INTERP of "") is, for
     // the kernel's open_exec, the working directory: EACCES, a directory.
     let path: &[u8] = if path.is_empty() { b"." } else { path };
+    if crate::kernel::fs::mount::active() {
+        let (fd, st) = crate::kernel::fs::walk::open_exec(path).map_err(|(e, not_exec)| {
+            if not_exec {
+                ExecError::NotExecutable(e)
+            } else {
+                ExecError::Open(e)
+            }
+        })?;
+        if st.st_mode & S_IFMT != S_IFREG {
+            return Err(ExecError::NotExecutable(Errno::EACCES));
+        }
+        let fd = Fd(fd);
+        let head = read_head(fd.0).map_err(ExecError::Open)?;
+        return Ok((fd, head));
+    }
     let c = cstring(path)?;
     let cs =
         core::ffi::CStr::from_bytes_with_nul(&c).map_err(|_| ExecError::Open(Errno::EINVAL))?;

@@ -1,8 +1,10 @@
-//! The program's files as the runtime sees them: paths made absolute,
-//! `/proc/self/exe`, and descriptors the runtime opens for itself where the
-//! program never sees them. (The library-OS file system, issue 11, lands
-//! here.)
+//! The program's files as the runtime sees them: the mount table
+//! (`mount`), path resolution through it (`walk`), paths made absolute,
+//! `/proc/self/exe`, and the descriptor table's state.
 #![deny(unsafe_code)]
+
+pub mod mount;
+pub mod walk;
 
 use crate::host;
 use alloc::vec::Vec;
@@ -29,8 +31,11 @@ pub fn is_self_exe(path: &[u8], pid: i32) -> bool {
 }
 
 /// The canonical path of an open descriptor of the calling thread's table,
-/// from /proc/thread-self/fd.
+/// from /proc/thread-self/fd (with mounts, its guest path).
 pub fn fd_path(fd: i32) -> Option<Vec<u8>> {
+    if mount::active() {
+        return walk::fd_guest(fd).ok();
+    }
     let link = [
         alloc::format!("/proc/thread-self/fd/{fd}").as_bytes(),
         b"\0",
@@ -43,10 +48,17 @@ pub fn fd_path(fd: i32) -> Option<Vec<u8>> {
     Some(buf)
 }
 
-/// Makes `path` absolute against the working directory.
+/// Makes `path` absolute against the working directory (the guest's,
+/// with mounts).
 pub fn absolute(path: &[u8]) -> Vec<u8> {
     if path.first() == Some(&b'/') {
         return path.to_vec();
+    }
+    if mount::active() {
+        return match walk::cwd_guest() {
+            Ok(cwd) => join(&cwd, path),
+            Err(_) => path.to_vec(),
+        };
     }
     let mut cwd = alloc::vec![0u8; 4096];
     let n = match host::getcwd(&mut cwd) {
@@ -74,12 +86,14 @@ pub fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
 pub struct FdTable {
     /// Read by the direct entries through each thread's `EntryState`.
     pub passthrough: crate::arch::PassThrough,
+    /// The mounts' directories, held open in this table (`mount`); -1 for
+    /// none. Their bits in `passthrough` are clear, so the program's calls
+    /// on these numbers reach the dispatcher.
+    pub roots: [core::sync::atomic::AtomicI32; mount::MAX_MOUNTS],
 }
 
 /// The table the program starts with.
-static FIRST: FdTable = FdTable {
-    passthrough: crate::arch::PassThrough::all(),
-};
+static FIRST: FdTable = FdTable::new();
 
 /// Tables of children that no longer run, for the next ones (see
 /// [`FdTable::release`]).
@@ -87,6 +101,33 @@ static SPARE: crate::sync::Lock<Vec<&'static FdTable>> =
     crate::sync::Lock::new(crate::sync::Rank::SpareTables, Vec::new());
 
 impl FdTable {
+    const fn new() -> FdTable {
+        FdTable {
+            passthrough: crate::arch::PassThrough::all(),
+            roots: [mount::ROOTS_INIT; mount::MAX_MOUNTS],
+        }
+    }
+
+    /// Is `fd` one of the runtime's own descriptors in this table (which
+    /// the program never opened)?
+    pub fn is_hidden(&self, fd: i32) -> bool {
+        fd >= 0
+            && self
+                .roots
+                .iter()
+                .any(|r| r.load(core::sync::atomic::Ordering::Relaxed) == fd)
+    }
+
+    /// The runtime's own descriptors in this table (for a transient table
+    /// of the runtime's, `host::fds::with_own_fds_keeping`).
+    pub fn held(&self) -> Vec<i32> {
+        self.roots
+            .iter()
+            .map(|r| r.load(core::sync::atomic::Ordering::Relaxed))
+            .filter(|&fd| fd >= 0)
+            .collect()
+    }
+
     /// The table the program starts with (after execve too: the table
     /// carries over, and the new runtime starts with every descriptor
     /// passed through).
@@ -101,11 +142,15 @@ impl FdTable {
         let spare = SPARE.lock().pop();
         let c: &'static FdTable = match spare {
             Some(c) => c,
-            None => alloc::boxed::Box::leak(alloc::boxed::Box::new(FdTable {
-                passthrough: crate::arch::PassThrough::all(),
-            })),
+            None => alloc::boxed::Box::leak(alloc::boxed::Box::new(FdTable::new())),
         };
         c.passthrough.copy_from(&self.passthrough);
+        for (d, s) in c.roots.iter().zip(self.roots.iter()) {
+            d.store(
+                s.load(core::sync::atomic::Ordering::Relaxed),
+                core::sync::atomic::Ordering::Relaxed,
+            );
+        }
         c
     }
 

@@ -1,0 +1,811 @@
+//! Path resolution through the mount table, when the manifest mounts
+//! directories (`mount::active`).
+//!
+//! A guest path is resolved from `/`, the working directory or a directory
+//! descriptor, one mount at a time; the host only ever resolves a path
+//! inside one mount's directory, with `openat2(RESOLVE_IN_ROOT |
+//! RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)` from the descriptor of that
+//! directory. So `..`, absolute symlinks and /proc's magic links never lead
+//! above a mount, and a symlink that leads into another mount is followed
+//! into it, as in a real mount tree:
+//!
+//! - **Fast path**: a path without `..` is mapped lexically to the deepest
+//!   mount that shows it and opened in one host call. `RESOLVE_NO_SYMLINKS`
+//!   makes the host refuse (ELOOP) if any component is a symlink, since the
+//!   lexical mapping would then be wrong.
+//! - **Walk**: otherwise, component by component, keeping the canonical
+//!   guest path of where it is (no symlinks in it, so `..` is its parent):
+//!   each component is opened `O_PATH|O_NOFOLLOW` from its mount's root; a
+//!   symlink's target is spliced into the rest of the path (absolute: from
+//!   `/`), at most 40 times (ELOOP), as Linux does.
+//!
+//! /proc's magic links (`/proc/PID/{fd/N,cwd,root,exe}`, reached by a
+//! mount of the host's /proc) are never followed by the host: `fd/N` of the
+//! calling process names the program's own descriptor (`Found::ProgramFd`),
+//! `cwd`, `root` and `exe` the guest's working directory, `/` and program.
+#![deny(unsafe_code)]
+
+use super::mount::{self, covering, is_mount_point, relative, root_fd, table};
+use super::FdTable;
+use crate::host;
+use crate::host::errno::Errno;
+use crate::host::{OpenHow, Stat};
+use alloc::vec::Vec;
+
+/// Linux's limit on symlinks followed in one resolution.
+const MAX_LINKS: u32 = 40;
+/// PATH_MAX.
+const PATH_MAX: usize = 4096;
+
+const S_IFMT: u32 = 0o170000;
+const S_IFDIR: u32 = 0o040000;
+const S_IFLNK: u32 = 0o120000;
+
+/// openat2 resolve flags a program may give (RESOLVE_CACHED is answered
+/// EAGAIN: the library OS has no cache the host could answer from).
+pub const RESOLVE_CACHED: u64 = 0x20;
+const RESOLVE_KNOWN: u64 = host::RESOLVE_NO_XDEV
+    | host::RESOLVE_NO_MAGICLINKS
+    | host::RESOLVE_NO_SYMLINKS
+    | host::RESOLVE_BENEATH
+    | host::RESOLVE_IN_ROOT
+    | RESOLVE_CACHED;
+
+/// The resolution flags of every host lookup the library OS makes.
+const CONFINED: u64 = host::RESOLVE_IN_ROOT | host::RESOLVE_NO_SYMLINKS | host::RESOLVE_NO_MAGICLINKS;
+
+/// A descriptor the runtime opened in the program's table for the length
+/// of one call (close-on-exec); closed when dropped.
+pub struct HostFd(pub i32);
+
+impl Drop for HostFd {
+    fn drop(&mut self) {
+        let _ = host::close(self.0);
+    }
+}
+
+/// What a path names.
+pub enum Found {
+    /// The object, as an `O_PATH` descriptor, and the mount that shows it.
+    Object { fd: HostFd, mount: usize },
+    /// The program's own descriptor N, named through /proc/self/fd/N (so
+    /// also /dev/fd/N and /dev/stdin when /dev shows the host's links).
+    ProgramFd(i32),
+}
+
+/// Where a new name goes (or an existing name is removed or renamed):
+/// the directory, and the last component as the program wrote it.
+pub struct Entry {
+    /// `O_PATH` descriptor of the directory.
+    pub dir: HostFd,
+    /// The mount that shows the directory.
+    pub mount: usize,
+    /// The last component, NUL-terminated, with a `/` after it if the path
+    /// ended with one (the host then applies Linux's rules for it).
+    pub name: Vec<u8>,
+    /// The canonical guest path of the name (None for `.` and `..`).
+    pub guest: Option<Vec<u8>>,
+}
+
+impl Entry {
+    /// Is the name a mount point (which cannot be removed, renamed or
+    /// made)?
+    pub fn is_mount_point(&self) -> bool {
+        self.guest.as_deref().is_some_and(is_mount_point)
+    }
+}
+
+fn cstr(v: &[u8]) -> Result<&core::ffi::CStr, Errno> {
+    core::ffi::CStr::from_bytes_with_nul(v).map_err(|_| Errno::EINVAL)
+}
+
+fn with_nul(v: &[u8]) -> Vec<u8> {
+    let mut w = Vec::with_capacity(v.len() + 1);
+    w.extend_from_slice(v);
+    w.push(0);
+    w
+}
+
+fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(dir.len() + name.len() + 1);
+    v.extend_from_slice(dir);
+    if v.last() != Some(&b'/') {
+        v.push(b'/');
+    }
+    v.extend_from_slice(name);
+    v
+}
+
+/// The parent of canonical path `p` (`/` stays `/`).
+fn pop(p: &mut Vec<u8>) {
+    match p.iter().rposition(|&c| c == b'/') {
+        Some(0) | None => {
+            p.clear();
+            p.push(b'/');
+        }
+        Some(i) => p.truncate(i),
+    }
+}
+
+fn is_dir(st: &Stat) -> bool {
+    st.st_mode & S_IFMT == S_IFDIR
+}
+
+/// The guest's working directory (the host's, mapped back); ENOENT if no
+/// mount shows it (it was removed, or is not the guest's).
+pub fn cwd_guest() -> Result<Vec<u8>, Errno> {
+    let mut buf = alloc::vec![0u8; PATH_MAX];
+    let n = host::getcwd(&mut buf)?;
+    buf.truncate(n.saturating_sub(1));
+    if buf.first() != Some(&b'/') {
+        return Err(Errno::ENOENT);
+    }
+    mount::to_guest(&buf).ok_or(Errno::ENOENT)
+}
+
+/// The host's name for descriptor `fd` of the calling thread's table.
+fn fd_host_path(fd: i32) -> Result<Vec<u8>, Errno> {
+    let link = with_nul(alloc::format!("/proc/thread-self/fd/{fd}").as_bytes());
+    let mut buf = alloc::vec![0u8; PATH_MAX];
+    let n = host::readlink(cstr(&link)?, &mut buf)?;
+    buf.truncate(n);
+    Ok(buf)
+}
+
+/// The guest path of the program's descriptor `fd`, if it names a file
+/// a mount shows (not a pipe or socket, not a deleted file).
+pub fn fd_guest(fd: i32) -> Result<Vec<u8>, Errno> {
+    let p = fd_host_path(fd).map_err(|_| Errno::EBADF)?;
+    if p.first() != Some(&b'/') || p.ends_with(b" (deleted)") {
+        return Err(Errno::ENOENT);
+    }
+    mount::to_guest(&p).ok_or(Errno::ENOENT)
+}
+
+/// Where a relative path starts: the working directory, or directory
+/// descriptor `dirfd` (EBADF if the program has no such descriptor,
+/// ENOTDIR if it is not a directory).
+fn start(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, Errno> {
+    if path.first() == Some(&b'/') {
+        return Ok(b"/".to_vec());
+    }
+    if dirfd == host::AT_FDCWD as i32 {
+        return cwd_guest();
+    }
+    if dirfd < 0 || fds.is_hidden(dirfd) {
+        return Err(Errno::EBADF);
+    }
+    let st = host::fstat(dirfd).map_err(|_| Errno::EBADF)?;
+    if !is_dir(&st) {
+        return Err(Errno::ENOTDIR);
+    }
+    fd_guest(dirfd)
+}
+
+/// Opens canonical guest path `p` `O_PATH|O_NOFOLLOW` in the mount that
+/// shows it; returns the descriptor, its status and the mount.
+fn open_canonical(fds: &FdTable, p: &[u8]) -> Result<(HostFd, Stat, usize), Errno> {
+    let i = covering(p);
+    let rel = relative(i, p);
+    let how = OpenHow {
+        flags: (host::O_PATH | host::O_NOFOLLOW | host::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: CONFINED,
+    };
+    let fd = HostFd(host::openat2(root_fd(fds, i) as isize, cstr(&rel)?, &how)? as i32);
+    let st = host::fstat(fd.0)?;
+    Ok((fd, st, i))
+}
+
+/// A /proc magic link (of the host's /proc, seen through a mount).
+enum Magic {
+    /// `fd/N` of the calling process.
+    Fd(i32),
+    Cwd,
+    Root,
+    Exe,
+    /// Another process's link: followed by its target's guest path.
+    Other,
+}
+
+/// Is canonical guest path `p`, shown by mount `i`, one of the host's
+/// /proc magic links?
+fn magic(i: usize, p: &[u8]) -> Option<Magic> {
+    let m = &table()[i];
+    let rel = relative(i, p);
+    let rel = &rel[..rel.len() - 1];
+    let host_path = if m.host == b"/" {
+        join(b"/", rel)
+    } else {
+        join(&m.host, rel)
+    };
+    let rest = host_path.strip_prefix(b"/proc/")?;
+    let mut parts = rest.split(|&c| c == b'/');
+    let pid = parts.next()?;
+    let mut kind = parts.next()?;
+    let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+    if !digits(pid) {
+        return None;
+    }
+    let own = parse(pid) == Some(host::getpid() as i64);
+    if kind == b"task" {
+        // A thread of ours shares our table unless it was made without
+        // CLONE_FILES (rare): treated as its process.
+        let tid = parts.next()?;
+        if !digits(tid) {
+            return None;
+        }
+        kind = parts.next()?;
+    }
+    let tail = parts.next();
+    let r = match (kind, tail) {
+        (b"fd", Some(n)) if digits(n) && parts.next().is_none() => {
+            if own {
+                Magic::Fd(parse(n)? as i32)
+            } else {
+                Magic::Other
+            }
+        }
+        (b"cwd", None) if own => Magic::Cwd,
+        (b"root", None) if own => Magic::Root,
+        (b"exe", None) if own => Magic::Exe,
+        (b"cwd" | b"root" | b"exe", None) => Magic::Other,
+        _ => return None,
+    };
+    Some(r)
+}
+
+fn parse(s: &[u8]) -> Option<i64> {
+    if s.len() > 10 {
+        return None;
+    }
+    let mut n: i64 = 0;
+    for d in s {
+        n = n * 10 + (d - b'0') as i64;
+    }
+    Some(n)
+}
+
+/// The outcome of a walk.
+enum Walked {
+    /// The object exists: its descriptor, status, mount and canonical
+    /// guest path.
+    Exists(HostFd, Stat, usize, Vec<u8>),
+    /// All but the last component exist; the last does not (for creation).
+    Missing { parent: Vec<u8>, name: Vec<u8> },
+    /// The program's descriptor N (/proc/self/fd/N).
+    ProgramFd(i32),
+}
+
+struct Walker<'a> {
+    fds: &'a FdTable,
+    links: u32,
+    /// The program's openat2 resolve flags (0 for every other call).
+    resolve: u64,
+    /// Where RESOLVE_BENEATH/RESOLVE_IN_ROOT confine the walk.
+    scope: Vec<u8>,
+}
+
+fn components_rev(path: &[u8]) -> Vec<Vec<u8>> {
+    let mut v: Vec<Vec<u8>> = path
+        .split(|&c| c == b'/')
+        .filter(|c| !c.is_empty())
+        .map(|c| c.to_vec())
+        .collect();
+    v.reverse();
+    v
+}
+
+impl Walker<'_> {
+    fn beneath(&self) -> bool {
+        self.resolve & host::RESOLVE_BENEATH != 0
+    }
+    fn in_root(&self) -> bool {
+        self.resolve & host::RESOLVE_IN_ROOT != 0
+    }
+    /// Where an absolute path or symlink starts.
+    fn root(&self) -> Result<Vec<u8>, Errno> {
+        if self.beneath() {
+            return Err(Errno::EXDEV);
+        }
+        Ok(if self.in_root() {
+            self.scope.clone()
+        } else {
+            b"/".to_vec()
+        })
+    }
+
+    /// Walks `path` from canonical `cur`; `follow`: follow a symlink in
+    /// the last component.
+    fn walk(&mut self, mut cur: Vec<u8>, path: &[u8], follow: bool) -> Result<Walked, Errno> {
+        let trailing = path.ends_with(b"/") && path.iter().any(|&c| c != b'/');
+        let mut todo = components_rev(path);
+        // The object `cur` names, when the last step opened it.
+        let mut last_open: Option<(HostFd, Stat, usize)> = None;
+        while let Some(c) = todo.pop() {
+            let last = todo.is_empty();
+            last_open = None;
+            if c == b"." {
+                continue;
+            }
+            if c == b".." {
+                if cur == self.scope && (self.beneath() || self.in_root()) {
+                    if self.beneath() {
+                        return Err(Errno::EXDEV);
+                    }
+                    continue;
+                }
+                if self.resolve & host::RESOLVE_NO_XDEV != 0 && is_mount_point(&cur) {
+                    return Err(Errno::EXDEV);
+                }
+                pop(&mut cur);
+                continue;
+            }
+            let cand = join(&cur, &c);
+            if cand.len() >= PATH_MAX {
+                return Err(Errno::ENAMETOOLONG);
+            }
+            if self.resolve & host::RESOLVE_NO_XDEV != 0 && is_mount_point(&cand) {
+                return Err(Errno::EXDEV);
+            }
+            let (fd, st, i) = match open_canonical(self.fds, &cand) {
+                Err(Errno::ENOENT) if last => {
+                    return Ok(Walked::Missing {
+                        parent: cur,
+                        name: c,
+                    })
+                }
+                Err(e) => return Err(e),
+                Ok(x) => x,
+            };
+            let is_link = st.st_mode & S_IFMT == S_IFLNK;
+            if is_link && (!last || follow || trailing) {
+                if let Some(mg) = magic(i, &cand) {
+                    if self.resolve & (host::RESOLVE_NO_MAGICLINKS | host::RESOLVE_NO_SYMLINKS) != 0 {
+                        return Err(Errno::ELOOP);
+                    }
+                    if self.beneath() {
+                        return Err(Errno::EXDEV);
+                    }
+                    self.count_link()?;
+                    let target = match mg {
+                        Magic::Fd(n) if last => return Ok(Walked::ProgramFd(n)),
+                        Magic::Fd(n) => fd_guest(n).map_err(|_| Errno::ENOTDIR)?,
+                        Magic::Cwd => cwd_guest()?,
+                        Magic::Root => b"/".to_vec(),
+                        Magic::Exe => crate::kernel::process::exe_path().to_vec(),
+                        Magic::Other => {
+                            let mut buf = alloc::vec![0u8; PATH_MAX];
+                            let n = host::readlinkat(fd.0 as isize, c"", &mut buf)?;
+                            buf.truncate(n);
+                            if buf.first() != Some(&b'/') {
+                                return Err(Errno::ENOENT);
+                            }
+                            mount::to_guest(&buf).ok_or(Errno::ENOENT)?
+                        }
+                    };
+                    cur = self.root()?;
+                    todo.extend(components_rev(&target));
+                    continue;
+                }
+                if self.resolve & host::RESOLVE_NO_SYMLINKS != 0 {
+                    return Err(Errno::ELOOP);
+                }
+                self.count_link()?;
+                let mut buf = alloc::vec![0u8; PATH_MAX];
+                let n = host::readlinkat(fd.0 as isize, c"", &mut buf)?;
+                buf.truncate(n);
+                if buf.is_empty() {
+                    return Err(Errno::ENOENT);
+                }
+                if buf[0] == b'/' {
+                    cur = self.root()?;
+                }
+                todo.extend(components_rev(&buf));
+                continue;
+            }
+            if !last && !is_dir(&st) {
+                return Err(Errno::ENOTDIR);
+            }
+            cur = cand;
+            last_open = Some((fd, st, i));
+        }
+        let (fd, st, i) = match last_open {
+            Some(x) => x,
+            None => open_canonical(self.fds, &cur)?,
+        };
+        if trailing && !is_dir(&st) {
+            return Err(Errno::ENOTDIR);
+        }
+        Ok(Walked::Exists(fd, st, i, cur))
+    }
+
+    fn count_link(&mut self) -> Result<(), Errno> {
+        self.links += 1;
+        if self.links > MAX_LINKS {
+            return Err(Errno::ELOOP);
+        }
+        Ok(())
+    }
+}
+
+/// The lexical form of a path without `..` and without a /proc prefix: the
+/// mount that shows it and the path relative to that mount's root
+/// (NUL-terminated; a trailing `/` kept, so the host requires a directory),
+/// or None when only a walk can resolve it.
+fn lexical(base: &[u8], path: &[u8]) -> Option<(usize, Vec<u8>)> {
+    let mut full = base.to_vec();
+    let mut trailing = false;
+    for c in path.split(|&c| c == b'/') {
+        match c {
+            b"" => {}
+            b"." => trailing = true,
+            b".." => return None,
+            c => {
+                if full.last() != Some(&b'/') {
+                    full.push(b'/');
+                }
+                full.extend_from_slice(c);
+                trailing = false;
+            }
+        }
+    }
+    trailing |= path.ends_with(b"/");
+    let i = covering(&full);
+    let mut rel = relative(i, &full);
+    if trailing && rel != b".\0" {
+        rel.pop();
+        rel.extend_from_slice(b"/\0");
+    }
+    Some((i, rel))
+}
+
+/// The mount and relative path of a one-call open of `path` from `dirfd`,
+/// if a walk is not needed (see the module's fast path).
+fn fast_target(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Option<(usize, Vec<u8>)>, Errno> {
+    if path.split(|&c| c == b'/').any(|c| c == b"..") {
+        return Ok(None);
+    }
+    let base = start(fds, dirfd, path)?;
+    Ok(lexical(&base, path))
+}
+
+/// The object `path` (relative to `dirfd`) names, following a symlink in
+/// its last component if `follow` (a trailing `/` always does).
+pub fn lookup(fds: &FdTable, dirfd: i32, path: &[u8], follow: bool) -> Result<Found, Errno> {
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    if let Some((i, rel)) = fast_target(fds, dirfd, path)? {
+        match open_rel(fds, i, &rel, follow) {
+            Ok(fd) => return Ok(Found::Object { fd, mount: i }),
+            Err(Errno::ELOOP) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    lookup_walk(fds, dirfd, path, follow, 0)
+}
+
+/// Opens `rel` (NUL-terminated) `O_PATH` in mount `i`, in one host call
+/// that refuses (ELOOP) any symlink on the way.
+fn open_rel(fds: &FdTable, i: usize, rel: &[u8], follow: bool) -> Result<HostFd, Errno> {
+    let how = OpenHow {
+        flags: (host::O_PATH | host::O_CLOEXEC | if follow { 0 } else { host::O_NOFOLLOW }) as u64,
+        mode: 0,
+        resolve: CONFINED,
+    };
+    Ok(HostFd(host::openat2(root_fd(fds, i) as isize, cstr(rel)?, &how)? as i32))
+}
+
+/// The target of the symlink `path` names (not followed), as readlink(2)
+/// gives it: /proc's magic links give guest paths (a descriptor's file,
+/// the working directory, `/`, the program), or their own text for what is
+/// not a file (`pipe:[...]`). EINVAL if it is not a symlink.
+pub fn readlink(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, Errno> {
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    let mut found = None;
+    if let Some((i, rel)) = fast_target(fds, dirfd, path)? {
+        match open_rel(fds, i, &rel, false) {
+            Ok(fd) => {
+                let m = &table()[i];
+                let rest = &rel[..rel.len() - 1];
+                let guest = if rest == b"." {
+                    m.guest.clone()
+                } else {
+                    join(&m.guest, rest)
+                };
+                let st = host::fstat(fd.0)?;
+                found = Some((fd, st, i, guest));
+            }
+            Err(Errno::ELOOP) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let (fd, st, i, guest) = match found {
+        Some(f) => f,
+        None => match walk_from(fds, dirfd, path, false, 0)? {
+            Walked::Exists(fd, st, i, guest) => (fd, st, i, guest),
+            Walked::Missing { .. } => return Err(Errno::ENOENT),
+            Walked::ProgramFd(_) => return Err(Errno::EINVAL),
+        },
+    };
+    if st.st_mode & S_IFMT != S_IFLNK {
+        return Err(Errno::EINVAL);
+    }
+    let raw = || -> Result<Vec<u8>, Errno> {
+        let mut buf = alloc::vec![0u8; PATH_MAX];
+        let n = host::readlinkat(fd.0 as isize, c"", &mut buf)?;
+        buf.truncate(n);
+        Ok(buf)
+    };
+    let mapped = |target: Vec<u8>| -> Vec<u8> {
+        if target.first() == Some(&b'/') && !target.ends_with(b" (deleted)") {
+            mount::to_guest(&target).unwrap_or(target)
+        } else {
+            target
+        }
+    };
+    Ok(match magic(i, &guest) {
+        None => raw()?,
+        Some(Magic::Fd(n)) => mapped(fd_host_path(n)?),
+        Some(Magic::Cwd) => cwd_guest()?,
+        Some(Magic::Root) => b"/".to_vec(),
+        Some(Magic::Exe) => crate::kernel::process::exe_path().to_vec(),
+        Some(Magic::Other) => mapped(raw()?),
+    })
+}
+
+/// As [`lookup`], always by a walk, with the program's openat2 resolve
+/// flags.
+fn lookup_walk(
+    fds: &FdTable,
+    dirfd: i32,
+    path: &[u8],
+    follow: bool,
+    resolve: u64,
+) -> Result<Found, Errno> {
+    match walk_from(fds, dirfd, path, follow, resolve)? {
+        Walked::Exists(fd, _, i, _) => Ok(Found::Object { fd, mount: i }),
+        Walked::Missing { .. } => Err(Errno::ENOENT),
+        Walked::ProgramFd(n) => Ok(Found::ProgramFd(n)),
+    }
+}
+
+/// Splits `path` into its directory part and last component (trailing
+/// slashes removed, and reported); `/` and the empty path give `.`.
+fn split_last(path: &[u8]) -> (&[u8], &[u8], bool) {
+    let end = path.iter().rposition(|&c| c != b'/').map_or(0, |i| i + 1);
+    let trailing = end < path.len() && end > 0;
+    let p = &path[..end];
+    match p.iter().rposition(|&c| c == b'/') {
+        Some(i) => (&path[..i + 1], &p[i + 1..], trailing),
+        None if end == 0 && !path.is_empty() => (b"/", b".", false),
+        None => (b".", p, trailing),
+    }
+}
+
+/// The directory and name where `path` (relative to `dirfd`) puts, or
+/// finds, its last component (for mkdir, unlink, rename, link, symlink,
+/// mknod); the directory must exist.
+pub fn entry(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Entry, Errno> {
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    let (dir, name, trailing) = split_last(path);
+    let dir_found = lookup(fds, dirfd, dir, true)?;
+    let (dfd, mount, dir_guest) = match dir_found {
+        Found::Object { fd, mount } => {
+            let st = host::fstat(fd.0)?;
+            if !is_dir(&st) {
+                return Err(Errno::ENOTDIR);
+            }
+            let g = fd_guest(fd.0).ok();
+            (fd, mount, g)
+        }
+        Found::ProgramFd(n) => {
+            let fd = reopen_program_fd(n, host::O_PATH | host::O_DIRECTORY)?;
+            let g = fd_guest(fd.0)?;
+            let m = covering(&g);
+            (fd, m, Some(g))
+        }
+    };
+    let guest = match name {
+        b"." | b".." => None,
+        n => dir_guest.map(|d| join(&d, n)),
+    };
+    let mut nm = name.to_vec();
+    if trailing {
+        nm.push(b'/');
+    }
+    nm.push(0);
+    Ok(Entry {
+        dir: dfd,
+        mount,
+        name: nm,
+        guest,
+    })
+}
+
+/// Opens the program's descriptor `n` again with `flags`, through the
+/// host's /proc (as /proc/self/fd/N does natively).
+pub fn reopen_program_fd(n: i32, flags: i32) -> Result<HostFd, Errno> {
+    let link = with_nul(alloc::format!("/proc/thread-self/fd/{n}").as_bytes());
+    Ok(HostFd(host::openat(host::AT_FDCWD, cstr(&link)?, flags | host::O_CLOEXEC, 0)? as i32))
+}
+
+/// The host path that names descriptor `fd` of the calling thread (the
+/// magic link), NUL-terminated: for calls that take only a path.
+pub fn proc_fd_path(fd: i32) -> Vec<u8> {
+    with_nul(alloc::format!("/proc/thread-self/fd/{fd}").as_bytes())
+}
+
+/// How `open` resolves: the mount and relative path of a one-call open,
+/// or a walk's outcome.
+pub enum OpenPlan {
+    /// Open `rel` from mount `mount`'s root in one host call (ELOOP from
+    /// the host: fall back to [`open_plan_walk`]).
+    Direct { mount: usize, rel: Vec<u8> },
+    /// The object exists: open it (again) through its canonical path.
+    Exists { mount: usize, rel: Vec<u8>, st: Stat },
+    /// It does not exist; its directory does: create `rel` there.
+    Create { mount: usize, rel: Vec<u8> },
+    /// The program's own descriptor.
+    ProgramFd(i32),
+}
+
+/// The plan of an open of `path` from `dirfd`: `Direct` when no walk is
+/// needed and `direct_ok`, else a walk's.
+pub fn open_plan(
+    fds: &FdTable,
+    dirfd: i32,
+    path: &[u8],
+    follow: bool,
+    resolve: u64,
+    direct_ok: bool,
+) -> Result<OpenPlan, Errno> {
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    if resolve & !RESOLVE_KNOWN != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if resolve & RESOLVE_CACHED != 0 {
+        return Err(Errno::EAGAIN);
+    }
+    if resolve == 0 && direct_ok {
+        if let Some((mount, rel)) = fast_target(fds, dirfd, path)? {
+            return Ok(OpenPlan::Direct { mount, rel });
+        }
+    }
+    open_plan_walk(fds, dirfd, path, follow, resolve)
+}
+
+/// [`open_plan`] by a walk.
+pub fn open_plan_walk(
+    fds: &FdTable,
+    dirfd: i32,
+    path: &[u8],
+    follow: bool,
+    resolve: u64,
+) -> Result<OpenPlan, Errno> {
+    match walk_from(fds, dirfd, path, follow, resolve)? {
+        Walked::Exists(fd, st, i, guest) => {
+            drop(fd);
+            Ok(OpenPlan::Exists {
+                mount: i,
+                rel: relative(i, &guest),
+                st,
+            })
+        }
+        Walked::Missing { parent, name } => {
+            let g = join(&parent, &name);
+            let i = covering(&g);
+            let mut rel = relative(i, &g);
+            if path.ends_with(b"/") {
+                rel.pop();
+                rel.extend_from_slice(b"/\0");
+            }
+            Ok(OpenPlan::Create { mount: i, rel })
+        }
+        Walked::ProgramFd(n) => Ok(OpenPlan::ProgramFd(n)),
+    }
+}
+
+/// Walks `path` from `dirfd` with the program's openat2 resolve flags
+/// (RESOLVE_IN_ROOT and RESOLVE_BENEATH confine it to `dirfd`).
+fn walk_from(
+    fds: &FdTable,
+    dirfd: i32,
+    path: &[u8],
+    follow: bool,
+    resolve: u64,
+) -> Result<Walked, Errno> {
+    let absolute = path.first() == Some(&b'/');
+    let scoped = resolve & (host::RESOLVE_IN_ROOT | host::RESOLVE_BENEATH) != 0;
+    if absolute && resolve & host::RESOLVE_BENEATH != 0 {
+        return Err(Errno::EXDEV);
+    }
+    // Where the walk starts; under RESOLVE_IN_ROOT an absolute path starts
+    // at dirfd too.
+    let base = if scoped {
+        start(fds, dirfd, b"")?
+    } else {
+        start(fds, dirfd, path)?
+    };
+    let scope = if scoped { base.clone() } else { b"/".to_vec() };
+    let mut w = Walker {
+        fds,
+        links: 0,
+        resolve,
+        scope,
+    };
+    w.walk(base, path, follow)
+}
+
+/// Opens guest path `path` to execute it, as Linux's `open_exec`: a
+/// regular file (else EACCES, before it is opened, so a FIFO cannot block)
+/// with execute permission, opened for reading (close-on-exec, non-blocking).
+/// Returns the descriptor and its status; an error says whether the file
+/// could not be opened (false) or is not executable (true).
+pub fn open_exec(path: &[u8]) -> Result<(i32, Stat), (Errno, bool)> {
+    let fds = crate::kernel::thread::current().fd_table.get();
+    let fd = match lookup(fds, host::AT_FDCWD as i32, path, true).map_err(|e| (e, false))? {
+        Found::Object { fd, .. } => fd,
+        Found::ProgramFd(n) => reopen_program_fd(n, host::O_PATH).map_err(|e| (e, false))?,
+    };
+    let st = host::fstat(fd.0).map_err(|e| (e, false))?;
+    if st.st_mode & S_IFMT != 0o100000 {
+        return Err((Errno::EACCES, true));
+    }
+    access_empty(fd.0, 1 /* X_OK */).map_err(|e| (e, true))?;
+    let file = reopen_program_fd(fd.0, host::O_RDONLY | 0o4000 /* O_NONBLOCK */)
+        .map_err(|e| (e, false))?;
+    let st = host::fstat(file.0).map_err(|e| (e, false))?;
+    let n = file.0;
+    core::mem::forget(file);
+    Ok((n, st))
+}
+
+/// faccessat2(fd, "", mode, AT_EMPTY_PATH): may the caller access the file
+/// `fd` names?
+fn access_empty(fd: i32, mode: i32) -> Result<(), Errno> {
+    host::faccessat2(fd as isize, c"", mode, host::AT_EMPTY_PATH).map(|_| ())
+}
+
+/// The resolution flags of the library OS's own opens, for `sys::fs`.
+pub const fn confined() -> u64 {
+    CONFINED
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_the_last_component() {
+        assert_eq!(split_last(b"a/b"), (&b"a/"[..], &b"b"[..], false));
+        assert_eq!(split_last(b"a/b//"), (&b"a/"[..], &b"b"[..], true));
+        assert_eq!(split_last(b"b"), (&b"."[..], &b"b"[..], false));
+        assert_eq!(split_last(b"/b"), (&b"/"[..], &b"b"[..], false));
+        assert_eq!(split_last(b"/"), (&b"/"[..], &b"."[..], false));
+        assert_eq!(split_last(b"b/"), (&b"."[..], &b"b"[..], true));
+    }
+
+    #[test]
+    fn pops_to_the_parent() {
+        let mut p = b"/a/b".to_vec();
+        pop(&mut p);
+        assert_eq!(p, b"/a");
+        pop(&mut p);
+        assert_eq!(p, b"/");
+        pop(&mut p);
+        assert_eq!(p, b"/");
+    }
+
+    #[test]
+    fn components_in_reverse() {
+        assert_eq!(components_rev(b"/a//b/"), [b"b".to_vec(), b"a".to_vec()]);
+    }
+}

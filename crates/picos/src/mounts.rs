@@ -1,0 +1,241 @@
+//! The manifest's `[[fs.mounts]]` as the runtime gets them: host paths made
+//! canonical and checked, and the guest/host mapping the CLI needs before the
+//! runtime runs (the program's path, the working directory).
+//!
+//! The runtime resolves every path the program gives through the same table
+//! (crates/picos-rt/src/kernel/fs/mount.rs; docs/FILESYSTEM.md). The CLI only
+//! maps paths lexically (no symlinks followed across mounts): enough to find
+//! the program and the start directory, which the runtime then opens through
+//! its own resolution.
+
+use crate::manifest::Mount;
+use picos_abi::MountSpec;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Why the manifest's mounts cannot be used on this host.
+#[derive(Debug, thiserror::Error)]
+pub enum MountError {
+    /// Mounts are given but none at `/`.
+    #[error(
+        "fs.mounts: no mount at \"/\": a manifest that lists mounts must say what the \
+         program sees at \"/\" (e.g. path = \"/\", uri = \"file:/srv/rootfs\")"
+    )]
+    NoRoot,
+    /// More mounts than the runtime takes.
+    #[error("fs.mounts: {0} mounts; picos takes at most {max}", max = picos_abi::MAX_MOUNTS)]
+    TooMany(usize),
+    /// A mount's host directory cannot be used.
+    #[error("fs.mounts[{index}] ({guest}): host directory {host}: {reason}")]
+    Host {
+        index: usize,
+        guest: String,
+        host: String,
+        reason: String,
+    },
+    /// A mount point does not exist in the mount that holds it.
+    #[error(
+        "fs.mounts[{index}] ({guest}): the mount point does not exist in the mount of {parent} \
+         (no directory {host}); create it"
+    )]
+    NoMountPoint {
+        index: usize,
+        guest: String,
+        parent: String,
+        host: String,
+    },
+}
+
+/// The runtime's view of `mounts`: empty when the program sees the host's
+/// tree unchanged (no mounts, or only `/` from `file:/` read-write), so the
+/// runtime passes paths through as it always has.
+pub fn specs(mounts: &[Mount]) -> Result<Vec<MountSpec>, MountError> {
+    if mounts.is_empty() {
+        return Ok(Vec::new());
+    }
+    if mounts.len() > picos_abi::MAX_MOUNTS {
+        return Err(MountError::TooMany(mounts.len()));
+    }
+    let mut out = Vec::with_capacity(mounts.len());
+    for (index, m) in mounts.iter().enumerate() {
+        let err = |reason: String| MountError::Host {
+            index,
+            guest: m.path.clone(),
+            host: m.host_path().to_string(),
+            reason,
+        };
+        let host = std::fs::canonicalize(m.host_path()).map_err(|e| err(e.to_string()))?;
+        let md = std::fs::metadata(&host).map_err(|e| err(e.to_string()))?;
+        if !md.is_dir() {
+            return Err(err(
+                "not a directory (picos mounts directories only)".into(),
+            ));
+        }
+        out.push(MountSpec {
+            guest: m.path.as_bytes().to_vec(),
+            host: host.as_os_str().as_bytes().to_vec(),
+            readonly: m.readonly,
+        });
+    }
+    if !out.iter().any(|s| s.guest == b"/") {
+        return Err(MountError::NoRoot);
+    }
+    for (index, s) in out.iter().enumerate() {
+        if s.guest == b"/" {
+            continue;
+        }
+        let parent = parent_mount(&out, &s.guest, Some(index));
+        let host = to_host(parent, &s.guest);
+        if !host.is_dir() {
+            return Err(MountError::NoMountPoint {
+                index,
+                guest: String::from_utf8_lossy(&s.guest).into_owned(),
+                parent: String::from_utf8_lossy(&parent.guest).into_owned(),
+                host: host.display().to_string(),
+            });
+        }
+    }
+    if out.len() == 1 && out[0].host == b"/" && !out[0].readonly {
+        return Ok(Vec::new());
+    }
+    Ok(out)
+}
+
+/// Is `prefix` (normalized, absolute) `path` itself or a directory above it?
+fn covers(prefix: &[u8], path: &[u8]) -> bool {
+    prefix == b"/"
+        || path.starts_with(prefix) && (path.len() == prefix.len() || path[prefix.len()] == b'/')
+}
+
+/// The deepest mount that holds guest path `path` (normalized), leaving out
+/// mount `skip`.
+fn parent_mount<'a>(specs: &'a [MountSpec], path: &[u8], skip: Option<usize>) -> &'a MountSpec {
+    specs
+        .iter()
+        .enumerate()
+        .filter(|(i, s)| Some(*i) != skip && covers(&s.guest, path))
+        .max_by_key(|(_, s)| s.guest.len())
+        .map(|(_, s)| s)
+        .expect("the root mount holds every path")
+}
+
+/// The host path of guest path `path` (normalized) under mount `m`.
+fn to_host(m: &MountSpec, path: &[u8]) -> PathBuf {
+    // What follows the mount point: "" or "/a/b".
+    let rest: &[u8] = if m.guest == b"/" {
+        if path == b"/" {
+            b""
+        } else {
+            path
+        }
+    } else {
+        &path[m.guest.len()..]
+    };
+    let v = match (m.host.as_slice(), rest) {
+        (b"/", b"") => b"/".to_vec(),
+        (b"/", r) => r.to_vec(),
+        (h, r) => [h, r].concat(),
+    };
+    PathBuf::from(std::ffi::OsStr::from_bytes(&v))
+}
+
+/// `path` made absolute against `cwd` (a guest path) and normalized
+/// lexically (`.` and `..` components, doubled slashes).
+pub fn normalize(cwd: &[u8], path: &[u8]) -> Vec<u8> {
+    let mut parts: Vec<&[u8]> = Vec::new();
+    let joined;
+    let full: &[u8] = if path.first() == Some(&b'/') {
+        path
+    } else {
+        joined = [cwd, b"/", path].concat();
+        &joined
+    };
+    for c in full.split(|&b| b == b'/') {
+        match c {
+            b"" | b"." => {}
+            b".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    let mut v = Vec::new();
+    for p in parts {
+        v.push(b'/');
+        v.extend_from_slice(p);
+    }
+    if v.is_empty() {
+        v.push(b'/');
+    }
+    v
+}
+
+/// The host path of guest path `path` (absolute, or relative to guest `cwd`),
+/// mapped lexically.
+pub fn guest_to_host(specs: &[MountSpec], cwd: &[u8], path: &[u8]) -> PathBuf {
+    let p = normalize(cwd, path);
+    to_host(parent_mount(specs, &p, None), &p)
+}
+
+/// The guest path of host path `host` (absolute, canonical), if a mount
+/// shows it: through the mount whose host directory is the deepest prefix.
+pub fn host_to_guest(specs: &[MountSpec], host: &Path) -> Option<Vec<u8>> {
+    let h = host.as_os_str().as_bytes();
+    let m = specs
+        .iter()
+        .filter(|s| covers(&s.host, h))
+        .max_by_key(|s| s.host.len())?;
+    let rest = if m.host == b"/" { h } else { &h[m.host.len()..] };
+    let mut v = if m.guest == b"/" {
+        Vec::new()
+    } else {
+        m.guest.clone()
+    };
+    v.extend_from_slice(rest);
+    if v.is_empty() {
+        v.push(b'/');
+    }
+    Some(normalize(b"/", &v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(guest: &str, host: &str) -> MountSpec {
+        MountSpec {
+            guest: guest.into(),
+            host: host.into(),
+            readonly: false,
+        }
+    }
+
+    #[test]
+    fn maps_both_ways() {
+        let s = [
+            spec("/", "/srv/root"),
+            spec("/data", "/srv/d"),
+            spec("/usr", "/usr"),
+        ];
+        assert_eq!(guest_to_host(&s, b"/", b"/etc/x"), Path::new("/srv/root/etc/x"));
+        assert_eq!(guest_to_host(&s, b"/data", b"a/../b"), Path::new("/srv/d/b"));
+        assert_eq!(guest_to_host(&s, b"/", b"/datax"), Path::new("/srv/root/datax"));
+        assert_eq!(guest_to_host(&s, b"/", b"/"), Path::new("/srv/root"));
+        assert_eq!(guest_to_host(&s, b"/", b"/usr/bin/x"), Path::new("/usr/bin/x"));
+        assert_eq!(guest_to_host(&s, b"/", b"/../../etc"), Path::new("/srv/root/etc"));
+        assert_eq!(host_to_guest(&s, Path::new("/srv/d/q")), Some(b"/data/q".to_vec()));
+        assert_eq!(host_to_guest(&s, Path::new("/srv/root")), Some(b"/".to_vec()));
+        assert_eq!(host_to_guest(&s, Path::new("/srv/rootx")), None);
+        assert_eq!(host_to_guest(&s, Path::new("/usr/lib")), Some(b"/usr/lib".to_vec()));
+        let r = [spec("/", "/")];
+        assert_eq!(guest_to_host(&r, b"/", b"/a/b"), Path::new("/a/b"));
+        assert_eq!(host_to_guest(&r, Path::new("/a")), Some(b"/a".to_vec()));
+    }
+
+    #[test]
+    fn normalizes() {
+        assert_eq!(normalize(b"/a/b", b"../c/./d//"), b"/a/c/d");
+        assert_eq!(normalize(b"/", b".."), b"/");
+        assert_eq!(normalize(b"/x", b"/y/"), b"/y");
+    }
+}
