@@ -143,6 +143,8 @@ MEDIATED = {
   'fsmount': 'fs::mount_tree', 'fsconfig': 'fs::mount_tree', 'mount_setattr': 'fs::mount_tree',
   'name_to_handle_at': 'fs::mount_tree', 'open_by_handle_at': 'fs::mount_tree',
   'fanotify_mark': 'fs::mount_tree', 'acct': 'fs::mount_tree', 'quotactl': 'fs::mount_tree',
+  'connect': 'socket::connect', 'bind': 'socket::bind', 'sendto': 'socket::sendto',
+  'sendmsg': 'socket::sendmsg', 'sendmmsg': 'socket::sendmmsg',
   'setuid': 'ids::set_ids', 'setgid': 'ids::set_ids', 'setreuid': 'ids::set_ids', 'setregid': 'ids::set_ids',
   'setresuid': 'ids::set_ids', 'setresgid': 'ids::set_ids', 'setfsuid': 'ids::set_ids', 'setfsgid': 'ids::set_ids',
   'setgroups': 'ids::set_ids', 'sethostname': 'uts::set_uts', 'setdomainname': 'uts::set_uts',
@@ -164,7 +166,8 @@ FD_PASSTHROUGH = ['close']
 # (sys::fs: each handler's first test): patched sites then go to the host
 # directly, as for a Host call.
 HOST_UNMOUNTED = [k for k, v in MEDIATED.items()
-                  if v.startswith('fs::') and k not in ('readlink', 'readlinkat', 'close')]
+                  if v.startswith(('fs::', 'socket::'))
+                  and k not in ('readlink', 'readlinkat', 'close')]
 # Blocking host calls: name -> restartable with SA_RESTART.
 BLOCKING = {
   'read': 1, 'write': 1, 'readv': 1, 'writev': 1, 'pread64': 1, 'pwrite64': 1, 'preadv': 1, 'pwritev': 1,
@@ -252,6 +255,11 @@ for _k, _v in MEDIATED.items():
     if _v.startswith('fs::') and _k not in NOTES:
         NOTES[_k] = FS_NOTE
 NOTES.update({
+  'connect': 'with mounts: a Unix socket path resolved by the library OS',
+  'bind': 'with mounts: a Unix socket path resolved by the library OS',
+  'sendto': 'with mounts: a Unix socket path resolved by the library OS',
+  'sendmsg': 'with mounts: a Unix socket path resolved by the library OS',
+  'sendmmsg': 'with mounts: a Unix socket path resolved by the library OS',
   'close': 'the runtime\'s own descriptors (mount directories): EBADF',
   'close_range': 'the runtime\'s own descriptors stay open',
   'dup2': 'moves a runtime descriptor at newfd out of the way',
@@ -343,7 +351,9 @@ def serve(name):
     if name in EMULATED: return f'Support::Emulated(sys::{EMULATED[name]})'
     if name in MEDIATED and name in BLOCKING:
         r = 'true' if BLOCKING[name] else 'false'
-        return f'Support::MediatedBlocking {{ handler: sys::{MEDIATED[name]}, restart: {r} }}'
+        # As rustfmt lays it out (the struct literal is too long for one line).
+        return (f'Support::MediatedBlocking {{\n            handler: sys::{MEDIATED[name]},\n'
+                f'            restart: {r},\n        }}')
     if name in MEDIATED: return f'Support::Mediated(sys::{MEDIATED[name]})'
     if name in OBSOLETE: return 'Support::Unsupported'
     if name in UNSUPPORTED: return 'Support::Unsupported'

@@ -251,7 +251,11 @@ impl LaunchConfig {
             push_u64(&mut s, self.root_pid.into());
         }
         for m in &self.mounts {
-            s.push_str(if m.readonly { ";mount=ro," } else { ";mount=rw," });
+            s.push_str(if m.readonly {
+                ";mount=ro,"
+            } else {
+                ";mount=rw,"
+            });
             hex_encode(&mut s, &m.guest);
             s.push(',');
             hex_encode(&mut s, &m.host);
@@ -304,7 +308,9 @@ impl LaunchConfig {
                         .filter(|&v| v != 0)
                         .ok_or(DecodeError::BadField)?;
                 }
-                b"mount" => cfg.mounts.push(decode_mount(value).ok_or(DecodeError::BadField)?),
+                b"mount" => cfg
+                    .mounts
+                    .push(decode_mount(value).ok_or(DecodeError::BadField)?),
                 b"exe" => {
                     cfg.exe = hex_decode(value).ok_or(DecodeError::BadField)?;
                     have_exe = true;

@@ -174,7 +174,10 @@ extern "C" fn main_on_runtime_stack() -> ! {
 fn set_up_process(t: &'static thread::Thread) {
     thread::install(t);
     if let Err((i, e)) = crate::kernel::fs::mount::init(&config().mounts, FdTable::first()) {
-        let host = config().mounts.get(i).map_or(&[][..], |m| m.host.as_slice());
+        let host = config()
+            .mounts
+            .get(i)
+            .map_or(&[][..], |m| m.host.as_slice());
         fatal(
             127,
             format_args!(

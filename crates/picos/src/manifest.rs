@@ -1507,7 +1507,10 @@ stack = { size = "1K" }
         assert_eq!(suggest("", "qqq"), None);
         assert_eq!(suggest("fs.mounts[]", "typ"), Some("type"));
         assert_eq!(allowed_keys(""), ["libos", "loader", "fs", "sys"]);
-        assert_eq!(allowed_keys("fs.mounts[]"), ["type", "path", "uri", "readonly"]);
+        assert_eq!(
+            allowed_keys("fs.mounts[]"),
+            ["type", "path", "uri", "readonly"]
+        );
         assert_eq!(allowed_keys("loader.env.*"), ["value", "passthrough"]);
         assert_eq!(allowed_keys("sys"), ["stack"]);
     }

@@ -67,9 +67,7 @@ pub fn specs(mounts: &[Mount]) -> Result<Vec<MountSpec>, MountError> {
         let host = std::fs::canonicalize(m.host_path()).map_err(|e| err(e.to_string()))?;
         let md = std::fs::metadata(&host).map_err(|e| err(e.to_string()))?;
         if !md.is_dir() {
-            return Err(err(
-                "not a directory (picos mounts directories only)".into(),
-            ));
+            return Err(err("not a directory (picos mounts directories only)".into()));
         }
         out.push(MountSpec {
             guest: m.path.as_bytes().to_vec(),
@@ -185,7 +183,11 @@ pub fn host_to_guest(specs: &[MountSpec], host: &Path) -> Option<Vec<u8>> {
         .iter()
         .filter(|s| covers(&s.host, h))
         .max_by_key(|s| s.host.len())?;
-    let rest = if m.host == b"/" { h } else { &h[m.host.len()..] };
+    let rest = if m.host == b"/" {
+        h
+    } else {
+        &h[m.host.len()..]
+    };
     let mut v = if m.guest == b"/" {
         Vec::new()
     } else {
@@ -217,16 +219,40 @@ mod tests {
             spec("/data", "/srv/d"),
             spec("/usr", "/usr"),
         ];
-        assert_eq!(guest_to_host(&s, b"/", b"/etc/x"), Path::new("/srv/root/etc/x"));
-        assert_eq!(guest_to_host(&s, b"/data", b"a/../b"), Path::new("/srv/d/b"));
-        assert_eq!(guest_to_host(&s, b"/", b"/datax"), Path::new("/srv/root/datax"));
+        assert_eq!(
+            guest_to_host(&s, b"/", b"/etc/x"),
+            Path::new("/srv/root/etc/x")
+        );
+        assert_eq!(
+            guest_to_host(&s, b"/data", b"a/../b"),
+            Path::new("/srv/d/b")
+        );
+        assert_eq!(
+            guest_to_host(&s, b"/", b"/datax"),
+            Path::new("/srv/root/datax")
+        );
         assert_eq!(guest_to_host(&s, b"/", b"/"), Path::new("/srv/root"));
-        assert_eq!(guest_to_host(&s, b"/", b"/usr/bin/x"), Path::new("/usr/bin/x"));
-        assert_eq!(guest_to_host(&s, b"/", b"/../../etc"), Path::new("/srv/root/etc"));
-        assert_eq!(host_to_guest(&s, Path::new("/srv/d/q")), Some(b"/data/q".to_vec()));
-        assert_eq!(host_to_guest(&s, Path::new("/srv/root")), Some(b"/".to_vec()));
+        assert_eq!(
+            guest_to_host(&s, b"/", b"/usr/bin/x"),
+            Path::new("/usr/bin/x")
+        );
+        assert_eq!(
+            guest_to_host(&s, b"/", b"/../../etc"),
+            Path::new("/srv/root/etc")
+        );
+        assert_eq!(
+            host_to_guest(&s, Path::new("/srv/d/q")),
+            Some(b"/data/q".to_vec())
+        );
+        assert_eq!(
+            host_to_guest(&s, Path::new("/srv/root")),
+            Some(b"/".to_vec())
+        );
         assert_eq!(host_to_guest(&s, Path::new("/srv/rootx")), None);
-        assert_eq!(host_to_guest(&s, Path::new("/usr/lib")), Some(b"/usr/lib".to_vec()));
+        assert_eq!(
+            host_to_guest(&s, Path::new("/usr/lib")),
+            Some(b"/usr/lib".to_vec())
+        );
         let r = [spec("/", "/")];
         assert_eq!(guest_to_host(&r, b"/", b"/a/b"), Path::new("/a/b"));
         assert_eq!(host_to_guest(&r, Path::new("/a")), Some(b"/a".to_vec()));

@@ -322,7 +322,12 @@ fn plan_mounted(
         let path_var = path_var.map_or(&b"/usr/local/bin:/usr/bin:/bin"[..], |v| v.as_bytes());
         path_var
             .split(|&b| b == b':')
-            .map(|dir| normalize(&guest_cwd, &[if dir.is_empty() { &b"."[..] } else { dir }, b"/", p].concat()))
+            .map(|dir| {
+                normalize(
+                    &guest_cwd,
+                    &[if dir.is_empty() { &b"."[..] } else { dir }, b"/", p].concat(),
+                )
+            })
             .find(|g| runnable(g))
             .ok_or(RunError::NotFound(shown))?
     };

@@ -139,7 +139,12 @@ pub fn with_own_fds_keeping<F: FnOnce() -> R, R>(keep: &[i32], f: F) -> Result<R
     // which CLONE_VFORK waits for; `run` never returns and reads `job` as
     // the `Job` it is.
     let r = unsafe {
-        super::clone_thread(FLAGS, top, run::<F, R>, &mut job as *mut Job<'_, F, R> as usize)
+        super::clone_thread(
+            FLAGS,
+            top,
+            run::<F, R>,
+            &mut job as *mut Job<'_, F, R> as usize,
+        )
     };
     let _ = super::rt_sigprocmask(super::abi::SIG_SETMASK, Some(old));
     drop(stack);

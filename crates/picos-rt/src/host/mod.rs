@@ -145,7 +145,15 @@ pub fn openat2(dirfd: isize, path: &core::ffi::CStr, how: &OpenHow) -> HostResul
 /// returns the length.
 pub fn readlinkat(dirfd: isize, path: &core::ffi::CStr, buf: &mut [u8]) -> HostResult {
     // SAFETY: `path` is NUL-terminated; `buf` is writable for its length.
-    unsafe { sc!(nr::READLINKAT, dirfd, path.as_ptr(), buf.as_mut_ptr(), buf.len()) }
+    unsafe {
+        sc!(
+            nr::READLINKAT,
+            dirfd,
+            path.as_ptr(),
+            buf.as_mut_ptr(),
+            buf.len()
+        )
+    }
 }
 
 /// fcntl(2) with an integer argument (F_DUPFD_CLOEXEC, F_GETFD, ...).

@@ -170,7 +170,11 @@ fn check_create(e: &Entry) -> Result<(), Errno> {
         return Err(Errno::EEXIST);
     }
     if readonly(e.mount) {
-        return Err(if exists(e) { Errno::EEXIST } else { Errno::EROFS });
+        return Err(if exists(e) {
+            Errno::EEXIST
+        } else {
+            Errno::EROFS
+        });
     }
     Ok(())
 }
@@ -183,7 +187,11 @@ fn check_remove(e: &Entry) -> Result<(), Errno> {
         return Err(Errno::EBUSY);
     }
     if readonly(e.mount) {
-        return Err(if exists(e) { Errno::EROFS } else { Errno::ENOENT });
+        return Err(if exists(e) {
+            Errno::EROFS
+        } else {
+            Errno::ENOENT
+        });
     }
     Ok(())
 }
@@ -286,7 +294,14 @@ fn open_path(
                 return host_blocking_with(
                     c.t,
                     nr::OPENAT,
-                    [AT_FDCWD as isize as usize, 0, flags as usize, mode as usize, 0, 0],
+                    [
+                        AT_FDCWD as isize as usize,
+                        0,
+                        flags as usize,
+                        mode as usize,
+                        0,
+                        0,
+                    ],
                     &[(1, &link)],
                 );
             }
@@ -363,7 +378,10 @@ pub fn openat2(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, how: usize, size: u
 fn stat_common(c: &Ctx<'_>, dirfd: i32, path: usize, buf: usize, flags: i32) -> SysResult {
     let follow = flags & host::AT_SYMLINK_NOFOLLOW == 0;
     match object_at(c, dirfd, path, flags, follow)? {
-        None => host_call(nr::NEWFSTATAT, [dirfd as usize, path, buf, flags as usize, 0, 0]),
+        None => host_call(
+            nr::NEWFSTATAT,
+            [dirfd as usize, path, buf, flags as usize, 0, 0],
+        ),
         Some(o) => host_call_with(
             nr::NEWFSTATAT,
             [o.fd as usize, 0, buf, host::AT_EMPTY_PATH as usize, 0, 0],
@@ -392,7 +410,13 @@ pub fn lstat(c: &mut Ctx<'_>, pathname: usize, statbuf: usize) -> SysResult {
 
 /// Implements newfstatat(2).
 #[syscall]
-pub fn newfstatat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, statbuf: usize, flags: i32) -> SysResult {
+pub fn newfstatat(
+    c: &mut Ctx<'_>,
+    dirfd: i32,
+    pathname: usize,
+    statbuf: usize,
+    flags: i32,
+) -> SysResult {
     if !active() {
         return c.host();
     }
@@ -404,7 +428,14 @@ pub fn newfstatat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, statbuf: usize, 
 
 /// Implements statx(2).
 #[syscall]
-pub fn statx(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, flags: i32, mask: u32, statxbuf: usize) -> SysResult {
+pub fn statx(
+    c: &mut Ctx<'_>,
+    dirfd: i32,
+    pathname: usize,
+    flags: i32,
+    mask: u32,
+    statxbuf: usize,
+) -> SysResult {
     if !active() || pathname == 0 {
         // A NULL path names dirfd itself (Linux 6.11+).
         return c.host();
@@ -444,7 +475,10 @@ fn access_common(c: &Ctx<'_>, dirfd: i32, path: usize, mode: i32, flags: i32) ->
     }
     let follow = flags & host::AT_SYMLINK_NOFOLLOW == 0;
     match object_at(c, dirfd, path, flags, follow)? {
-        None => host_call(nr::FACCESSAT2, [dirfd as usize, path, mode as usize, flags as usize, 0, 0]),
+        None => host_call(
+            nr::FACCESSAT2,
+            [dirfd as usize, path, mode as usize, flags as usize, 0, 0],
+        ),
         Some(o) => {
             if mode & 2 != 0 {
                 o.check_writable()?;
@@ -479,7 +513,13 @@ pub fn faccessat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, mode: i32) -> Sys
 
 /// Implements faccessat2(2).
 #[syscall]
-pub fn faccessat2(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, mode: i32, flags: i32) -> SysResult {
+pub fn faccessat2(
+    c: &mut Ctx<'_>,
+    dirfd: i32,
+    pathname: usize,
+    mode: i32,
+    flags: i32,
+) -> SysResult {
     if !active() {
         return c.host();
     }
@@ -504,7 +544,13 @@ fn copy_link(target: &[u8], buf: usize, size: usize) -> SysResult {
     user::copy_out(buf, &target[..n]).map(|_| n)
 }
 
-fn readlink_common(c: &Ctx<'_>, dirfd: i32, path_addr: usize, buf: usize, size: usize) -> SysResult {
+fn readlink_common(
+    c: &Ctx<'_>,
+    dirfd: i32,
+    path_addr: usize,
+    buf: usize,
+    size: usize,
+) -> SysResult {
     let path = path_arg(path_addr)?;
     if let Some(r) = self_exe_link(&path, buf, size) {
         return r;
@@ -532,7 +578,13 @@ pub fn readlink(c: &mut Ctx<'_>, pathname: usize, buf: usize, bufsiz: usize) -> 
 
 /// Implements readlinkat(2): as readlink.
 #[syscall]
-pub fn readlinkat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, buf: usize, bufsiz: usize) -> SysResult {
+pub fn readlinkat(
+    c: &mut Ctx<'_>,
+    dirfd: i32,
+    pathname: usize,
+    buf: usize,
+    bufsiz: usize,
+) -> SysResult {
     readlink_common(c, dirfd, pathname, buf, bufsiz)
 }
 
@@ -594,7 +646,14 @@ pub fn linkat(
     link_common(c, olddirfd, oldpath, newdirfd, newpath, flags)
 }
 
-fn link_common(c: &Ctx<'_>, olddirfd: i32, oldpath: usize, newdirfd: i32, newpath: usize, flags: i32) -> SysResult {
+fn link_common(
+    c: &Ctx<'_>,
+    olddirfd: i32,
+    oldpath: usize,
+    newdirfd: i32,
+    newpath: usize,
+    flags: i32,
+) -> SysResult {
     if flags & !(host::AT_SYMLINK_FOLLOW | host::AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
@@ -611,12 +670,26 @@ fn link_common(c: &Ctx<'_>, olddirfd: i32, oldpath: usize, newdirfd: i32, newpat
     match old {
         None => host_call_with(
             nr::LINKAT,
-            [olddirfd as usize, 0, e.dir.0 as usize, 0, host::AT_EMPTY_PATH as usize, 0],
+            [
+                olddirfd as usize,
+                0,
+                e.dir.0 as usize,
+                0,
+                host::AT_EMPTY_PATH as usize,
+                0,
+            ],
             &[(1, EMPTY), (3, &e.name)],
         ),
         Some(o) => host_call_with(
             nr::LINKAT,
-            [AT_FDCWD as isize as usize, 0, e.dir.0 as usize, 0, host::AT_SYMLINK_FOLLOW as usize, 0],
+            [
+                AT_FDCWD as isize as usize,
+                0,
+                e.dir.0 as usize,
+                0,
+                host::AT_SYMLINK_FOLLOW as usize,
+                0,
+            ],
             &[(1, &o.proc_path()), (3, &e.name)],
         ),
     }
@@ -665,7 +738,11 @@ fn mknod_common(c: &Ctx<'_>, dirfd: i32, path: usize, mode: u32, dev: Option<u32
     let e = entry(c, dirfd, path)?;
     check_create(&e)?;
     match dev {
-        None => host_call_with(nr::MKDIRAT, [e.dir.0 as usize, 0, mode as usize, 0, 0, 0], &[(1, &e.name)]),
+        None => host_call_with(
+            nr::MKDIRAT,
+            [e.dir.0 as usize, 0, mode as usize, 0, 0, 0],
+            &[(1, &e.name)],
+        ),
         Some(d) => host_call_with(
             nr::MKNODAT,
             [e.dir.0 as usize, 0, mode as usize, d as usize, 0, 0],
@@ -712,7 +789,11 @@ fn unlink_common(c: &Ctx<'_>, dirfd: i32, path_addr: usize, flags: i32) -> SysRe
     }
     let e = walk::entry(fds(c), dirfd, &path)?;
     check_remove(&e)?;
-    host_call_with(nr::UNLINKAT, [e.dir.0 as usize, 0, flags as usize, 0, 0, 0], &[(1, &e.name)])
+    host_call_with(
+        nr::UNLINKAT,
+        [e.dir.0 as usize, 0, flags as usize, 0, 0, 0],
+        &[(1, &e.name)],
+    )
 }
 
 /// Implements rename(2).
@@ -726,7 +807,13 @@ pub fn rename(c: &mut Ctx<'_>, oldpath: usize, newpath: usize) -> SysResult {
 
 /// Implements renameat(2).
 #[syscall]
-pub fn renameat(c: &mut Ctx<'_>, olddirfd: i32, oldpath: usize, newdirfd: i32, newpath: usize) -> SysResult {
+pub fn renameat(
+    c: &mut Ctx<'_>,
+    olddirfd: i32,
+    oldpath: usize,
+    newdirfd: i32,
+    newpath: usize,
+) -> SysResult {
     if !active() {
         return c.host();
     }
@@ -749,7 +836,14 @@ pub fn renameat2(
     rename_common(c, olddirfd, oldpath, newdirfd, newpath, flags)
 }
 
-fn rename_common(c: &Ctx<'_>, olddirfd: i32, oldpath: usize, newdirfd: i32, newpath: usize, flags: u32) -> SysResult {
+fn rename_common(
+    c: &Ctx<'_>,
+    olddirfd: i32,
+    oldpath: usize,
+    newdirfd: i32,
+    newpath: usize,
+    flags: u32,
+) -> SysResult {
     let o = entry(c, olddirfd, oldpath)?;
     let n = entry(c, newdirfd, newpath)?;
     if o.mount != n.mount {
@@ -808,12 +902,19 @@ fn chmod_common(c: &Ctx<'_>, dirfd: i32, path: usize, mode: u32, flags: i32) -> 
             if fd_readonly(dirfd) {
                 return Err(Errno::EROFS);
             }
-            host_call(nr::FCHMODAT2, [dirfd as usize, path, mode as usize, flags as usize, 0, 0])
+            host_call(
+                nr::FCHMODAT2,
+                [dirfd as usize, path, mode as usize, flags as usize, 0, 0],
+            )
         }
         Some(o) => {
             o.check_writable()?;
             let f = host::AT_EMPTY_PATH | (flags & host::AT_SYMLINK_NOFOLLOW);
-            host_call_with(nr::FCHMODAT2, [o.fd as usize, 0, mode as usize, f as usize, 0, 0], &[(1, EMPTY)])
+            host_call_with(
+                nr::FCHMODAT2,
+                [o.fd as usize, 0, mode as usize, f as usize, 0, 0],
+                &[(1, EMPTY)],
+            )
         }
     }
 }
@@ -833,12 +934,26 @@ pub fn lchown(c: &mut Ctx<'_>, pathname: usize, owner: u32, group: u32) -> SysRe
     if !active() {
         return c.host();
     }
-    chown_common(c, AT_FDCWD, pathname, owner, group, host::AT_SYMLINK_NOFOLLOW)
+    chown_common(
+        c,
+        AT_FDCWD,
+        pathname,
+        owner,
+        group,
+        host::AT_SYMLINK_NOFOLLOW,
+    )
 }
 
 /// Implements fchownat(2).
 #[syscall]
-pub fn fchownat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, owner: u32, group: u32, flags: i32) -> SysResult {
+pub fn fchownat(
+    c: &mut Ctx<'_>,
+    dirfd: i32,
+    pathname: usize,
+    owner: u32,
+    group: u32,
+    flags: i32,
+) -> SysResult {
     if !active() {
         return c.host();
     }
@@ -848,7 +963,14 @@ pub fn fchownat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, owner: u32, group:
     chown_common(c, dirfd, pathname, owner, group, flags)
 }
 
-fn chown_common(c: &Ctx<'_>, dirfd: i32, path: usize, owner: u32, group: u32, flags: i32) -> SysResult {
+fn chown_common(
+    c: &Ctx<'_>,
+    dirfd: i32,
+    path: usize,
+    owner: u32,
+    group: u32,
+    flags: i32,
+) -> SysResult {
     let follow = flags & host::AT_SYMLINK_NOFOLLOW == 0;
     match object_at(c, dirfd, path, flags, follow)? {
         None => {
@@ -861,7 +983,14 @@ fn chown_common(c: &Ctx<'_>, dirfd: i32, path: usize, owner: u32, group: u32, fl
             o.check_writable()?;
             host_call_with(
                 nr::FCHOWNAT,
-                [o.fd as usize, 0, owner as usize, group as usize, host::AT_EMPTY_PATH as usize, 0],
+                [
+                    o.fd as usize,
+                    0,
+                    owner as usize,
+                    group as usize,
+                    host::AT_EMPTY_PATH as usize,
+                    0,
+                ],
                 &[(1, EMPTY)],
             )
         }
@@ -948,7 +1077,13 @@ pub fn futimesat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, times: usize) -> 
 
 /// Implements utimensat(2) (a NULL path names `dirfd` itself: futimens).
 #[syscall]
-pub fn utimensat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, times: usize, flags: i32) -> SysResult {
+pub fn utimensat(
+    c: &mut Ctx<'_>,
+    dirfd: i32,
+    pathname: usize,
+    times: usize,
+    flags: i32,
+) -> SysResult {
     if !active() {
         return c.host();
     }
@@ -964,7 +1099,11 @@ pub fn utimensat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, times: usize, fla
         Some(o) => {
             o.check_writable()?;
             let f = host::AT_EMPTY_PATH | (flags & host::AT_SYMLINK_NOFOLLOW);
-            host_call_with(nr::UTIMENSAT, [o.fd as usize, 0, times, f as usize, 0, 0], &[(1, EMPTY)])
+            host_call_with(
+                nr::UTIMENSAT,
+                [o.fd as usize, 0, times, f as usize, 0, 0],
+                &[(1, EMPTY)],
+            )
         }
     }
 }
@@ -981,7 +1120,11 @@ pub fn truncate(c: &mut Ctx<'_>, path: usize, length: isize) -> SysResult {
         return Err(Errno::EISDIR);
     }
     o.check_writable()?;
-    host_call_with(nr::TRUNCATE, [0, length as usize, 0, 0, 0, 0], &[(0, &o.proc_path())])
+    host_call_with(
+        nr::TRUNCATE,
+        [0, length as usize, 0, 0, 0, 0],
+        &[(0, &o.proc_path())],
+    )
 }
 
 // ---------------------------------------------------------------- xattrs
@@ -1061,7 +1204,12 @@ pub fn inotify_add_watch(c: &mut Ctx<'_>, fd: i32, pathname: usize, mask: u32) -
         return c.host();
     }
     const IN_DONT_FOLLOW: u32 = 0x0200_0000;
-    let o = object(c, AT_FDCWD, &path_arg(pathname)?, mask & IN_DONT_FOLLOW == 0)?;
+    let o = object(
+        c,
+        AT_FDCWD,
+        &path_arg(pathname)?,
+        mask & IN_DONT_FOLLOW == 0,
+    )?;
     host_call_with(
         nr::INOTIFY_ADD_WATCH,
         [fd as usize, 0, mask as usize, 0, 0, 0],
@@ -1147,12 +1295,18 @@ pub fn close_range(c: &mut Ctx<'_>, first: u32, last: u32, flags: u32) -> SysRes
     let mut from = first;
     for h in hidden {
         if h > from {
-            host_call(nr::CLOSE_RANGE, [from as usize, (h - 1) as usize, flags as usize, 0, 0, 0])?;
+            host_call(
+                nr::CLOSE_RANGE,
+                [from as usize, (h - 1) as usize, flags as usize, 0, 0, 0],
+            )?;
         }
         from = h + 1;
     }
     if from <= last && from != 0 {
-        host_call(nr::CLOSE_RANGE, [from as usize, last as usize, flags as usize, 0, 0, 0])?;
+        host_call(
+            nr::CLOSE_RANGE,
+            [from as usize, last as usize, flags as usize, 0, 0, 0],
+        )?;
     }
     Ok(0)
 }

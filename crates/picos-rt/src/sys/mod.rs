@@ -13,6 +13,7 @@ pub mod process;
 pub mod resource;
 pub mod sched;
 pub mod signal;
+pub mod socket;
 pub mod table;
 pub mod time;
 pub mod uts;
@@ -131,6 +132,22 @@ pub fn host_blocking_with(
     for (i, b) in bufs {
         args[*i] = b.as_ptr() as usize;
     }
+    host_blocking(t, nr, args)
+}
+
+/// As [`host_blocking_with`], with one more runtime buffer, at argument
+/// `out.0`, that the kernel may write (sendmmsg's message lengths).
+pub fn host_blocking_with_out(
+    t: &Thread,
+    nr: usize,
+    mut args: [usize; 6],
+    bufs: &[(usize, &[u8])],
+    out: (usize, &mut [u8]),
+) -> SysResult {
+    for (i, b) in bufs {
+        args[*i] = b.as_ptr() as usize;
+    }
+    args[out.0] = out.1.as_mut_ptr() as usize;
     host_blocking(t, nr, args)
 }
 

@@ -71,7 +71,10 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 2,
         name: "open",
-        support: Support::MediatedBlocking { handler: sys::fs::open, restart: true },
+        support: Support::MediatedBlocking {
+            handler: sys::fs::open,
+            restart: true,
+        },
         args: "sxo",
         full_context: false,
         fd_passthrough: false,
@@ -511,13 +514,16 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 42,
         name: "connect",
-        support: Support::HostBlocking { restart: true },
+        support: Support::MediatedBlocking {
+            handler: sys::socket::connect,
+            restart: true,
+        },
         args: "fpd",
         full_context: false,
         fd_passthrough: false,
-        host_unmounted: false,
+        host_unmounted: true,
         sandbox: Sandbox::Check,
-        note: "may block: runs in the interruptible window",
+        note: "with mounts: a Unix socket path resolved by the library OS",
     },
     SyscallDef {
         nr: 43,
@@ -533,13 +539,16 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 44,
         name: "sendto",
-        support: Support::HostBlocking { restart: true },
+        support: Support::MediatedBlocking {
+            handler: sys::socket::sendto,
+            restart: true,
+        },
         args: "fpuxpd",
         full_context: false,
         fd_passthrough: false,
-        host_unmounted: false,
+        host_unmounted: true,
         sandbox: Sandbox::Check,
-        note: "may block: runs in the interruptible window",
+        note: "with mounts: a Unix socket path resolved by the library OS",
     },
     SyscallDef {
         nr: 45,
@@ -555,13 +564,16 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 46,
         name: "sendmsg",
-        support: Support::HostBlocking { restart: true },
+        support: Support::MediatedBlocking {
+            handler: sys::socket::sendmsg,
+            restart: true,
+        },
         args: "fpx",
         full_context: false,
         fd_passthrough: false,
-        host_unmounted: false,
+        host_unmounted: true,
         sandbox: Sandbox::Check,
-        note: "may block: runs in the interruptible window",
+        note: "with mounts: a Unix socket path resolved by the library OS",
     },
     SyscallDef {
         nr: 47,
@@ -588,13 +600,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 49,
         name: "bind",
-        support: Support::Host,
+        support: Support::Mediated(sys::socket::bind),
         args: "fpd",
         full_context: false,
         fd_passthrough: false,
-        host_unmounted: false,
+        host_unmounted: true,
         sandbox: Sandbox::Check,
-        note: "",
+        note: "with mounts: a Unix socket path resolved by the library OS",
     },
     SyscallDef {
         nr: 50,
@@ -984,7 +996,10 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 85,
         name: "creat",
-        support: Support::MediatedBlocking { handler: sys::fs::creat, restart: true },
+        support: Support::MediatedBlocking {
+            handler: sys::fs::creat,
+            restart: true,
+        },
         args: "so",
         full_context: false,
         fd_passthrough: false,
@@ -1457,7 +1472,10 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 128,
         name: "rt_sigtimedwait",
-        support: Support::MediatedBlocking { handler: sys::signal::rt_sigtimedwait, restart: false },
+        support: Support::MediatedBlocking {
+            handler: sys::signal::rt_sigtimedwait,
+            restart: false,
+        },
         args: "pppu",
         full_context: false,
         fd_passthrough: false,
@@ -2876,7 +2894,10 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 257,
         name: "openat",
-        support: Support::MediatedBlocking { handler: sys::fs::openat, restart: true },
+        support: Support::MediatedBlocking {
+            handler: sys::fs::openat,
+            restart: true,
+        },
         args: "fsxo",
         full_context: false,
         fd_passthrough: false,
@@ -3019,7 +3040,10 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 270,
         name: "pselect6",
-        support: Support::MediatedBlocking { handler: sys::signal::pselect6, restart: false },
+        support: Support::MediatedBlocking {
+            handler: sys::signal::pselect6,
+            restart: false,
+        },
         args: "dppppp",
         full_context: false,
         fd_passthrough: false,
@@ -3030,7 +3054,10 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 271,
         name: "ppoll",
-        support: Support::MediatedBlocking { handler: sys::signal::ppoll, restart: false },
+        support: Support::MediatedBlocking {
+            handler: sys::signal::ppoll,
+            restart: false,
+        },
         args: "pupp",
         full_context: false,
         fd_passthrough: false,
@@ -3140,7 +3167,10 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 281,
         name: "epoll_pwait",
-        support: Support::MediatedBlocking { handler: sys::signal::epoll_pwait, restart: false },
+        support: Support::MediatedBlocking {
+            handler: sys::signal::epoll_pwait,
+            restart: false,
+        },
         args: "fpddpu",
         full_context: false,
         fd_passthrough: false,
@@ -3426,13 +3456,16 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 307,
         name: "sendmmsg",
-        support: Support::HostBlocking { restart: true },
+        support: Support::MediatedBlocking {
+            handler: sys::socket::sendmmsg,
+            restart: true,
+        },
         args: "fpux",
         full_context: false,
         fd_passthrough: false,
-        host_unmounted: false,
+        host_unmounted: true,
         sandbox: Sandbox::Check,
-        note: "may block: runs in the interruptible window",
+        note: "with mounts: a Unix socket path resolved by the library OS",
     },
     SyscallDef {
         nr: 308,
@@ -3888,7 +3921,10 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 437,
         name: "openat2",
-        support: Support::MediatedBlocking { handler: sys::fs::openat2, restart: true },
+        support: Support::MediatedBlocking {
+            handler: sys::fs::openat2,
+            restart: true,
+        },
         args: "fspu",
         full_context: false,
         fd_passthrough: false,
@@ -3932,7 +3968,10 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 441,
         name: "epoll_pwait2",
-        support: Support::MediatedBlocking { handler: sys::signal::epoll_pwait2, restart: false },
+        support: Support::MediatedBlocking {
+            handler: sys::signal::epoll_pwait2,
+            restart: false,
+        },
         args: "xxxxxx",
         full_context: false,
         fd_passthrough: false,

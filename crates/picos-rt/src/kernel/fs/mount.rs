@@ -154,7 +154,9 @@ pub fn init(specs: &[picos_abi::MountSpec], fds: &FdTable) -> Result<(), (usize,
 /// their way; one that asks for these numbers (dup2) moves them.
 fn high_base() -> usize {
     let soft = host::getrlimit(7 /* RLIMIT_NOFILE */).map_or(1024, |l| l[0]);
-    (soft.min(1024) as usize).saturating_sub(MAX_MOUNTS + 8).max(3)
+    (soft.min(1024) as usize)
+        .saturating_sub(MAX_MOUNTS + 8)
+        .max(3)
 }
 
 /// A close-on-exec duplicate of `fd` at a free number from [`high_base`]

@@ -52,7 +52,8 @@ const RESOLVE_KNOWN: u64 = host::RESOLVE_NO_XDEV
     | RESOLVE_CACHED;
 
 /// The resolution flags of every host lookup the library OS makes.
-const CONFINED: u64 = host::RESOLVE_IN_ROOT | host::RESOLVE_NO_SYMLINKS | host::RESOLVE_NO_MAGICLINKS;
+const CONFINED: u64 =
+    host::RESOLVE_IN_ROOT | host::RESOLVE_NO_SYMLINKS | host::RESOLVE_NO_MAGICLINKS;
 
 /// A descriptor the runtime opened in the program's table for the length
 /// of one call (close-on-exec); closed when dropped.
@@ -361,7 +362,8 @@ impl Walker<'_> {
             let is_link = st.st_mode & S_IFMT == S_IFLNK;
             if is_link && (!last || follow || trailing) {
                 if let Some(mg) = magic(i, &cand) {
-                    if self.resolve & (host::RESOLVE_NO_MAGICLINKS | host::RESOLVE_NO_SYMLINKS) != 0 {
+                    if self.resolve & (host::RESOLVE_NO_MAGICLINKS | host::RESOLVE_NO_SYMLINKS) != 0
+                    {
                         return Err(Errno::ELOOP);
                     }
                     if self.beneath() {
@@ -494,7 +496,9 @@ fn open_rel(fds: &FdTable, i: usize, rel: &[u8], follow: bool) -> Result<HostFd,
         mode: 0,
         resolve: CONFINED,
     };
-    Ok(HostFd(host::openat2(root_fd(fds, i) as isize, cstr(rel)?, &how)? as i32))
+    Ok(HostFd(
+        host::openat2(root_fd(fds, i) as isize, cstr(rel)?, &how)? as i32,
+    ))
 }
 
 /// The target of the symlink `path` names (not followed), as readlink(2)
@@ -632,7 +636,9 @@ pub fn entry(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Entry, Errno> {
 /// host's /proc (as /proc/self/fd/N does natively).
 pub fn reopen_program_fd(n: i32, flags: i32) -> Result<HostFd, Errno> {
     let link = with_nul(alloc::format!("/proc/thread-self/fd/{n}").as_bytes());
-    Ok(HostFd(host::openat(host::AT_FDCWD, cstr(&link)?, flags | host::O_CLOEXEC, 0)? as i32))
+    Ok(HostFd(
+        host::openat(host::AT_FDCWD, cstr(&link)?, flags | host::O_CLOEXEC, 0)? as i32,
+    ))
 }
 
 /// The host path that names descriptor `fd` of the calling thread (the
@@ -648,7 +654,11 @@ pub enum OpenPlan {
     /// the host: fall back to [`open_plan_walk`]).
     Direct { mount: usize, rel: Vec<u8> },
     /// The object exists: open it (again) through its canonical path.
-    Exists { mount: usize, rel: Vec<u8>, st: Stat },
+    Exists {
+        mount: usize,
+        rel: Vec<u8>,
+        st: Stat,
+    },
     /// It does not exist; its directory does: create `rel` there.
     Create { mount: usize, rel: Vec<u8> },
     /// The program's own descriptor.

@@ -1,0 +1,508 @@
+//! Chroot mounts from the manifest (`[[fs.mounts]]`, docs/FILESYSTEM.md):
+//!
+//! - attacks that reach a file outside the mounts natively must fail under
+//!   picos (tests/fs/escape.c);
+//! - a busybox shell script gives the same output under picos as natively
+//!   in a real mount namespace and chroot with the same mounts (needs root
+//!   and `unshare`; skipped, saying why, otherwise);
+//! - python3 and sqlite3 with `/` read-only and a writable mount give the
+//!   same output as natively, and cannot write elsewhere;
+//! - the CLI's errors for mounts it cannot use.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const PICOS: &str = env!("CARGO_BIN_EXE_picos");
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid(2) has no arguments and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A guest tree: `root` shown at `/`, with `data` at /data (read-write),
+/// `rodir` at /ro (read-only, holding `f`), `other` at /other, and the
+/// host's /proc and /dev; `secret` and a listening Unix socket outside all
+/// of them.
+struct Tree {
+    dir: tempfile::TempDir,
+    _listener: std::os::unix::net::UnixListener,
+}
+
+impl Tree {
+    fn new() -> Tree {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for sub in [
+            "root/bin",
+            "root/data",
+            "root/ro",
+            "root/other",
+            "root/proc",
+            "root/dev",
+            "root/etc",
+            "data",
+            "rodir",
+            "other",
+        ] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        std::fs::write(d.join("root/etc/hostname"), "guest\n").unwrap();
+        std::fs::write(d.join("rodir/f"), "read-only\n").unwrap();
+        std::fs::write(d.join("secret"), "SECRET\n").unwrap();
+        let listener = std::os::unix::net::UnixListener::bind(d.join("outside.sock")).unwrap();
+        Tree {
+            dir,
+            _listener: listener,
+        }
+    }
+
+    fn path(&self, p: &str) -> PathBuf {
+        self.dir.path().join(p)
+    }
+
+    fn manifest(&self) -> PathBuf {
+        let m = self.path("manifest.toml");
+        let p = |s: &str| self.path(s).display().to_string();
+        std::fs::write(
+            &m,
+            format!(
+                "[loader]\ninsecure__use_cmdline_argv = true\n\n\
+                 [[fs.mounts]]\npath = \"/\"\nuri = \"file:{}\"\n\n\
+                 [[fs.mounts]]\npath = \"/data\"\nuri = \"file:{}\"\n\n\
+                 [[fs.mounts]]\npath = \"/ro\"\nuri = \"file:{}\"\nreadonly = true\n\n\
+                 [[fs.mounts]]\npath = \"/other\"\nuri = \"file:{}\"\n\n\
+                 [[fs.mounts]]\npath = \"/proc\"\nuri = \"file:/proc\"\n\n\
+                 [[fs.mounts]]\npath = \"/dev\"\nuri = \"file:/dev\"\n",
+                p("root"),
+                p("data"),
+                p("rodir"),
+                p("other")
+            ),
+        )
+        .unwrap();
+        m
+    }
+
+    /// Puts a copy of host file `src` at `/bin/NAME` in the guest tree.
+    fn install(&self, src: &Path, name: &str) {
+        let dst = self.path("root/bin").join(name);
+        std::fs::copy(src, &dst).unwrap();
+        std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+fn compile_static(src: &str, out: &Path) {
+    let st = Command::new("gcc")
+        .args(["-O1", "-static", "-o"])
+        .arg(out)
+        .arg(workspace().join(src))
+        .status()
+        .expect("gcc");
+    assert!(st.success(), "compiling {src}");
+}
+
+/// What each attack of tests/fs/escape.c gives under picos.
+const BLOCKED: &[(&str, &str)] = &[
+    ("absolute path", "ENOENT"),
+    ("dot-dot from /", "ENOENT"),
+    ("dot-dot from a directory descriptor", "ENOENT"),
+    ("symlink to /", "ENOENT"),
+    ("relative symlink upwards", "ENOENT"),
+    ("symlink to the file", "ENOENT"),
+    ("/proc/self/root", "ENOENT"),
+    ("/proc/self/cwd", "ENOENT"),
+    ("/proc/self/fd/N", "ENOENT"),
+    ("hard link to the file", "ENOENT"),
+    ("connect to a socket outside", "ENOENT"),
+    ("create on a read-only mount", "EROFS"),
+    ("write to a read-only mount", "EROFS"),
+    ("chmod on a read-only mount", "EROFS"),
+    ("fchmod of a read-only mount's file", "EROFS"),
+    ("unlink on a read-only mount", "EROFS"),
+    ("rename between mounts", "EXDEV"),
+    ("descriptors the program did not open", "ENOENT"),
+    ("open_by_handle_at", "EOPNOTSUPP"),
+    ("mount", "EPERM"),
+    ("chroot", "EPERM"),
+];
+
+/// Attacks that need privileges natively (root).
+const PRIVILEGED: &[&str] = &["open_by_handle_at", "mount", "chroot"];
+
+/// Every attack that reaches outside natively fails under picos.
+#[test]
+fn escapes_from_chroot_mounts_fail() {
+    let t = Tree::new();
+    let prog = t.path("root/bin/escape");
+    compile_static("tests/fs/escape.c", &prog);
+    let secret = t.path("secret");
+    let sock = t.path("outside.sock");
+    // Natively (in a mount namespace of its own when root, so that the
+    // mount and chroot attacks change nothing outside the test).
+    let mut native = if is_root() {
+        let mut c = Command::new("unshare");
+        c.arg("-m").arg(&prog);
+        c
+    } else {
+        Command::new(&prog)
+    };
+    let native = native
+        .arg(&secret)
+        .arg(t.path("data"))
+        .arg(t.path("rodir"))
+        .arg(t.path("other"))
+        .arg(&sock)
+        .output()
+        .unwrap();
+    let native = text(&native);
+    for (name, _) in BLOCKED {
+        let line = native
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}: ")))
+            .unwrap_or_else(|| panic!("no line for {name} natively:\n{native}"));
+        // Natively the program sees the host's tree: every attack gets
+        // through (the privileged ones only as root), but the descriptor
+        // scan, which finds nothing of the runtime's there.
+        let expect_escape = *name != "descriptors the program did not open"
+            && (is_root() || !PRIVILEGED.contains(name));
+        if expect_escape {
+            assert_eq!(line, format!("{name}: escaped"), "natively:\n{native}");
+        }
+    }
+    // The native run changed the read-only directory; as it was.
+    std::fs::write(t.path("rodir/f"), "read-only\n").unwrap();
+    let _ = std::fs::remove_file(t.path("rodir/new"));
+    let out = Command::new(PICOS)
+        .args(["run", "-m"])
+        .arg(t.manifest())
+        .arg("/bin/escape")
+        .arg(&secret)
+        .args(["/data", "/ro", "/other"])
+        .arg(&sock)
+        .output()
+        .unwrap();
+    let expected: String = BLOCKED
+        .iter()
+        .map(|(n, e)| format!("{n}: blocked ({e})\n"))
+        .collect();
+    assert_eq!(
+        text(&out),
+        expected,
+        "under picos (stderr: {})",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success());
+    // Nothing reached the host outside the mounts.
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "SECRET\n");
+    assert_eq!(
+        std::fs::read_to_string(t.path("rodir/f")).unwrap(),
+        "read-only\n"
+    );
+    assert!(!t.path("rodir/new").exists());
+}
+
+/// A shell script's view of the mounts: the same natively, in a mount
+/// namespace with bind mounts and a chroot, as under picos.
+const SCRIPT: &str = r#"
+cd /data && pwd
+echo hello > f && cat f && ls
+mkdir -p d/e && touch d/e/g && find /data | sort
+ln -s /ro/f lnk && cat lnk && readlink lnk
+ln -s ../../../../../ro up && ls up
+cd up && pwd && cat f
+cd /data
+cat /data/up/../etc/hostname 2>&1 || echo "up/..: $?"
+ln f hard && stat -c '%h %s %F' f hard
+mv f /other/f 2>&1; ls /other /data
+echo x > /ro/new 2>&1 || echo "create: $?"
+rm /ro/f 2>&1 || echo "rm: $?"
+touch /ro/f 2>&1 || echo "touch: $?"
+test -w /ro/f && echo writable || echo not-writable
+rmdir /data 2>&1 || echo "rmdir: $?"
+mv /data /moved 2>&1 || echo "mv: $?"
+cat /../../../etc/hostname
+cd / && cd .. && pwd && ls
+cd /data/d/e && readlink /proc/self/cwd && pwd -P
+cd /data
+ln -s loop1 loop2 && ln -s loop2 loop1 && cat loop1 2>&1 || echo "loop: $?"
+ln -s nowhere dangling && echo new > dangling && cat nowhere
+mkdir /data/sub && mv /data/d /data/sub/ && find /data/sub | sort
+rm -r /data/sub && ls /data
+echo hi | cat /dev/stdin
+ls /proc/self/fd/ >/dev/null && echo proc-fd-listed
+stat -c '%F' /dev/null /proc/self/fd/0
+"#;
+
+#[test]
+fn busybox_sees_the_mounts_as_in_a_real_chroot() {
+    const T: &str = "busybox_sees_the_mounts_as_in_a_real_chroot";
+    if !Path::new("/bin/busybox").is_file() {
+        println!("SKIP {T}: /bin/busybox not installed: apt-get install busybox-static");
+        return;
+    }
+    if !is_root() || !Path::new("/usr/bin/unshare").is_file() {
+        println!(
+            "SKIP {T}: the native side needs root and unshare(1) for its bind mounts and chroot"
+        );
+        return;
+    }
+    let run = |picos: bool| -> String {
+        let t = Tree::new();
+        t.install(Path::new("/bin/busybox"), "busybox");
+        let out = if picos {
+            Command::new(PICOS)
+                .args(["run", "-m"])
+                .arg(t.manifest())
+                .args(["/bin/busybox", "sh", "-c", SCRIPT])
+                .output()
+                .unwrap()
+        } else {
+            let p = |s: &str| t.path(s).display().to_string();
+            let setup = format!(
+                "set -e; r={root}; mount --bind {data} $r/data; mount --bind {ro} $r/ro; \
+                 mount -o remount,bind,ro $r/ro; mount --bind {other} $r/other; \
+                 mount --bind /proc $r/proc; mount --bind /dev $r/dev; \
+                 exec chroot $r /bin/busybox sh -c \"$0\"",
+                root = p("root"),
+                data = p("data"),
+                ro = p("rodir"),
+                other = p("other"),
+            );
+            Command::new("unshare")
+                .args(["-m", "--propagation", "private", "sh", "-c", &setup, SCRIPT])
+                .output()
+                .unwrap()
+        };
+        format!(
+            "{}\n-- stderr --\n{}\n-- status {:?}",
+            text(&out),
+            String::from_utf8_lossy(&out.stderr),
+            out.status.code()
+        )
+    };
+    let native = run(false);
+    let picos = run(true);
+    if std::env::var_os("PICOS_TEST_SHOW").is_some() {
+        println!("{native}");
+    }
+    assert_eq!(picos, native, "picos (left) vs native (right)");
+    assert!(native.contains("guest\n"), "{native}");
+}
+
+/// python3 with `/` read-only from the host and a writable /tmp: the
+/// standard library's file functions give the same output as natively in
+/// a directory of the host, and writing elsewhere is refused.
+#[test]
+fn python3_with_a_read_only_root() {
+    const T: &str = "python3_with_a_read_only_root";
+    let python = "/usr/bin/python3";
+    if !Path::new(python).is_file() {
+        println!("SKIP {T}: {python} not installed: apt-get install python3");
+        return;
+    }
+    let script = r#"
+import os, shutil, sys, tempfile, errno
+base = sys.argv[1]
+os.chdir(base)
+d = tempfile.mkdtemp(dir=base, prefix="t")
+for i in range(3):
+    os.makedirs(os.path.join(d, f"a{i}", "b"), exist_ok=True)
+    with open(os.path.join(d, f"a{i}", "b", "f.txt"), "w") as f:
+        f.write("x" * (i * 1000))
+shutil.copytree(d, d + "-copy", symlinks=True)
+os.symlink("a0", os.path.join(d + "-copy", "link"))
+for root, dirs, files in sorted(os.walk(base)):
+    dirs.sort()
+    rel = os.path.relpath(root, base).replace(os.path.basename(d), "T")
+    print(rel, sorted(files), [os.path.getsize(os.path.join(root, f)) for f in sorted(files)])
+print(os.path.realpath(os.path.join(d + "-copy", "link", "b")) == os.path.join(d + "-copy", "a0", "b"))
+os.rename(d + "-copy", d + "-renamed")
+shutil.rmtree(d)
+print(sorted(os.listdir(base)) == [os.path.basename(d) + "-renamed"])
+with tempfile.NamedTemporaryFile(dir=base) as f:
+    f.write(b"abc"); f.flush(); print(os.stat(f.name).st_size)
+print(os.getcwd() == base)
+if len(sys.argv) > 2:
+    for target in ["/usr/picos-probe", "/etc/passwd"]:
+        try:
+            open(target, "a").close()
+            print(target, "written")
+        except OSError as e:
+            print(target, errno.errorcode[e.errno])
+"#;
+    let native_dir = tempfile::tempdir().unwrap();
+    let native = Command::new(python)
+        .args(["-c", script])
+        .arg(native_dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        native.status.success(),
+        "{}",
+        String::from_utf8_lossy(&native.stderr)
+    );
+    let work = tempfile::tempdir().unwrap();
+    let manifest = work.path().join("m.toml");
+    let guest_work = tempfile::tempdir().unwrap();
+    std::fs::write(
+        &manifest,
+        format!(
+            "[loader]\ninsecure__use_cmdline_argv = true\ninsecure__use_host_env = true\n\n\
+             [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\n\n\
+             [[fs.mounts]]\npath = \"/tmp\"\nuri = \"file:{}\"\n",
+            guest_work.path().display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(PICOS)
+        .args(["run", "-m"])
+        .arg(&manifest)
+        .args([python, "-c", script, "/tmp", "probe"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected = format!(
+        "{}/usr/picos-probe EROFS\n/etc/passwd EROFS\n",
+        text(&native)
+    );
+    assert_eq!(text(&out), expected);
+    assert!(!Path::new("/usr/picos-probe").exists());
+}
+
+/// sqlite3 on a writable mount under a read-only root: the same output as
+/// natively (its journal files live beside the database).
+#[test]
+fn sqlite3_on_a_chroot_mount() {
+    const T: &str = "sqlite3_on_a_chroot_mount";
+    let sqlite = "/usr/bin/sqlite3";
+    if !Path::new(sqlite).is_file() {
+        println!("SKIP {T}: {sqlite} not installed: apt-get install sqlite3");
+        return;
+    }
+    let sql = "create table t(a integer primary key, b text); \
+               begin; insert into t(b) select 'row ' || value from generate_series(1, 2000); commit; \
+               create index tb on t(b); delete from t where a % 3 = 0; \
+               select count(*), sum(length(b)) from t; pragma integrity_check;";
+    let native_dir = tempfile::tempdir().unwrap();
+    let native = Command::new(sqlite)
+        .arg(native_dir.path().join("db.sqlite"))
+        .arg(sql)
+        .output()
+        .unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let manifest = work.path().join("m.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[loader]\ninsecure__use_cmdline_argv = true\n\n\
+             [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\n\n\
+             [[fs.mounts]]\npath = \"/tmp\"\nuri = \"file:{}\"\n",
+            work.path().display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(PICOS)
+        .args(["run", "-m"])
+        .arg(&manifest)
+        .args([sqlite, "/tmp/db.sqlite", sql])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text(&out), text(&native));
+    assert!(work.path().join("db.sqlite").is_file());
+}
+
+fn picos_run(manifest: &str, prog: &str) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m.toml");
+    std::fs::write(&m, manifest).unwrap();
+    Command::new(PICOS)
+        .args(["run", "-m"])
+        .arg(&m)
+        .arg(prog)
+        .output()
+        .unwrap()
+}
+
+/// Mounts the CLI cannot use are refused before anything runs.
+#[test]
+fn unusable_mounts_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let cases = [
+        (
+            format!("[[fs.mounts]]\npath = \"/data\"\nuri = \"file:{d}\"\n"),
+            "no mount at \"/\"",
+        ),
+        (
+            format!("[[fs.mounts]]\npath = \"/\"\nuri = \"file:{d}/missing\"\n"),
+            "No such file or directory",
+        ),
+        (
+            format!(
+                "[[fs.mounts]]\npath = \"/\"\nuri = \"file:{d}\"\n[[fs.mounts]]\npath = \"/x\"\nuri = \"file:/tmp\"\n"
+            ),
+            "the mount point does not exist in the mount of /",
+        ),
+        (
+            "[[fs.mounts]]\npath = \"/\"\nuri = \"file:/etc/hostname\"\n".to_string(),
+            "not a directory",
+        ),
+    ];
+    for (manifest, msg) in cases {
+        let out = picos_run(&manifest, "/bin/true");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(msg),
+            "{manifest}\n{err}"
+        );
+    }
+}
+
+/// The program is found in the guest tree and runs from there; a program
+/// the mounts do not show does not exist.
+#[test]
+fn the_program_is_looked_up_in_the_guest_tree() {
+    let t = Tree::new();
+    let prog = t.path("root/bin/escape");
+    compile_static("tests/fs/escape.c", &prog);
+    let m = t.manifest();
+    // By name, through PATH (guest directories).
+    let out = Command::new(PICOS)
+        .args(["run", "-m"])
+        .arg(&m)
+        .arg("escape")
+        .env("PATH", "/bin")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "usage: escape SECRET DATA RO OTHER SOCKET\n"
+    );
+    assert_eq!(out.status.code(), Some(2));
+    // The host's path of it is not a guest path.
+    let out = Command::new(PICOS)
+        .args(["run", "-m"])
+        .arg(&m)
+        .arg(&prog)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127), "{out:?}");
+}
