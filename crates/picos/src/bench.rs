@@ -55,6 +55,11 @@ pub enum Launch {
     NativeSud,
     /// `picos run ARGS -- guest ...`.
     Picos(&'static [&'static str]),
+    /// `picos run -m MOUNTS -- guest ...`, where MOUNTS mounts the host's
+    /// `/` at `/` and the files directory at itself: every path the guest
+    /// gives is resolved by the library OS (docs/FILESYSTEM.md), what a
+    /// chroot mount costs.
+    PicosMounts,
     /// A configuration of the seed papers that picos does not have yet:
     /// shown as "n/a (not implemented)", never measured.
     NotImplemented,
@@ -81,6 +86,10 @@ pub const CONFIGS: &[Config] = &[
     Config {
         name: "picos-trap",
         launch: Launch::Picos(&["--no-patch"]),
+    },
+    Config {
+        name: "picos+mounts",
+        launch: Launch::PicosMounts,
     },
     Config {
         name: "native+SUD",
@@ -599,6 +608,8 @@ struct Ctx {
     picos: PathBuf,
     guest: PathBuf,
     dir: PathBuf,
+    /// The manifest of the `picos+mounts` column.
+    mounts_manifest: PathBuf,
     timeout: Duration,
 }
 
@@ -607,6 +618,17 @@ struct Ctx {
 struct Sample {
     value: f64,
     elapsed_ns: f64,
+}
+
+/// The manifest of the `picos+mounts` column: the host's tree at `/` and
+/// the files directory `dir` mounted at itself.
+fn mounts_manifest_text(dir: &Path) -> String {
+    let d = dir.display();
+    format!(
+        "[loader]\ninsecure__use_cmdline_argv = true\ninsecure__use_host_env = true\n\n\
+         [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\n\n\
+         [[fs.mounts]]\npath = \"{d}\"\nuri = \"file:{d}\"\n"
+    )
 }
 
 /// Runs the guest once: `row` with `iters` operations, in column `cfg`.
@@ -626,6 +648,15 @@ fn run_guest(ctx: &Ctx, cfg: &Config, spec: &RowSpec, iters: u64) -> Result<Samp
         Launch::Picos(args) => {
             let mut c = std::process::Command::new(&ctx.picos);
             c.arg("run").args(args).arg("--").arg(guest);
+            c
+        }
+        Launch::PicosMounts => {
+            let mut c = std::process::Command::new(&ctx.picos);
+            c.arg("run")
+                .arg("-m")
+                .arg(&ctx.mounts_manifest)
+                .arg("--")
+                .arg(guest);
             c
         }
         Launch::NotImplemented => unreachable!("not-implemented columns are never run"),
@@ -920,6 +951,10 @@ fn run(opts: &Options) -> Result<bool, Stop> {
                         a.iter().map(|a| format!("{a} ")).collect::<String>()
                     )
                 }
+                Launch::PicosMounts => println!(
+                    "  {:<12} picos run -m MOUNTS -- guest (MOUNTS: / from file:/, the files directory from itself)",
+                    c.name
+                ),
                 Launch::NotImplemented => {
                     println!("  {:<12} not implemented (shown as n/a)", c.name)
                 }
@@ -963,10 +998,18 @@ fn run(opts: &Options) -> Result<bool, Stop> {
     let dir = TempDir::new(&parent)?;
     info.files_dir = format!("{} ({})", parent.display(), fs_type(&dir.0));
     catch_interrupts();
+    let manifest_dir = TempDir::new(&parent)?;
+    let mounts_manifest = manifest_dir.0.join("mounts.toml");
+    std::fs::write(
+        &mounts_manifest,
+        mounts_manifest_text(&dir.0.canonicalize().unwrap_or_else(|_| dir.0.clone())),
+    )
+    .map_err(|e| Stop::Error(format!("{}: {e}", mounts_manifest.display())))?;
     let ctx = Ctx {
         picos,
         guest,
         dir: dir.0.clone(),
+        mounts_manifest,
         timeout: opts.timeout,
     };
     let mut progress = Progress {

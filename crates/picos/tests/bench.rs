@@ -92,7 +92,16 @@ fn quick_bench_covers_every_row_and_column() {
         .filter(|c| c["available"] == true)
         .filter_map(|c| c["name"].as_str())
         .collect();
-    assert_eq!(available, ["native", "picos", "picos-trap", "native+SUD"]);
+    assert_eq!(
+        available,
+        [
+            "native",
+            "picos",
+            "picos-trap",
+            "picos+mounts",
+            "native+SUD"
+        ]
+    );
     let rows = v["rows"].as_array().unwrap();
     let json_keys: Vec<&str> = rows.iter().filter_map(|r| r["key"].as_str()).collect();
     assert_eq!(json_keys, keys);

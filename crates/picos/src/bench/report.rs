@@ -258,6 +258,7 @@ pub fn json(results: &[RowResult], info: &RunInfo) -> String {
             picos_args: match c.launch {
                 Launch::Native | Launch::NativeSud => Some(None),
                 Launch::Picos(a) => Some(Some(a)),
+                Launch::PicosMounts => Some(Some(&["-m", "MOUNTS"])),
                 Launch::NotImplemented => None,
             },
             why: (c.launch == Launch::NotImplemented).then_some("not implemented"),
@@ -350,7 +351,7 @@ fn xml(s: &str) -> String {
 pub fn svg(results: &[RowResult], info: &RunInfo) -> String {
     const COLORS: [&str; 4] = ["#4477aa", "#ee6677", "#228833", "#ccbb44"];
     let cols: Vec<usize> = (1..CONFIGS.len())
-        .filter(|&i| matches!(CONFIGS[i].launch, Launch::Picos(_)))
+        .filter(|&i| matches!(CONFIGS[i].launch, Launch::Picos(_) | Launch::PicosMounts))
         .collect();
     let ratios: Vec<Vec<Option<Ratio>>> = results
         .iter()
