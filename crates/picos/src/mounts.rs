@@ -176,13 +176,22 @@ pub fn guest_to_host(specs: &[MountSpec], cwd: &[u8], path: &[u8]) -> PathBuf {
 }
 
 /// The guest path of host path `host` (absolute, canonical), if a mount
-/// shows it: through the mount whose host directory is the deepest prefix.
+/// shows it: through the mount whose host directory is the deepest prefix,
+/// unless another mount hides that guest path (the host's /tmp/x under a
+/// `/` from `file:/` is not shown when `/tmp` is mounted from elsewhere).
 pub fn host_to_guest(specs: &[MountSpec], host: &Path) -> Option<Vec<u8>> {
     let h = host.as_os_str().as_bytes();
     let m = specs
         .iter()
         .filter(|s| covers(&s.host, h))
         .max_by_key(|s| s.host.len())?;
+    let g = through(m, h);
+    std::ptr::eq(parent_mount(specs, &g, None), m).then_some(g)
+}
+
+/// The guest path of host path `h` (which `m`'s directory holds) through
+/// mount `m`.
+fn through(m: &MountSpec, h: &[u8]) -> Vec<u8> {
     let rest = if m.host == b"/" {
         h
     } else {
@@ -197,7 +206,7 @@ pub fn host_to_guest(specs: &[MountSpec], host: &Path) -> Option<Vec<u8>> {
     if v.is_empty() {
         v.push(b'/');
     }
-    Some(normalize(b"/", &v))
+    normalize(b"/", &v)
 }
 
 #[cfg(test)]

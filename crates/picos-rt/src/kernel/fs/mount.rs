@@ -90,12 +90,13 @@ pub fn relative(i: usize, path: &[u8]) -> Vec<u8> {
 
 /// The guest path of host path `host` (absolute, as the host's /proc shows
 /// it), if a mount shows it: through the mount whose host directory is the
-/// deepest that holds it.
+/// deepest that holds it, unless another mount hides that guest path.
 pub fn to_guest(host_path: &[u8]) -> Option<Vec<u8>> {
-    let m = table()
+    let (i, m) = table()
         .iter()
-        .filter(|m| covers(&m.host, host_path))
-        .max_by_key(|m| m.host.len())?;
+        .enumerate()
+        .filter(|(_, m)| covers(&m.host, host_path))
+        .max_by_key(|(_, m)| m.host.len())?;
     let rest = if m.host == b"/" {
         host_path
     } else {
@@ -110,7 +111,7 @@ pub fn to_guest(host_path: &[u8]) -> Option<Vec<u8>> {
     if v.is_empty() {
         v.push(b'/');
     }
-    Some(v)
+    (covering(&v) == i).then_some(v)
 }
 
 /// Sets the table from the launch configuration and opens the mounts'
