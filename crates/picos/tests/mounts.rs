@@ -506,3 +506,81 @@ fn the_program_is_looked_up_in_the_guest_tree() {
         .unwrap();
     assert_eq!(out.status.code(), Some(127), "{out:?}");
 }
+
+/// The fsx-style equivalence run (tests/fs/fsx.c): a seeded sequence of
+/// 1,000,000 file operations (open with every flag that matters, read,
+/// write, pread, pwrite, lseek, truncate, rename, unlink, link, symlink,
+/// mkdir, rmdir, readdir, stat, readlink, mmap, fsync, dup, fork, chdir and
+/// relative paths, `..` through symlinks) gives the same output natively
+/// and under picos, on a chroot mount and with the host's tree
+/// (`PICOS_FSX_SEED` and `PICOS_FSX_OPS` change the seed and length).
+#[test]
+fn fsx_sequence_is_the_same_natively_and_under_picos() {
+    let seed = std::env::var("PICOS_FSX_SEED").unwrap_or_else(|_| "20261125".into());
+    let ops = std::env::var("PICOS_FSX_OPS").unwrap_or_else(|_| "1000000".into());
+    let t = Tree::new();
+    let prog = t.path("root/bin/fsx");
+    compile_static("tests/fs/fsx.c", &prog);
+    let native_root = tempfile::tempdir().unwrap();
+    let native = Command::new(&prog)
+        .args([&seed, &ops])
+        .arg(native_root.path())
+        .output()
+        .unwrap();
+    assert!(
+        native.status.success(),
+        "{}",
+        String::from_utf8_lossy(&native.stderr)
+    );
+    let native = text(&native);
+    assert!(native.lines().count() >= 1_000_000.min(ops.parse::<usize>().unwrap_or(0)));
+    let first_difference = |other: &str| -> Option<String> {
+        native
+            .lines()
+            .zip(other.lines())
+            .enumerate()
+            .find(|(_, (a, b))| a != b)
+            .map(|(i, (a, b))| format!("line {}: native `{a}`, picos `{b}`", i + 1))
+            .or_else(|| {
+                (native.lines().count() != other.lines().count()).then(|| {
+                    format!(
+                        "{} lines natively, {} under picos",
+                        native.lines().count(),
+                        other.lines().count()
+                    )
+                })
+            })
+    };
+    // On a chroot mount (the tree's /data).
+    let mounted = Command::new(PICOS)
+        .args(["run", "-m"])
+        .arg(t.manifest())
+        .args(["/bin/fsx", &seed, &ops, "/data"])
+        .output()
+        .unwrap();
+    assert!(
+        mounted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&mounted.stderr)
+    );
+    if let Some(d) = first_difference(&text(&mounted)) {
+        panic!("fsx seed {seed}, chroot mount: {d}");
+    }
+    // With the host's tree (no mounts).
+    let host_root = tempfile::tempdir().unwrap();
+    let host = Command::new(PICOS)
+        .arg("run")
+        .arg(&prog)
+        .args([&seed, &ops])
+        .arg(host_root.path())
+        .output()
+        .unwrap();
+    assert!(
+        host.status.success(),
+        "{}",
+        String::from_utf8_lossy(&host.stderr)
+    );
+    if let Some(d) = first_difference(&text(&host)) {
+        panic!("fsx seed {seed}, host tree: {d}");
+    }
+}

@@ -431,34 +431,70 @@ impl Walker<'_> {
     }
 }
 
-/// The lexical form of a path without `..` and without a /proc prefix: the
-/// mount that shows it and the path relative to that mount's root
-/// (NUL-terminated; a trailing `/` kept, so the host requires a directory),
-/// or None when only a walk can resolve it.
+/// The lexical form of a path without `..`: the mount that shows it and
+/// the path relative to that mount's root (NUL-terminated), or None when
+/// only a walk can resolve it. The components after the mount point are
+/// kept as written (`.` and a trailing `/` included), so the host applies
+/// Linux's rules for them (`dir/.` with O_CREAT|O_EXCL is EEXIST, `dir/`
+/// with O_CREAT is EISDIR).
 fn lexical(base: &[u8], path: &[u8]) -> Option<(usize, Vec<u8>)> {
-    let mut full = base.to_vec();
-    let mut trailing = false;
+    let mut raw: Vec<&[u8]> = Vec::new();
     for c in path.split(|&c| c == b'/') {
         match c {
             b"" => {}
-            b"." => trailing = true,
             b".." => return None,
-            c => {
-                if full.last() != Some(&b'/') {
-                    full.push(b'/');
-                }
-                full.extend_from_slice(c);
-                trailing = false;
-            }
+            c => raw.push(c),
         }
     }
-    trailing |= path.ends_with(b"/");
-    let i = covering(&full);
-    let mut rel = relative(i, &full);
-    if trailing && rel != b".\0" {
-        rel.pop();
-        rel.extend_from_slice(b"/\0");
+    let mut full = base.to_vec();
+    for c in raw.iter().filter(|c| **c != b".") {
+        if full.last() != Some(&b'/') {
+            full.push(b'/');
+        }
+        full.extend_from_slice(c);
     }
+    let i = covering(&full);
+    // Skip the components up to the mount point: as many non-`.` ones as
+    // the mount point has beyond `base`.
+    let m = &table()[i].guest;
+    let depth = |p: &[u8]| p.split(|&c| c == b'/').filter(|c| !c.is_empty()).count();
+    let mut skip = depth(m).saturating_sub(depth(base));
+    let mut rest: &[&[u8]] = &raw;
+    while skip > 0 {
+        let Some((first, tail)) = rest.split_first() else {
+            break;
+        };
+        if *first != b"." {
+            skip -= 1;
+        }
+        rest = tail;
+    }
+    let inside = if depth(m) > depth(base) {
+        Vec::new()
+    } else {
+        // The base itself lies inside the mount: start from its path there.
+        let r = relative(i, base);
+        let r = &r[..r.len() - 1];
+        if r == b"." {
+            Vec::new()
+        } else {
+            r.to_vec()
+        }
+    };
+    let mut rel = inside;
+    for c in rest {
+        if !rel.is_empty() {
+            rel.push(b'/');
+        }
+        rel.extend_from_slice(c);
+    }
+    if rel.is_empty() {
+        rel.push(b'.');
+    }
+    if path.ends_with(b"/") && rel != b"." {
+        rel.push(b'/');
+    }
+    rel.push(0);
     Some((i, rel))
 }
 
@@ -545,10 +581,22 @@ pub fn readlink(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, Errno
         Ok(buf)
     };
     let mapped = |target: Vec<u8>| -> Vec<u8> {
-        if target.first() == Some(&b'/') && !target.ends_with(b" (deleted)") {
-            mount::to_guest(&target).unwrap_or(target)
-        } else {
-            target
+        const DELETED: &[u8] = b" (deleted)";
+        if target.first() != Some(&b'/') {
+            return target;
+        }
+        let (path, deleted) = match target.strip_suffix(DELETED) {
+            Some(p) => (p, true),
+            None => (&target[..], false),
+        };
+        match mount::to_guest(path) {
+            Some(mut g) => {
+                if deleted {
+                    g.extend_from_slice(DELETED);
+                }
+                g
+            }
+            None => target,
         }
     };
     Ok(match magic(i, &guest) {
