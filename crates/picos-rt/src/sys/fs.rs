@@ -81,6 +81,8 @@ struct Object {
     fd: i32,
     _hold: Option<HostFd>,
     ro: bool,
+    /// The mount that shows it (None for the program's own descriptor).
+    mount: Option<usize>,
 }
 
 impl Object {
@@ -109,15 +111,17 @@ fn fd_readonly(fd: i32) -> bool {
 
 fn object(c: &Ctx<'_>, dirfd: i32, path: &[u8], follow: bool) -> Result<Object, Errno> {
     match walk::lookup(fds(c), dirfd, path, follow)? {
-        Found::Object { fd, mount } => Ok(Object {
+        Found::Object { fd, mount, .. } => Ok(Object {
             fd: fd.0,
             _hold: Some(fd),
             ro: readonly(mount),
+            mount: Some(mount),
         }),
         Found::ProgramFd(n) => Ok(Object {
             fd: n,
             _hold: None,
             ro: fd_readonly(n),
+            mount: None,
         }),
     }
 }
@@ -660,9 +664,14 @@ fn link_common(
     let follow = flags & host::AT_SYMLINK_FOLLOW != 0;
     let old = object_at(c, olddirfd, oldpath, flags, follow)?;
     let e = entry(c, newdirfd, newpath)?;
-    // The old name's mount, by its guest path.
-    let src_fd = old.as_ref().map_or(olddirfd, |o| o.fd);
-    let src_mount = walk::fd_guest(src_fd).ok().map(|g| mount::covering(&g));
+    // The old name's mount (a descriptor's: by its guest path).
+    let src_mount = match &old {
+        Some(Object { mount: Some(m), .. }) => Some(*m),
+        o => {
+            let fd = o.as_ref().map_or(olddirfd, |o| o.fd);
+            walk::fd_guest(fd).ok().map(|g| mount::covering(&g))
+        }
+    };
     if src_mount.is_some_and(|m| m != e.mount) {
         return Err(Errno::EXDEV);
     }

@@ -67,8 +67,13 @@ impl Drop for HostFd {
 
 /// What a path names.
 pub enum Found {
-    /// The object, as an `O_PATH` descriptor, and the mount that shows it.
-    Object { fd: HostFd, mount: usize },
+    /// The object, as an `O_PATH` descriptor, the mount that shows it, and
+    /// its canonical guest path.
+    Object {
+        fd: HostFd,
+        mount: usize,
+        guest: Vec<u8>,
+    },
     /// The program's own descriptor N, named through /proc/self/fd/N (so
     /// also /dev/fd/N and /dev/stdin when /dev shows the host's links).
     ProgramFd(i32),
@@ -437,7 +442,7 @@ impl Walker<'_> {
 /// kept as written (`.` and a trailing `/` included), so the host applies
 /// Linux's rules for them (`dir/.` with O_CREAT|O_EXCL is EEXIST, `dir/`
 /// with O_CREAT is EISDIR).
-fn lexical(base: &[u8], path: &[u8]) -> Option<(usize, Vec<u8>)> {
+fn lexical(base: &[u8], path: &[u8]) -> Option<Lexical> {
     let mut raw: Vec<&[u8]> = Vec::new();
     for c in path.split(|&c| c == b'/') {
         match c {
@@ -495,12 +500,27 @@ fn lexical(base: &[u8], path: &[u8]) -> Option<(usize, Vec<u8>)> {
         rel.push(b'/');
     }
     rel.push(0);
-    Some((i, rel))
+    Some(Lexical {
+        mount: i,
+        rel,
+        guest: full,
+    })
+}
+
+/// A path mapped lexically (see [`lexical`]).
+struct Lexical {
+    /// The mount that shows it.
+    mount: usize,
+    /// The path relative to the mount's root, as written, NUL-terminated.
+    rel: Vec<u8>,
+    /// Its guest path with `.` components left out (canonical when no
+    /// component is a symlink).
+    guest: Vec<u8>,
 }
 
 /// The mount and relative path of a one-call open of `path` from `dirfd`,
 /// if a walk is not needed (see the module's fast path).
-fn fast_target(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Option<(usize, Vec<u8>)>, Errno> {
+fn fast_target(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Option<Lexical>, Errno> {
     if path.split(|&c| c == b'/').any(|c| c == b"..") {
         return Ok(None);
     }
@@ -511,24 +531,63 @@ fn fast_target(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Option<(usize, 
 /// The object `path` (relative to `dirfd`) names, following a symlink in
 /// its last component if `follow` (a trailing `/` always does).
 pub fn lookup(fds: &FdTable, dirfd: i32, path: &[u8], follow: bool) -> Result<Found, Errno> {
+    lookup_with(fds, dirfd, path, follow, 0)
+}
+
+/// As [`lookup`], for a directory (ENOTDIR otherwise).
+pub fn lookup_dir(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Found, Errno> {
+    lookup_with(fds, dirfd, path, true, host::O_DIRECTORY)
+}
+
+fn lookup_with(
+    fds: &FdTable,
+    dirfd: i32,
+    path: &[u8],
+    follow: bool,
+    flags: i32,
+) -> Result<Found, Errno> {
     if path.is_empty() {
         return Err(Errno::ENOENT);
     }
-    if let Some((i, rel)) = fast_target(fds, dirfd, path)? {
-        match open_rel(fds, i, &rel, follow) {
-            Ok(fd) => return Ok(Found::Object { fd, mount: i }),
+    if let Some(l) = fast_target(fds, dirfd, path)? {
+        match open_rel(fds, l.mount, &l.rel, follow, flags) {
+            Ok(fd) => {
+                return Ok(Found::Object {
+                    fd,
+                    mount: l.mount,
+                    guest: l.guest,
+                })
+            }
             Err(Errno::ELOOP) => {}
             Err(e) => return Err(e),
         }
     }
-    lookup_walk(fds, dirfd, path, follow, 0)
+    match walk_from(fds, dirfd, path, follow, 0)? {
+        Walked::Exists(_, st, _, _) if flags & host::O_DIRECTORY != 0 && !is_dir(&st) => {
+            Err(Errno::ENOTDIR)
+        }
+        Walked::Exists(fd, _, i, guest) => Ok(Found::Object {
+            fd,
+            mount: i,
+            guest,
+        }),
+        Walked::Missing { .. } => Err(Errno::ENOENT),
+        Walked::ProgramFd(n) => Ok(Found::ProgramFd(n)),
+    }
 }
 
 /// Opens `rel` (NUL-terminated) `O_PATH` in mount `i`, in one host call
 /// that refuses (ELOOP) any symlink on the way.
-fn open_rel(fds: &FdTable, i: usize, rel: &[u8], follow: bool) -> Result<HostFd, Errno> {
+fn open_rel(
+    fds: &FdTable,
+    i: usize,
+    rel: &[u8],
+    follow: bool,
+    flags: i32,
+) -> Result<HostFd, Errno> {
     let how = OpenHow {
-        flags: (host::O_PATH | host::O_CLOEXEC | if follow { 0 } else { host::O_NOFOLLOW }) as u64,
+        flags: (host::O_PATH | host::O_CLOEXEC | flags | if follow { 0 } else { host::O_NOFOLLOW })
+            as u64,
         mode: 0,
         resolve: CONFINED,
     };
@@ -546,18 +605,11 @@ pub fn readlink(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, Errno
         return Err(Errno::ENOENT);
     }
     let mut found = None;
-    if let Some((i, rel)) = fast_target(fds, dirfd, path)? {
-        match open_rel(fds, i, &rel, false) {
+    if let Some(l) = fast_target(fds, dirfd, path)? {
+        match open_rel(fds, l.mount, &l.rel, false, 0) {
             Ok(fd) => {
-                let m = &table()[i];
-                let rest = &rel[..rel.len() - 1];
-                let guest = if rest == b"." {
-                    m.guest.clone()
-                } else {
-                    join(&m.guest, rest)
-                };
                 let st = host::fstat(fd.0)?;
-                found = Some((fd, st, i, guest));
+                found = Some((fd, st, l.mount, l.guest));
             }
             Err(Errno::ELOOP) => {}
             Err(e) => return Err(e),
@@ -609,22 +661,6 @@ pub fn readlink(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, Errno
     })
 }
 
-/// As [`lookup`], always by a walk, with the program's openat2 resolve
-/// flags.
-fn lookup_walk(
-    fds: &FdTable,
-    dirfd: i32,
-    path: &[u8],
-    follow: bool,
-    resolve: u64,
-) -> Result<Found, Errno> {
-    match walk_from(fds, dirfd, path, follow, resolve)? {
-        Walked::Exists(fd, _, i, _) => Ok(Found::Object { fd, mount: i }),
-        Walked::Missing { .. } => Err(Errno::ENOENT),
-        Walked::ProgramFd(n) => Ok(Found::ProgramFd(n)),
-    }
-}
-
 /// Splits `path` into its directory part and last component (trailing
 /// slashes removed, and reported); `/` and the empty path give `.`.
 fn split_last(path: &[u8]) -> (&[u8], &[u8], bool) {
@@ -646,16 +682,8 @@ pub fn entry(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Entry, Errno> {
         return Err(Errno::ENOENT);
     }
     let (dir, name, trailing) = split_last(path);
-    let dir_found = lookup(fds, dirfd, dir, true)?;
-    let (dfd, mount, dir_guest) = match dir_found {
-        Found::Object { fd, mount } => {
-            let st = host::fstat(fd.0)?;
-            if !is_dir(&st) {
-                return Err(Errno::ENOTDIR);
-            }
-            let g = fd_guest(fd.0).ok();
-            (fd, mount, g)
-        }
+    let (dfd, mount, dir_guest) = match lookup_dir(fds, dirfd, dir)? {
+        Found::Object { fd, mount, guest } => (fd, mount, Some(guest)),
         Found::ProgramFd(n) => {
             let fd = reopen_program_fd(n, host::O_PATH | host::O_DIRECTORY)?;
             let g = fd_guest(fd.0)?;
@@ -733,8 +761,11 @@ pub fn open_plan(
         return Err(Errno::EAGAIN);
     }
     if resolve == 0 && direct_ok {
-        if let Some((mount, rel)) = fast_target(fds, dirfd, path)? {
-            return Ok(OpenPlan::Direct { mount, rel });
+        if let Some(l) = fast_target(fds, dirfd, path)? {
+            return Ok(OpenPlan::Direct {
+                mount: l.mount,
+                rel: l.rel,
+            });
         }
     }
     open_plan_walk(fds, dirfd, path, follow, resolve)
