@@ -584,3 +584,69 @@ fn fsx_sequence_is_the_same_natively_and_under_picos() {
         panic!("fsx seed {seed}, host tree: {d}");
     }
 }
+
+/// `make` of a small C project (gcc, cc1, as, ld: many processes and path
+/// calls) on a writable mount under a read-only `/`: the same output as
+/// natively, and the program built runs.
+#[test]
+fn make_builds_a_c_project_on_a_mount() {
+    const T: &str = "make_builds_a_c_project_on_a_mount";
+    if !Path::new("/usr/bin/make").is_file() || !Path::new("/usr/bin/cc").exists() {
+        println!("SKIP {T}: make or cc not installed: apt-get install make gcc");
+        return;
+    }
+    let write_project = |dir: &Path| {
+        let p = dir.join("proj");
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(
+            p.join("main.c"),
+            "#include <stdio.h>\n#include \"h.h\"\nint main(void) { printf(\"%d\\n\", f()); return 0; }\n",
+        )
+        .unwrap();
+        std::fs::write(p.join("h.h"), "int f(void);\n").unwrap();
+        std::fs::write(p.join("f.c"), "#include \"h.h\"\nint f(void) { return 42; }\n").unwrap();
+        std::fs::write(
+            p.join("Makefile"),
+            "prog: main.o f.o\n\tcc -o $@ $^\n%.o: %.c h.h\n\tcc -O1 -c $<\n",
+        )
+        .unwrap();
+    };
+    let native_dir = tempfile::tempdir().unwrap();
+    write_project(native_dir.path());
+    let native = Command::new("make")
+        .arg("-C")
+        .arg(native_dir.path().join("proj"))
+        .output()
+        .unwrap();
+    assert!(native.status.success());
+    let native_out = text(&native).replace(&native_dir.path().display().to_string(), "/tmp");
+    let work = tempfile::tempdir().unwrap();
+    write_project(work.path());
+    let manifest = work.path().join("m.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[loader]\ninsecure__use_cmdline_argv = true\ninsecure__use_host_env = true\n\n\
+             [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\n\n\
+             [[fs.mounts]]\npath = \"/tmp\"\nuri = \"file:{}\"\n",
+            work.path().display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(PICOS)
+        .args(["run", "-m"])
+        .arg(&manifest)
+        .args(["/usr/bin/make", "-C", "/tmp/proj"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(text(&out), native_out);
+    let run = Command::new(PICOS)
+        .args(["run", "-m"])
+        .arg(&manifest)
+        .arg("/tmp/proj/prog")
+        .output()
+        .unwrap();
+    assert_eq!(text(&run), "42\n");
+    assert!(work.path().join("proj/prog").is_file());
+}
