@@ -137,6 +137,7 @@ MEDIATED = {
   'removexattrat': 'fs::xattrat', 'inotify_add_watch': 'fs::inotify_add_watch',
   'chdir': 'fs::chdir', 'getcwd': 'fs::getcwd', 'close': 'fs::close',
   'close_range': 'fs::close_range', 'dup2': 'fs::dup2', 'dup3': 'fs::dup3',
+  'getdents64': 'fs::getdents64',
   'chroot': 'fs::mount_tree', 'pivot_root': 'fs::mount_tree', 'mount': 'fs::mount_tree',
   'umount2': 'fs::mount_tree', 'open_tree': 'fs::mount_tree', 'open_tree_attr': 'fs::mount_tree',
   'move_mount': 'fs::mount_tree', 'fsopen': 'fs::mount_tree', 'fspick': 'fs::mount_tree',
@@ -161,13 +162,13 @@ MEDIATED = {k: v for k, v in MEDIATED.items() if v}
 # Mediated calls whose first argument is a descriptor the host serves
 # unchanged when the descriptor is passed through (a patched site calls the
 # host directly, as for a Host call); the handler sees the others.
-FD_PASSTHROUGH = ['close']
+FD_PASSTHROUGH = ['close', 'getdents64']
 # Mediated calls the host serves unchanged when the manifest mounts nothing
 # (sys::fs: each handler's first test): patched sites then go to the host
 # directly, as for a Host call.
 HOST_UNMOUNTED = [k for k, v in MEDIATED.items()
                   if v.startswith(('fs::', 'socket::'))
-                  and k not in ('readlink', 'readlinkat', 'close')]
+                  and k not in ('readlink', 'readlinkat', 'close', 'getdents64')]
 # Blocking host calls: name -> restartable with SA_RESTART.
 BLOCKING = {
   'read': 1, 'write': 1, 'readv': 1, 'writev': 1, 'pread64': 1, 'pwrite64': 1, 'preadv': 1, 'pwritev': 1,
@@ -261,6 +262,7 @@ NOTES.update({
   'sendmsg': 'with mounts: a Unix socket path resolved by the library OS',
   'sendmmsg': 'with mounts: a Unix socket path resolved by the library OS',
   'close': 'the runtime\'s own descriptors (mount directories): EBADF',
+  'getdents64': '/proc/self/fd listings leave out the runtime\'s descriptors',
   'close_range': 'the runtime\'s own descriptors stay open',
   'dup2': 'moves a runtime descriptor at newfd out of the way',
   'dup3': 'moves a runtime descriptor at newfd out of the way',

@@ -604,7 +604,11 @@ fn make_builds_a_c_project_on_a_mount() {
         )
         .unwrap();
         std::fs::write(p.join("h.h"), "int f(void);\n").unwrap();
-        std::fs::write(p.join("f.c"), "#include \"h.h\"\nint f(void) { return 42; }\n").unwrap();
+        std::fs::write(
+            p.join("f.c"),
+            "#include \"h.h\"\nint f(void) { return 42; }\n",
+        )
+        .unwrap();
         std::fs::write(
             p.join("Makefile"),
             "prog: main.o f.o\n\tcc -o $@ $^\n%.o: %.c h.h\n\tcc -O1 -c $<\n",
@@ -639,7 +643,11 @@ fn make_builds_a_c_project_on_a_mount() {
         .args(["/usr/bin/make", "-C", "/tmp/proj"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(text(&out), native_out);
     let run = Command::new(PICOS)
         .args(["run", "-m"])

@@ -314,6 +314,12 @@ fn open_path(
             Err(Errno::ELOOP) => {
                 plan = walk::open_plan_walk(fds, dirfd, &path, follow, resolve)?;
             }
+            Ok(fd) => {
+                if walk::is_proc_fd_dir(mount, &rel) {
+                    fds.note_proc_fd_dir(fd as i32);
+                }
+                return Ok(fd);
+            }
             r => return r,
         }
     }
@@ -541,9 +547,6 @@ fn self_exe_link(path: &[u8], buf: usize, size: usize) -> Option<SysResult> {
 
 /// Writes a link's target as readlink(2) does: truncated to `size`, no NUL.
 fn copy_link(target: &[u8], buf: usize, size: usize) -> SysResult {
-    if (size as isize) <= 0 {
-        return Err(Errno::EINVAL);
-    }
     let n = target.len().min(size);
     user::copy_out(buf, &target[..n]).map(|_| n)
 }
@@ -555,17 +558,19 @@ fn readlink_common(
     buf: usize,
     size: usize,
 ) -> SysResult {
-    let path = path_arg(path_addr)?;
+    // Linux checks the size (an int) before it reads the path.
+    if (size as i32) <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let size = size as i32 as usize;
+    let Ok(path) = path_arg(path_addr) else {
+        // A bad path: the host says which error.
+        return c.host();
+    };
     if let Some(r) = self_exe_link(&path, buf, size) {
         return r;
     }
-    if !active() {
-        return c.host();
-    }
-    if (size as isize) <= 0 {
-        return Err(Errno::EINVAL);
-    }
-    if path.is_empty() {
+    if !active() || path.is_empty() {
         // readlinkat(fd, "") reads the symlink fd names.
         return c.host();
     }
@@ -1279,10 +1284,15 @@ pub fn mount_tree(c: &mut Ctx<'_>) -> SysResult {
 /// patched site sends a passed-through descriptor to the host directly).
 #[syscall]
 pub fn close(c: &mut Ctx<'_>, fd: i32) -> SysResult {
-    if fds(c).is_hidden(fd) {
+    let t = fds(c);
+    if t.is_hidden(fd) {
         return Err(Errno::EBADF);
     }
-    c.host()
+    let r = c.host();
+    if r.is_ok() {
+        t.forget_proc_fd_dir(fd);
+    }
+    r
 }
 
 /// Implements close_range(2): the runtime's own descriptors in the range
@@ -1301,6 +1311,12 @@ pub fn close_range(c: &mut Ctx<'_>, first: u32, last: u32, flags: u32) -> SysRes
         return c.host();
     }
     hidden.sort_unstable();
+    for fd in first..=last.min(i32::MAX as u32) {
+        if !t.is_proc_fd_dir(fd as i32) {
+            continue;
+        }
+        t.forget_proc_fd_dir(fd as i32);
+    }
     let mut from = first;
     for h in hidden {
         if h > from {
@@ -1344,12 +1360,102 @@ fn dup_to(c: &Ctx<'_>, oldfd: i32, newfd: i32) -> SysResult {
         host::fcntl(oldfd, 1 /* F_GETFD */, 0).map_err(|_| Errno::EBADF)?;
         mount::relocate(t, newfd)?;
     }
-    c.host()
+    let r = c.host();
+    if r.is_ok() && oldfd != newfd {
+        t.forget_proc_fd_dir(newfd);
+    }
+    r
+}
+
+/// Implements getdents64(2): a listing of /proc's descriptor directory of
+/// this process (opened under mounts) leaves out the runtime's own
+/// descriptors; every other directory is the host's.
+#[syscall]
+pub fn getdents64(c: &mut Ctx<'_>, fd: i32, dirp: usize, count: u32) -> SysResult {
+    let t = fds(c);
+    if !t.is_proc_fd_dir(fd) {
+        return c.host();
+    }
+    let count = (count as usize).min(1 << 20);
+    loop {
+        let n = host_call(nr::GETDENTS64, [fd as usize, dirp, count, 0, 0, 0])?;
+        if n == 0 {
+            return Ok(0);
+        }
+        let mut buf = alloc::vec![0u8; n];
+        user::copy_in(&mut buf, dirp)?;
+        let kept = drop_entries(&mut buf, |name| {
+            parse_fd(name).is_some_and(|fd| t.is_hidden(fd))
+        });
+        if kept > 0 {
+            user::copy_out(dirp, &buf[..kept])?;
+            return Ok(kept);
+        }
+        // Only runtime descriptors in this batch: read on, as an empty
+        // batch would mean the end.
+    }
+}
+
+/// The descriptor number a /proc/PID/fd entry's name is.
+fn parse_fd(name: &[u8]) -> Option<i32> {
+    if name.is_empty() || name.len() > 10 || !name.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    name.iter()
+        .try_fold(0i64, |n, d| Some(n * 10 + (d - b'0') as i64))
+        .and_then(|n| i32::try_from(n).ok())
+}
+
+/// Removes from a getdents64 buffer the entries whose name `drop` accepts,
+/// moving the others up; returns the length left.
+fn drop_entries(buf: &mut [u8], drop: impl Fn(&[u8]) -> bool) -> usize {
+    // struct linux_dirent64: u64 ino, i64 off, u16 reclen, u8 type, name.
+    let mut read = 0;
+    let mut write = 0;
+    while read + 19 <= buf.len() {
+        let reclen = u16::from_ne_bytes([buf[read + 16], buf[read + 17]]) as usize;
+        if reclen < 19 || read + reclen > buf.len() {
+            break;
+        }
+        let name = &buf[read + 19..read + reclen];
+        let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+        if !drop(name) {
+            buf.copy_within(read..read + reclen, write);
+            write += reclen;
+        }
+        read += reclen;
+    }
+    write
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn drops_dirents() {
+        let mut buf = Vec::new();
+        for name in ["0", "1", "984", "3"] {
+            let reclen = (19 + name.len() + 1 + 7) & !7;
+            let mut e = alloc::vec![0u8; reclen];
+            e[16..18].copy_from_slice(&(reclen as u16).to_ne_bytes());
+            e[19..19 + name.len()].copy_from_slice(name.as_bytes());
+            buf.extend_from_slice(&e);
+        }
+        let n = drop_entries(&mut buf, |n| n == b"984");
+        let mut names = Vec::new();
+        let mut i = 0;
+        while i < n {
+            let reclen = u16::from_ne_bytes([buf[i + 16], buf[i + 17]]) as usize;
+            let name = &buf[i + 19..i + reclen];
+            names.push(name[..name.iter().position(|&b| b == 0).unwrap()].to_vec());
+            i += reclen;
+        }
+        assert_eq!(names, [b"0".to_vec(), b"1".to_vec(), b"3".to_vec()]);
+        assert_eq!(parse_fd(b"984"), Some(984));
+        assert_eq!(parse_fd(b"x"), None);
+        assert_eq!(parse_fd(b"99999999999"), None);
+    }
 
     #[test]
     fn file_system_objects() {

@@ -90,7 +90,16 @@ pub struct FdTable {
     /// none. Their bits in `passthrough` are clear, so the program's calls
     /// on these numbers reach the dispatcher.
     pub roots: [core::sync::atomic::AtomicI32; mount::MAX_MOUNTS],
+    /// The program's descriptors of /proc's descriptor directory of this
+    /// process (-1: none), whose listings leave out the runtime's
+    /// descriptors (`sys::fs::getdents64`); their `passthrough` bits are
+    /// clear.
+    pub proc_fd_dirs: [core::sync::atomic::AtomicI32; PROC_FD_DIRS],
 }
+
+/// How many /proc descriptor directories a table tracks at once (more
+/// stay unfiltered).
+pub const PROC_FD_DIRS: usize = 8;
 
 /// The table the program starts with.
 static FIRST: FdTable = FdTable::new();
@@ -105,6 +114,38 @@ impl FdTable {
         FdTable {
             passthrough: crate::arch::PassThrough::all(),
             roots: [mount::ROOTS_INIT; mount::MAX_MOUNTS],
+            proc_fd_dirs: [mount::ROOTS_INIT; PROC_FD_DIRS],
+        }
+    }
+
+    /// Descriptor `fd` (the program's) is /proc's descriptor directory of
+    /// this process: its listings leave out the runtime's descriptors.
+    pub fn note_proc_fd_dir(&self, fd: i32) {
+        use core::sync::atomic::Ordering::Relaxed;
+        for s in &self.proc_fd_dirs {
+            if s.compare_exchange(-1, fd, Relaxed, Relaxed).is_ok() {
+                self.passthrough.set(fd, false);
+                return;
+            }
+        }
+    }
+
+    /// Is `fd` one [`FdTable::note_proc_fd_dir`] noted?
+    pub fn is_proc_fd_dir(&self, fd: i32) -> bool {
+        fd >= 0
+            && self
+                .proc_fd_dirs
+                .iter()
+                .any(|s| s.load(core::sync::atomic::Ordering::Relaxed) == fd)
+    }
+
+    /// Descriptor `fd` was closed or replaced: no longer a noted one.
+    pub fn forget_proc_fd_dir(&self, fd: i32) {
+        use core::sync::atomic::Ordering::Relaxed;
+        for s in &self.proc_fd_dirs {
+            if s.compare_exchange(fd, -1, Relaxed, Relaxed).is_ok() {
+                self.passthrough.set(fd, true);
+            }
         }
     }
 
@@ -145,7 +186,12 @@ impl FdTable {
             None => alloc::boxed::Box::leak(alloc::boxed::Box::new(FdTable::new())),
         };
         c.passthrough.copy_from(&self.passthrough);
-        for (d, s) in c.roots.iter().zip(self.roots.iter()) {
+        for (d, s) in c
+            .roots
+            .iter()
+            .zip(self.roots.iter())
+            .chain(c.proc_fd_dirs.iter().zip(self.proc_fd_dirs.iter()))
+        {
             d.store(
                 s.load(core::sync::atomic::Ordering::Relaxed),
                 core::sync::atomic::Ordering::Relaxed,

@@ -863,6 +863,33 @@ fn access_empty(fd: i32, mode: i32) -> Result<(), Errno> {
     host::faccessat2(fd as isize, c"", mode, host::AT_EMPTY_PATH).map(|_| ())
 }
 
+/// Is `rel` (NUL-terminated, in mount `i`) the host's /proc descriptor
+/// directory of this process (`/proc/PID/fd` or `/proc/PID/task/TID/fd`)?
+pub fn is_proc_fd_dir(i: usize, rel: &[u8]) -> bool {
+    let m = &table()[i];
+    let rel = &rel[..rel.len().saturating_sub(1)];
+    let rel = rel.strip_suffix(b"/").unwrap_or(rel);
+    let host_path = if rel == b"." {
+        m.host.clone()
+    } else if m.host == b"/" {
+        join(b"/", rel)
+    } else {
+        join(&m.host, rel)
+    };
+    let Some(rest) = host_path.strip_prefix(b"/proc/") else {
+        return false;
+    };
+    let parts: Vec<&[u8]> = rest.split(|&c| c == b'/').collect();
+    let own = parts
+        .first()
+        .is_some_and(|p| parse(p).is_some() && parse(p) == Some(host::getpid() as i64));
+    own && match parts.len() {
+        2 => parts[1] == b"fd",
+        4 => parts[1] == b"task" && parse(parts[2]).is_some() && parts[3] == b"fd",
+        _ => false,
+    }
+}
+
 /// The resolution flags of the library OS's own opens, for `sys::fs`.
 pub const fn confined() -> u64 {
     CONFINED
