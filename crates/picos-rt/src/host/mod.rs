@@ -250,6 +250,24 @@ pub fn faccessat2(dirfd: isize, path: &core::ffi::CStr, mode: i32, flags: i32) -
     unsafe { sc!(nr::FACCESSAT2, dirfd, path.as_ptr(), mode, flags) }
 }
 
+/// An `int` option of socket `fd` at level SOL_SOCKET (SO_TYPE, SO_DOMAIN).
+pub fn getsockopt_int(fd: i32, opt: i32) -> Result<i32, Errno> {
+    let mut v: i32 = 0;
+    let mut len: u32 = 4;
+    // SAFETY: `v` and `len` are live and of the sizes given.
+    unsafe {
+        sc!(
+            nr::GETSOCKOPT,
+            fd,
+            1,
+            opt,
+            &mut v as *mut i32,
+            &mut len as *mut u32
+        )
+    }?;
+    Ok(v)
+}
+
 /// unshare(2).
 pub fn unshare(flags: usize) -> HostResult {
     // SAFETY: integer arguments only.

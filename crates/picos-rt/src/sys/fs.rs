@@ -151,6 +151,24 @@ fn entry(c: &Ctx<'_>, dirfd: i32, path_addr: usize) -> Result<Entry, Errno> {
     walk::entry(fds(c), dirfd, &path)
 }
 
+/// Linux checks a call's other arguments (flags, sizes, names, times)
+/// before it looks up its path. To give the same errors in the same order,
+/// the host is first asked the program's call with an empty path at the
+/// path arguments `paths` (and no AT_EMPTY_PATH): that fails with ENOENT
+/// once everything but the path is right, and changes nothing. For calls
+/// whose other checks cost too much to write again; hot calls check by
+/// hand.
+fn probe(c: &Ctx<'_>, paths: &[usize]) -> Result<(), Errno> {
+    let bufs: Vec<(usize, &[u8])> = paths.iter().map(|&i| (i, EMPTY)).collect();
+    match host_call_with(c.nr, c.args, &bufs) {
+        Err(Errno::ENOENT) => Ok(()),
+        Err(e) => Err(e),
+        // Cannot happen for an empty path; the call did nothing that needs
+        // undoing either way.
+        Ok(_) => Ok(()),
+    }
+}
+
 /// Does entry `e` exist (without following a symlink)?
 fn exists(e: &Entry) -> bool {
     let name = core::ffi::CStr::from_bytes_with_nul(&e.name).ok();
@@ -212,10 +230,9 @@ fn open_path(
     resolve: u64,
     strict: bool,
 ) -> SysResult {
-    let path = path_arg(path_addr)?;
     if !strict {
-        // open(2) ignores unknown flags, and the others when O_PATH is set;
-        // openat2(2), which does the host's part, refuses them.
+        // open(2) ignores unknown flags, and the others when O_PATH is set
+        // (openat2(2), which does the host's part, refuses them).
         flags &= VALID_OPEN_FLAGS;
         if flags & host::O_PATH != 0 {
             flags &= host::O_PATH | host::O_CLOEXEC | host::O_DIRECTORY | host::O_NOFOLLOW;
@@ -226,6 +243,17 @@ fn open_path(
             0
         };
     }
+    // Linux's build_open_flags: checked before the path is read.
+    if flags & (host::O_DIRECTORY | host::O_CREAT) == host::O_DIRECTORY | host::O_CREAT {
+        return Err(Errno::EINVAL);
+    }
+    if flags & host::O_TMPFILE & !host::O_DIRECTORY != 0
+        && (flags & (host::O_TMPFILE | host::O_CREAT) != host::O_TMPFILE
+            || flags & host::O_ACCMODE == host::O_RDONLY)
+    {
+        return Err(Errno::EINVAL);
+    }
+    let path = path_arg(path_addr)?;
     let creat_excl = flags & (host::O_CREAT | host::O_EXCL) == host::O_CREAT | host::O_EXCL;
     let follow = flags & host::O_NOFOLLOW == 0 && !creat_excl;
     let tmpfile = flags & host::O_TMPFILE == host::O_TMPFILE;
@@ -234,31 +262,40 @@ fn open_path(
             || flags & (host::O_TRUNC | host::O_CREAT) != 0
             || tmpfile);
     let fds = fds(c);
-    let open = |mount: usize, rel: &[u8]| -> SysResult {
+    // From where the plan says: the mount's root, or (a relative path's
+    // one-call open) its starting directory.
+    let open = |(from, resolve): (isize, u64), rel: &[u8]| -> SysResult {
         let how = host::OpenHow {
             flags: flags as u32 as u64,
             mode: mode as u64,
-            resolve: walk::confined(),
+            resolve,
         }
         .as_bytes();
         host_blocking_with(
             c.t,
             nr::OPENAT2,
-            [root_fd(fds, mount) as usize, 0, 0, how.len(), 0, 0],
+            [from as usize, 0, 0, how.len(), 0, 0],
             &[(1, rel), (2, &how)],
         )
     };
+    let root = |mount: usize| (root_fd(fds, mount) as isize, walk::confined());
     let mut plan = walk::open_plan(fds, dirfd, &path, follow, resolve, true)?;
     // A symlink appearing between the walk and the open makes the host
     // refuse (ELOOP): walk again, a few times.
     for _ in 0..4 {
-        let (mount, rel) = match plan {
-            OpenPlan::Direct { mount, rel } => {
+        let (proc_fd_dir, anchor, rel) = match plan {
+            OpenPlan::Direct {
+                mount,
+                rel,
+                from,
+                resolve: how,
+                guest,
+            } => {
                 if writes && readonly(mount) {
                     plan = walk::open_plan_walk(fds, dirfd, &path, follow, resolve)?;
                     continue;
                 }
-                (mount, rel)
+                (walk::is_proc_fd_dir_guest(&guest), (from, how), rel)
             }
             OpenPlan::Exists { mount, rel, st } => {
                 if creat_excl {
@@ -276,7 +313,7 @@ fn open_path(
                     // A symlink not followed (O_NOFOLLOW).
                     return Err(Errno::ELOOP);
                 }
-                (mount, rel)
+                (walk::is_proc_fd_dir(mount, &rel), root(mount), rel)
             }
             OpenPlan::Create { mount, rel } => {
                 if flags & host::O_CREAT == 0 || tmpfile {
@@ -288,7 +325,7 @@ fn open_path(
                 if readonly(mount) {
                     return Err(Errno::EROFS);
                 }
-                (mount, rel)
+                (false, root(mount), rel)
             }
             OpenPlan::ProgramFd(n) => {
                 if writes && fd_readonly(n) && fs_object(host::fstat(n)?.st_mode) {
@@ -310,12 +347,12 @@ fn open_path(
                 );
             }
         };
-        match open(mount, &rel) {
+        match open(anchor, &rel) {
             Err(Errno::ELOOP) => {
                 plan = walk::open_plan_walk(fds, dirfd, &path, follow, resolve)?;
             }
             Ok(fd) => {
-                if walk::is_proc_fd_dir(mount, &rel) {
+                if proc_fd_dir {
                     fds.note_proc_fd_dir(fd as i32);
                 }
                 return Ok(fd);
@@ -380,6 +417,20 @@ pub fn openat2(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, how: usize, size: u
     if flags >> 32 != 0 || mode >> 32 != 0 {
         return Err(Errno::EINVAL);
     }
+    // The rest of `how` is checked before the path (an empty path with the
+    // program's `how`: EINVAL if it is wrong, else ENOENT).
+    let probe_how = raw[..OPEN_HOW_SIZE_VER0].to_vec();
+    match host_call_with(
+        nr::OPENAT2,
+        [dirfd as usize, 0, 0, OPEN_HOW_SIZE_VER0, 0, 0],
+        &[(1, EMPTY), (2, &probe_how)],
+    ) {
+        Err(Errno::ENOENT) => {}
+        Err(e) => return Err(e),
+        Ok(fd) => {
+            let _ = host::close(fd as i32);
+        }
+    }
     open_path(c, dirfd, pathname, flags as i32, mode as u32, resolve, true)
 }
 
@@ -430,7 +481,11 @@ pub fn newfstatat(
     if !active() {
         return c.host();
     }
-    if flags & !(host::AT_SYMLINK_NOFOLLOW | host::AT_EMPTY_PATH | 0x800) != 0 {
+    // As vfs_statx: the flags first (then the path).
+    const AT_STATX_SYNC_TYPE: i32 = 0x6000;
+    if flags & !(host::AT_SYMLINK_NOFOLLOW | host::AT_EMPTY_PATH | 0x800 | AT_STATX_SYNC_TYPE) != 0
+        || flags & AT_STATX_SYNC_TYPE == AT_STATX_SYNC_TYPE
+    {
         return Err(Errno::EINVAL);
     }
     stat_common(c, dirfd, pathname, statbuf, flags)
@@ -449,6 +504,14 @@ pub fn statx(
     if !active() || pathname == 0 {
         // A NULL path names dirfd itself (Linux 6.11+).
         return c.host();
+    }
+    const AT_STATX_SYNC_TYPE: i32 = 0x6000;
+    const STATX_RESERVED: u32 = 0x8000_0000;
+    if flags & !(host::AT_SYMLINK_NOFOLLOW | 0x800 | host::AT_EMPTY_PATH | AT_STATX_SYNC_TYPE) != 0
+        || flags & AT_STATX_SYNC_TYPE == AT_STATX_SYNC_TYPE
+        || mask & STATX_RESERVED != 0
+    {
+        return Err(Errno::EINVAL);
     }
     let follow = flags & host::AT_SYMLINK_NOFOLLOW == 0;
     match object_at(c, dirfd, pathname, flags, follow)? {
@@ -749,6 +812,10 @@ pub fn mknodat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, mode: u32, dev: u32
 
 /// mkdirat (`dev` None) or mknodat in the directory the path names.
 fn mknod_common(c: &Ctx<'_>, dirfd: i32, path: usize, mode: u32, dev: Option<u32>) -> SysResult {
+    if dev.is_some() {
+        // The mode's type is checked before the path.
+        probe(c, &[if c.nr == nr::MKNOD { 0 } else { 1 }])?;
+    }
     let e = entry(c, dirfd, path)?;
     check_create(&e)?;
     match dev {
@@ -858,6 +925,10 @@ fn rename_common(
     newpath: usize,
     flags: u32,
 ) -> SysResult {
+    if flags != 0 {
+        // The flags are checked before the paths.
+        probe(c, &[1, 3])?;
+    }
     let o = entry(c, olddirfd, oldpath)?;
     let n = entry(c, newdirfd, newpath)?;
     if o.mount != n.mount {
@@ -1055,6 +1126,7 @@ pub fn utime(c: &mut Ctx<'_>, filename: usize, times: usize) -> SysResult {
     if !active() {
         return c.host();
     }
+    probe(c, &[0])?;
     let o = object(c, AT_FDCWD, &path_arg(filename)?, true)?;
     o.check_writable()?;
     host_call_with(nr::UTIME, [0, times, 0, 0, 0, 0], &[(0, &o.proc_path())])
@@ -1066,6 +1138,7 @@ pub fn utimes(c: &mut Ctx<'_>, filename: usize, times: usize) -> SysResult {
     if !active() {
         return c.host();
     }
+    probe(c, &[0])?;
     let o = object(c, AT_FDCWD, &path_arg(filename)?, true)?;
     o.check_writable()?;
     host_call_with(nr::UTIMES, [0, times, 0, 0, 0, 0], &[(0, &o.proc_path())])
@@ -1080,6 +1153,7 @@ pub fn futimesat(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, times: usize) -> 
     if pathname == 0 {
         return fd_write_check(c, dirfd);
     }
+    probe(c, &[1])?;
     let o = object(c, dirfd, &path_arg(pathname)?, true)?;
     o.check_writable()?;
     host_call_with(
@@ -1104,6 +1178,24 @@ pub fn utimensat(
     if pathname == 0 {
         return fd_write_check(c, dirfd);
     }
+    // The times are read and checked first (both UTIME_OMIT: done,
+    // nothing looked up), then the flags, then the path.
+    if times != 0 {
+        const UTIME_NOW: i64 = (1 << 30) - 1;
+        const UTIME_OMIT: i64 = (1 << 30) - 2;
+        let mut ts = [0u8; 32];
+        user::copy_in(&mut ts, times)?;
+        let nsec = |i: usize| i64::from_ne_bytes(ts[i * 16 + 8..i * 16 + 16].try_into().unwrap());
+        if nsec(0) == UTIME_OMIT && nsec(1) == UTIME_OMIT {
+            return Ok(0);
+        }
+        if (0..2).any(|i| {
+            let n = nsec(i);
+            n != UTIME_NOW && n != UTIME_OMIT && !(0..1_000_000_000).contains(&n)
+        }) {
+            return Err(Errno::EINVAL);
+        }
+    }
     if flags & !(host::AT_SYMLINK_NOFOLLOW | host::AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
@@ -1127,6 +1219,9 @@ pub fn utimensat(
 pub fn truncate(c: &mut Ctx<'_>, path: usize, length: isize) -> SysResult {
     if !active() {
         return c.host();
+    }
+    if length < 0 {
+        return Err(Errno::EINVAL);
     }
     let o = object(c, AT_FDCWD, &path_arg(path)?, true)?;
     let st = o.stat()?;
@@ -1164,6 +1259,8 @@ pub fn xattr(c: &mut Ctx<'_>) -> SysResult {
         return c.host();
     }
     let (follow, changes) = xattr_kind(c.nr);
+    // The name, value and flags are checked before the path.
+    probe(c, &[0])?;
     let o = object(c, AT_FDCWD, &path_arg(c.arg(0))?, follow)?;
     if changes {
         o.check_writable()?;
@@ -1196,6 +1293,34 @@ pub fn xattrat(c: &mut Ctx<'_>) -> SysResult {
     if path == 0 {
         return c.host();
     }
+    // Linux checks the size of the arguments' structure and the flags
+    // before the path.
+    let usize_arg = c.arg(if matches!(c.nr, nr::GETXATTRAT | nr::SETXATTRAT) {
+        5
+    } else {
+        0
+    });
+    if matches!(c.nr, nr::GETXATTRAT | nr::SETXATTRAT) {
+        if usize_arg > 4096 {
+            return Err(Errno::E2BIG);
+        }
+        if usize_arg < 16 {
+            return Err(Errno::EINVAL);
+        }
+        // copy_struct_from_user: readable, and zero past what Linux knows.
+        let mut args = alloc::vec![0u8; usize_arg];
+        user::copy_in(&mut args, c.arg(4))?;
+        if args[16..].iter().any(|&b| b != 0) {
+            return Err(Errno::E2BIG);
+        }
+    }
+    if at_flags & !(host::AT_SYMLINK_NOFOLLOW | host::AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if at_flags & host::AT_EMPTY_PATH == 0 {
+        // The flags, name and value are checked before the path.
+        probe(c, &[1])?;
+    }
     let Some(o) = object_at(c, dirfd, path, at_flags, follow)? else {
         if matches!(c.nr, nr::SETXATTRAT | nr::REMOVEXATTRAT) && fd_readonly(dirfd) {
             return Err(Errno::EROFS);
@@ -1218,6 +1343,8 @@ pub fn inotify_add_watch(c: &mut Ctx<'_>, fd: i32, pathname: usize, mask: u32) -
         return c.host();
     }
     const IN_DONT_FOLLOW: u32 = 0x0200_0000;
+    // The descriptor and the mask are checked before the path.
+    probe(c, &[1])?;
     let o = object(
         c,
         AT_FDCWD,
@@ -1272,6 +1399,21 @@ pub fn mount_tree(c: &mut Ctx<'_>) -> SysResult {
         return c.host();
     }
     if c.nr == nr::NAME_TO_HANDLE_AT {
+        // Its flags are checked, and its path looked up, before the file
+        // system says it has no handles.
+        let flags = c.arg(4) as u32 as i32;
+        if flags & host::AT_EMPTY_PATH == 0 {
+            probe(c, &[1])?;
+        }
+        let follow = flags & host::AT_SYMLINK_FOLLOW != 0;
+        object_at(c, c.arg(0) as i32, c.arg(1), flags, follow)?;
+        // Then the handle's header: readable, and a size Linux takes.
+        const MAX_HANDLE_SZ: u32 = 128;
+        let mut head = [0u8; 8];
+        user::copy_in(&mut head, c.arg(2))?;
+        if u32::from_ne_bytes(head[..4].try_into().unwrap()) > MAX_HANDLE_SZ {
+            return Err(Errno::EINVAL);
+        }
         return Err(Errno::EOPNOTSUPP);
     }
     Err(Errno::EPERM)

@@ -27,7 +27,20 @@ const SUN_PATH: usize = 108;
 const SOCKADDR_UN: usize = 2 + SUN_PATH;
 
 /// The path of a Unix-domain address at `addr` (`len` bytes), if it is one
-/// with a path (not abstract, not unnamed).
+/// with a path (not abstract, not unnamed). None too when `fd` is not a
+/// socket or `len` is out of range: the host then gives Linux's error, in
+/// Linux's order (the descriptor, the length, then the address).
+fn unix_path_for(fd: i32, addr: usize, len: usize) -> Result<Option<Vec<u8>>, Errno> {
+    if !is_unix_socket(fd) {
+        return Ok(None);
+    }
+    // unix_validate_addr: more than the family, at most a sockaddr_un.
+    if (len as i32) < 0 || len as i32 as usize > SOCKADDR_UN {
+        return Ok(None);
+    }
+    unix_path(addr, len as i32 as usize)
+}
+
 fn unix_path(addr: usize, len: usize) -> Result<Option<Vec<u8>>, Errno> {
     if addr == 0 || len <= 2 {
         return Ok(None);
@@ -40,6 +53,23 @@ fn unix_path(addr: usize, len: usize) -> Result<Option<Vec<u8>>, Errno> {
     let p = &raw[2..];
     let end = p.iter().position(|&b| b == 0).unwrap_or(p.len());
     Ok(Some(p[..end].to_vec()))
+}
+
+/// Is `fd` a Unix-domain socket (else the host gives EBADF, ENOTSOCK, or
+/// what the socket's own family says)?
+fn is_unix_socket(fd: i32) -> bool {
+    const SO_DOMAIN: i32 = 39;
+    host::fstat(fd).is_ok_and(|st| st.st_mode & 0o170000 == 0o140000)
+        && host::getsockopt_int(fd, SO_DOMAIN) == Ok(AF_UNIX as i32)
+}
+
+/// Does a destination address given to `sendto`/`sendmsg` on `fd` name a
+/// file? Only for a Unix datagram socket: stream and seqpacket sockets
+/// refuse or ignore it without looking it up (EISCONN, EOPNOTSUPP).
+fn sends_to_paths(fd: i32) -> bool {
+    const SOCK_DGRAM: i32 = 2;
+    const SO_TYPE: i32 = 3;
+    is_unix_socket(fd) && host::getsockopt_int(fd, SO_TYPE) == Ok(SOCK_DGRAM)
 }
 
 /// A `sockaddr_un` naming `path`; ENAMETOOLONG if it does not fit.
@@ -74,7 +104,7 @@ pub fn connect(c: &mut Ctx<'_>, sockfd: i32, addr: usize, addrlen: u32) -> SysRe
     if !active() {
         return c.host_blocking();
     }
-    let Some(path) = unix_path(addr, addrlen as usize)? else {
+    let Some(path) = unix_path_for(sockfd, addr, addrlen as usize)? else {
         return c.host_blocking();
     };
     let (a, _hold) = peer(c, &path)?;
@@ -93,7 +123,7 @@ pub fn bind(c: &mut Ctx<'_>, sockfd: i32, addr: usize, addrlen: u32) -> SysResul
     if !active() {
         return c.host();
     }
-    let Some(path) = unix_path(addr, addrlen as usize)? else {
+    let Some(path) = unix_path_for(sockfd, addr, addrlen as usize)? else {
         return c.host();
     };
     let e = walk::entry(c.t.fd_table.get(), host::AT_FDCWD as i32, &path)?;
@@ -128,7 +158,10 @@ pub fn sendto(
     if !active() {
         return c.host_blocking();
     }
-    let Some(path) = unix_path(dest_addr, addrlen as usize)? else {
+    if !sends_to_paths(sockfd) {
+        return c.host_blocking();
+    }
+    let Some(path) = unix_path_for(sockfd, dest_addr, addrlen as usize)? else {
         return c.host_blocking();
     };
     let (a, _hold) = peer(c, &path)?;
@@ -153,10 +186,18 @@ fn msghdr_with_name(msg: usize, name: &[u8]) -> Result<Vec<u8>, Errno> {
     Ok(h)
 }
 
-/// The Unix path `msg_name` of the program's `msghdr` at `msg` names.
+/// The Unix path `msg_name` of the program's `msghdr` at `msg` names (None
+/// for a header the program may not read, or with more than UIO_MAXIOV
+/// buffers: the host says EFAULT or EINVAL, before any address is looked
+/// up).
 fn msg_path(msg: usize) -> Result<Option<Vec<u8>>, Errno> {
-    let mut h = [0u8; 12];
-    user::copy_in(&mut h, msg)?;
+    let mut h = [0u8; MSGHDR];
+    if user::copy_in(&mut h, msg).is_err() {
+        return Ok(None);
+    }
+    if u64::from_ne_bytes(h[24..32].try_into().unwrap()) > UIO_MAXIOV as u64 {
+        return Ok(None);
+    }
     let name = u64::from_ne_bytes(h[0..8].try_into().unwrap()) as usize;
     let len = u32::from_ne_bytes(h[8..12].try_into().unwrap()) as usize;
     unix_path(name, len)
@@ -165,7 +206,7 @@ fn msg_path(msg: usize) -> Result<Option<Vec<u8>>, Errno> {
 /// Implements sendmsg(2).
 #[syscall]
 pub fn sendmsg(c: &mut Ctx<'_>, sockfd: i32, msg: usize, flags: i32) -> SysResult {
-    if !active() {
+    if !active() || !sends_to_paths(sockfd) {
         return c.host_blocking();
     }
     let Some(path) = msg_path(msg)? else {
@@ -189,7 +230,7 @@ const UIO_MAXIOV: usize = 1024;
 /// Implements sendmmsg(2).
 #[syscall]
 pub fn sendmmsg(c: &mut Ctx<'_>, sockfd: i32, msgvec: usize, vlen: u32, flags: i32) -> SysResult {
-    if !active() {
+    if !active() || !sends_to_paths(sockfd) {
         return c.host_blocking();
     }
     let n = (vlen as usize).min(UIO_MAXIOV);

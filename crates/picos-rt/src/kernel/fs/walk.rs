@@ -442,7 +442,7 @@ impl Walker<'_> {
 /// kept as written (`.` and a trailing `/` included), so the host applies
 /// Linux's rules for them (`dir/.` with O_CREAT|O_EXCL is EEXIST, `dir/`
 /// with O_CREAT is EISDIR).
-fn lexical(base: &[u8], path: &[u8]) -> Option<Lexical> {
+fn lexical(base: &[u8], path: &[u8], base_relative: bool) -> Option<Lexical> {
     let mut raw: Vec<&[u8]> = Vec::new();
     for c in path.split(|&c| c == b'/') {
         match c {
@@ -474,7 +474,8 @@ fn lexical(base: &[u8], path: &[u8]) -> Option<Lexical> {
         }
         rest = tail;
     }
-    let inside = if depth(m) > depth(base) {
+    let crosses = depth(m) > depth(base);
+    let inside = if crosses || base_relative {
         Vec::new()
     } else {
         // The base itself lies inside the mount: start from its path there.
@@ -487,6 +488,11 @@ fn lexical(base: &[u8], path: &[u8]) -> Option<Lexical> {
         }
     };
     let mut rel = inside;
+    let rest: &[&[u8]] = if base_relative && !crosses {
+        &raw
+    } else {
+        rest
+    };
     for c in rest {
         if !rel.is_empty() {
             rel.push(b'/');
@@ -504,6 +510,7 @@ fn lexical(base: &[u8], path: &[u8]) -> Option<Lexical> {
         mount: i,
         rel,
         guest: full,
+        from_base: base_relative && !crosses,
     })
 }
 
@@ -516,7 +523,30 @@ struct Lexical {
     /// Its guest path with `.` components left out (canonical when no
     /// component is a symlink).
     guest: Vec<u8>,
+    /// `rel` is relative to the starting directory (the caller's `dirfd`
+    /// or working directory) rather than to the mount's root: a relative
+    /// path that stays in the starting directory's mount. The host then
+    /// resolves it from there (`RESOLVE_BENEATH`), checking permissions
+    /// from there as natively.
+    from_base: bool,
 }
+
+impl Lexical {
+    /// The descriptor and resolve flags of the one host call: from `dirfd`
+    /// (the program's, or AT_FDCWD) beneath it, or from the mount's root.
+    fn anchor(&self, fds: &FdTable, dirfd: i32) -> (isize, u64) {
+        if self.from_base {
+            (dirfd as isize, BENEATH)
+        } else {
+            (root_fd(fds, self.mount) as isize, CONFINED)
+        }
+    }
+}
+
+/// The resolution flags of a relative path's one host call from its
+/// starting directory.
+const BENEATH: u64 =
+    host::RESOLVE_BENEATH | host::RESOLVE_NO_SYMLINKS | host::RESOLVE_NO_MAGICLINKS;
 
 /// The mount and relative path of a one-call open of `path` from `dirfd`,
 /// if a walk is not needed (see the module's fast path).
@@ -525,7 +555,7 @@ fn fast_target(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Option<Lexical>
         return Ok(None);
     }
     let base = start(fds, dirfd, path)?;
-    Ok(lexical(&base, path))
+    Ok(lexical(&base, path, path.first() != Some(&b'/')))
 }
 
 /// The object `path` (relative to `dirfd`) names, following a symlink in
@@ -550,7 +580,7 @@ fn lookup_with(
         return Err(Errno::ENOENT);
     }
     if let Some(l) = fast_target(fds, dirfd, path)? {
-        match open_rel(fds, l.mount, &l.rel, follow, flags) {
+        match open_rel(l.anchor(fds, dirfd), &l.rel, follow, flags) {
             Ok(fd) => {
                 return Ok(Found::Object {
                     fd,
@@ -579,8 +609,7 @@ fn lookup_with(
 /// Opens `rel` (NUL-terminated) `O_PATH` in mount `i`, in one host call
 /// that refuses (ELOOP) any symlink on the way.
 fn open_rel(
-    fds: &FdTable,
-    i: usize,
+    (from, resolve): (isize, u64),
     rel: &[u8],
     follow: bool,
     flags: i32,
@@ -589,11 +618,9 @@ fn open_rel(
         flags: (host::O_PATH | host::O_CLOEXEC | flags | if follow { 0 } else { host::O_NOFOLLOW })
             as u64,
         mode: 0,
-        resolve: CONFINED,
+        resolve,
     };
-    Ok(HostFd(
-        host::openat2(root_fd(fds, i) as isize, cstr(rel)?, &how)? as i32,
-    ))
+    Ok(HostFd(host::openat2(from, cstr(rel)?, &how)? as i32))
 }
 
 /// The target of the symlink `path` names (not followed), as readlink(2)
@@ -606,7 +633,7 @@ pub fn readlink(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, Errno
     }
     let mut found = None;
     if let Some(l) = fast_target(fds, dirfd, path)? {
-        match open_rel(fds, l.mount, &l.rel, false, 0) {
+        match open_rel(l.anchor(fds, dirfd), &l.rel, false, 0) {
             Ok(fd) => {
                 let st = host::fstat(fd.0)?;
                 found = Some((fd, st, l.mount, l.guest));
@@ -728,7 +755,15 @@ pub fn proc_fd_path(fd: i32) -> Vec<u8> {
 pub enum OpenPlan {
     /// Open `rel` from mount `mount`'s root in one host call (ELOOP from
     /// the host: fall back to [`open_plan_walk`]).
-    Direct { mount: usize, rel: Vec<u8> },
+    Direct {
+        mount: usize,
+        rel: Vec<u8>,
+        /// The descriptor and resolve flags of the open (see `Lexical`).
+        from: isize,
+        resolve: u64,
+        /// The guest path (`.` left out).
+        guest: Vec<u8>,
+    },
     /// The object exists: open it (again) through its canonical path.
     Exists {
         mount: usize,
@@ -762,9 +797,13 @@ pub fn open_plan(
     }
     if resolve == 0 && direct_ok {
         if let Some(l) = fast_target(fds, dirfd, path)? {
+            let (from, resolve) = l.anchor(fds, dirfd);
             return Ok(OpenPlan::Direct {
                 mount: l.mount,
                 rel: l.rel,
+                from,
+                resolve,
+                guest: l.guest,
             });
         }
     }
@@ -861,6 +900,13 @@ pub fn open_exec(path: &[u8]) -> Result<(i32, Stat), (Errno, bool)> {
 /// `fd` names?
 fn access_empty(fd: i32, mode: i32) -> Result<(), Errno> {
     host::faccessat2(fd as isize, c"", mode, host::AT_EMPTY_PATH).map(|_| ())
+}
+
+/// Is guest path `guest` (canonical) the host's /proc descriptor directory
+/// of this process?
+pub fn is_proc_fd_dir_guest(guest: &[u8]) -> bool {
+    let i = covering(guest);
+    is_proc_fd_dir(i, &relative(i, guest))
 }
 
 /// Is `rel` (NUL-terminated, in mount `i`) the host's /proc descriptor
