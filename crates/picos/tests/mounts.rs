@@ -659,3 +659,39 @@ fn make_builds_a_c_project_on_a_mount() {
     assert_eq!(text(&run), "42\n");
     assert!(work.path().join("proj/prog").is_file());
 }
+
+/// The runtime's mount descriptors sit near the top of the usual range: a
+/// program that dup2s onto every number from 900 to 1023, closes them,
+/// close_ranges everything from 3 and lists /proc/self/fd sees what it
+/// sees natively, and its paths keep working (tests/fs/hidden_fds.c).
+#[test]
+fn the_programs_descriptors_are_its_own() {
+    let t = Tree::new();
+    let prog = t.path("root/bin/hidden_fds");
+    compile_static("tests/fs/hidden_fds.c", &prog);
+    let native_dir = tempfile::tempdir().unwrap();
+    let native = Command::new(&prog)
+        .arg(native_dir.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(native.status.success());
+    assert!(
+        text(&native).contains("after close_range: paths work"),
+        "{}",
+        text(&native)
+    );
+    let out = Command::new(PICOS)
+        .args(["run", "-m"])
+        .arg(t.manifest())
+        .args(["/bin/hidden_fds", "/data"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&out),
+        text(&native),
+        "picos (left) vs native (right); stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
