@@ -695,3 +695,77 @@ fn the_programs_descriptors_are_its_own() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Extended attributes through paths under mounts, on a file, a symlink
+/// and a dangling symlink, following and not (`l*xattr`): the same results
+/// as natively (user. attributes refused on symlinks, trusted. ones kept).
+#[test]
+fn xattrs_on_files_and_symlinks() {
+    const T: &str = "xattrs_on_files_and_symlinks";
+    let python = "/usr/bin/python3";
+    if !Path::new(python).is_file() {
+        println!("SKIP {T}: {python} not installed: apt-get install python3");
+        return;
+    }
+    if !Path::new("/dev/shm").is_dir() {
+        println!("SKIP {T}: no /dev/shm (a tmpfs, which keeps user. attributes)");
+        return;
+    }
+    let script = r#"
+import os, sys, errno
+d = sys.argv[1]
+open(os.path.join(d, "f"), "w").close()
+os.symlink("f", os.path.join(d, "l"))
+os.symlink("nowhere", os.path.join(d, "dl"))
+def t(name, fn):
+    try: print(name, fn())
+    except OSError as e: print(name, errno.errorcode[e.errno])
+for p in ["f", "l", "dl"]:
+    q = os.path.join(d, p)
+    for fs in [True, False]:
+        t(f"set {p} {fs}", lambda: os.setxattr(q, "user.x", b"v1", follow_symlinks=fs))
+        t(f"get {p} {fs}", lambda: os.getxattr(q, "user.x", follow_symlinks=fs))
+        t(f"list {p} {fs}", lambda: sorted(os.listxattr(q, follow_symlinks=fs)))
+        t(f"trusted {p} {fs}", lambda: os.setxattr(q, "trusted.y", b"v2", follow_symlinks=fs))
+        t(f"get trusted {p} {fs}", lambda: os.getxattr(q, "trusted.y", follow_symlinks=fs))
+        t(f"remove {p} {fs}", lambda: os.removexattr(q, "user.x", follow_symlinks=fs))
+"#;
+    let native_dir = tempfile::tempdir_in("/dev/shm").unwrap();
+    let native = Command::new(python)
+        .args(["-c", script])
+        .arg(native_dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        native.status.success(),
+        "{}",
+        String::from_utf8_lossy(&native.stderr)
+    );
+    let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+    let d = dir.path().display();
+    let manifest = dir.path().join("m.toml");
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    std::fs::write(
+        &manifest,
+        format!(
+            "[loader]\ninsecure__use_cmdline_argv = true\n\n\
+             [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\n\n\
+             [[fs.mounts]]\npath = \"{d}/work\"\nuri = \"file:{d}/work\"\n"
+        ),
+    )
+    .unwrap();
+    let out = Command::new(PICOS)
+        .args(["run", "-m"])
+        .arg(&manifest)
+        .args([python, "-c", script])
+        .arg(&work)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text(&out), text(&native));
+}

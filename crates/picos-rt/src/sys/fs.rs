@@ -1250,10 +1250,11 @@ fn xattr_kind(nr: usize) -> (bool, bool) {
 }
 
 /// Implements getxattr(2), lgetxattr, setxattr, lsetxattr, listxattr,
-/// llistxattr, removexattr and lremovexattr: the call is made on the
-/// object through /proc. The `l` forms on a symlink behave as for a
-/// symlink without attributes: ENODATA to read or remove one, EPERM to
-/// set one (as for `user.` attributes), an empty list.
+/// llistxattr, removexattr and lremovexattr. The call is made as its
+/// `*xattrat` form (Linux 6.13) on the object's name in its directory,
+/// never following it: the object found (a symlink itself for the `l`
+/// forms). On an older host, through the object's /proc name, where the
+/// `l` forms on a symlink behave as for a symlink without attributes.
 pub fn xattr(c: &mut Ctx<'_>) -> SysResult {
     if !active() {
         return c.host();
@@ -1261,9 +1262,33 @@ pub fn xattr(c: &mut Ctx<'_>) -> SysResult {
     let (follow, changes) = xattr_kind(c.nr);
     // The name, value and flags are checked before the path.
     probe(c, &[0])?;
-    let o = object(c, AT_FDCWD, &path_arg(c.arg(0))?, follow)?;
+    let path = path_arg(c.arg(0))?;
+    let t = fds(c);
+    let (o, guest) = match walk::lookup(t, AT_FDCWD, &path, follow)? {
+        Found::Object { fd, mount, guest } => (
+            Object {
+                fd: fd.0,
+                _hold: Some(fd),
+                ro: readonly(mount),
+                mount: Some(mount),
+            },
+            Some(guest),
+        ),
+        Found::ProgramFd(n) => (
+            Object {
+                fd: n,
+                _hold: None,
+                ro: fd_readonly(n),
+                mount: None,
+            },
+            None,
+        ),
+    };
     if changes {
         o.check_writable()?;
+    }
+    if let Some(r) = guest.and_then(|g| xattr_in_dir(c, t, &g)) {
+        return r;
     }
     if !follow && o.stat()?.st_mode & S_IFMT == S_IFLNK {
         return match c.nr {
@@ -1280,6 +1305,64 @@ pub fn xattr(c: &mut Ctx<'_>) -> SysResult {
         n => n,
     };
     host_call_with(follow_nr, c.args, &[(0, &o.proc_path())])
+}
+
+/// The program's xattr call `c.nr` as its `*xattrat` form on the object at
+/// canonical guest path `guest`: its name in its directory, not followed.
+/// None when that cannot be done (a mount's root, a host without the
+/// calls): the caller goes through /proc.
+fn xattr_in_dir(c: &Ctx<'_>, t: &FdTable, guest: &[u8]) -> Option<SysResult> {
+    if crate::kernel::fs::mount::is_mount_point(guest) {
+        return None;
+    }
+    let cut = guest.iter().rposition(|&b| b == b'/')?;
+    let (parent, name) = (&guest[..cut.max(1)], &guest[cut + 1..]);
+    let dir = match walk::lookup_dir(t, AT_FDCWD, parent) {
+        Ok(Found::Object { fd, .. }) => fd,
+        Ok(Found::ProgramFd(_)) => return None,
+        Err(e) => return Some(Err(e)),
+    };
+    let mut name_c = name.to_vec();
+    name_c.push(0);
+    let nofollow = host::AT_SYMLINK_NOFOLLOW as usize;
+    // struct xattr_args { u64 value; u32 size; u32 flags; }
+    let args = |value: usize, size: usize, flags: usize| {
+        let mut a = [0u8; 16];
+        a[..8].copy_from_slice(&(value as u64).to_ne_bytes());
+        a[8..12].copy_from_slice(&(size.min(65536) as u32).to_ne_bytes());
+        a[12..].copy_from_slice(&(flags as u32).to_ne_bytes());
+        a
+    };
+    let d = dir.0 as usize;
+    let r = match c.nr {
+        nr::GETXATTR | nr::LGETXATTR => {
+            let a = args(c.arg(2), c.arg(3), 0);
+            host_call_with(
+                nr::GETXATTRAT,
+                [d, 0, nofollow, c.arg(1), 0, a.len()],
+                &[(1, &name_c), (4, &a)],
+            )
+        }
+        nr::SETXATTR | nr::LSETXATTR => {
+            let a = args(c.arg(2), c.arg(3), c.arg(4));
+            host_call_with(
+                nr::SETXATTRAT,
+                [d, 0, nofollow, c.arg(1), 0, a.len()],
+                &[(1, &name_c), (4, &a)],
+            )
+        }
+        nr::LISTXATTR | nr::LLISTXATTR => host_call_with(
+            nr::LISTXATTRAT,
+            [d, 0, nofollow, c.arg(1), c.arg(2), 0],
+            &[(1, &name_c)],
+        ),
+        _ => host_call_with(
+            nr::REMOVEXATTRAT,
+            [d, 0, nofollow, c.arg(1), 0, 0],
+            &[(1, &name_c)],
+        ),
+    };
+    (r != Err(Errno::ENOSYS)).then_some(r)
 }
 
 /// Implements getxattrat(2), setxattrat, listxattrat and removexattrat
