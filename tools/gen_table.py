@@ -318,6 +318,15 @@ ARGS = {
   'pkey_mprotect': 'pxxd', 'mseal': 'pxx', 'cachestat': 'fppx', 'fchmodat2': 'fsox',
 }
 
+# The path-taking xattr and utime calls (their path makes them Check for a
+# sandbox; --trace shows the strings).
+ARGS.update({
+  'setxattr': 'sspux', 'lsetxattr': 'sspux', 'fsetxattr': 'fspux', 'listxattr': 'spu',
+  'llistxattr': 'spu', 'flistxattr': 'fpu', 'removexattr': 'ss', 'lremovexattr': 'ss',
+  'fremovexattr': 'fs', 'fgetxattr': 'fspu', 'utime': 'sp', 'utimes': 'sp',
+  'getxattrat': 'fsxspu', 'setxattrat': 'fsxspu', 'listxattrat': 'fsxpu', 'removexattrat': 'fsxs',
+})
+
 # Calls that need the trap path's full signal context (FPU state, or they
 # replace the register state): the fast entry hands them to the trap at once.
 FULL_CONTEXT = ['rt_sigreturn', 'clone', 'fork', 'vfork', 'execve', 'execveat', 'clone3',
