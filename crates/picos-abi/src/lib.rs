@@ -203,6 +203,53 @@ fn push_u64(s: &mut String, mut n: u64) {
     }
 }
 
+/// Is `prefix` (a normalized absolute path) `path` itself or a directory
+/// above it, component by component (`/a` holds `/a/b`, not `/ab`)?
+pub fn covers(prefix: &[u8], path: &[u8]) -> bool {
+    prefix == b"/"
+        || path.starts_with(prefix) && (path.len() == prefix.len() || path[prefix.len()] == b'/')
+}
+
+/// The index of the deepest of `mounts` whose guest path holds guest path
+/// `path` (normalized, absolute), leaving out mount `skip`.
+pub fn deepest_mount(mounts: &[MountSpec], path: &[u8], skip: Option<usize>) -> Option<usize> {
+    mounts
+        .iter()
+        .enumerate()
+        .filter(|(i, m)| Some(*i) != skip && covers(&m.guest, path))
+        .max_by_key(|(_, m)| m.guest.len())
+        .map(|(i, _)| i)
+}
+
+/// The guest path of host path `host` (absolute, canonical), if `mounts`
+/// show it: through the mount whose host directory is the deepest that
+/// holds it, unless another mount hides that guest path (the host's
+/// `/tmp/x` under `/` from `file:/` is not shown when `/tmp` is mounted
+/// from elsewhere).
+pub fn host_to_guest(mounts: &[MountSpec], host: &[u8]) -> Option<Vec<u8>> {
+    let (i, m) = mounts
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| covers(&m.host, host))
+        .max_by_key(|(_, m)| m.host.len())?;
+    // What follows the mount's directory: "" or "/a/b".
+    let rest = match (m.host.as_slice(), host) {
+        (b"/", b"/") => &b""[..],
+        (b"/", h) => h,
+        (d, h) => &h[d.len()..],
+    };
+    let mut v = if m.guest == b"/" {
+        Vec::new()
+    } else {
+        m.guest.clone()
+    };
+    v.extend_from_slice(rest);
+    if v.is_empty() {
+        v.push(b'/');
+    }
+    (deepest_mount(mounts, &v, None) == Some(i)).then_some(v)
+}
+
 /// `ro,GUEST,HOST` or `rw,GUEST,HOST` (paths hex-encoded, both absolute).
 fn decode_mount(value: &[u8]) -> Option<MountSpec> {
     let mut parts = value.split(|&c| c == b',');
@@ -405,6 +452,28 @@ mod tests {
             LaunchConfig::decode(b"v1;stack=99999999999999999999;exe=41"),
             Err(DecodeError::BadField)
         );
+    }
+
+    #[test]
+    fn maps_host_paths_to_guest_paths() {
+        let m = |guest: &str, host: &str| MountSpec {
+            guest: guest.into(),
+            host: host.into(),
+            readonly: false,
+        };
+        let mounts = [m("/", "/srv/root"), m("/data", "/"), m("/tmp", "/srv/t")];
+        let g = |h: &str| host_to_guest(&mounts, h.as_bytes());
+        assert_eq!(g("/srv/root"), Some(b"/".to_vec()));
+        assert_eq!(g("/srv/root/etc"), Some(b"/etc".to_vec()));
+        assert_eq!(g("/srv/t/x"), Some(b"/tmp/x".to_vec()));
+        // The host's root under a mount at /data: no trailing slash.
+        assert_eq!(g("/"), Some(b"/data".to_vec()));
+        assert_eq!(g("/usr"), Some(b"/data/usr".to_vec()));
+        // /srv/root/tmp is hidden by the mount at /tmp.
+        assert_eq!(g("/srv/root/tmp/y"), None);
+        assert!(covers(b"/a", b"/a/b") && !covers(b"/a", b"/ab") && covers(b"/", b"/x"));
+        assert_eq!(deepest_mount(&mounts, b"/tmp/z", None), Some(2));
+        assert_eq!(deepest_mount(&mounts, b"/tmp/z", Some(2)), Some(0));
     }
 
     #[test]

@@ -99,22 +99,11 @@ pub fn specs(mounts: &[Mount]) -> Result<Vec<MountSpec>, MountError> {
     Ok(out)
 }
 
-/// Is `prefix` (normalized, absolute) `path` itself or a directory above it?
-fn covers(prefix: &[u8], path: &[u8]) -> bool {
-    prefix == b"/"
-        || path.starts_with(prefix) && (path.len() == prefix.len() || path[prefix.len()] == b'/')
-}
-
 /// The deepest mount that holds guest path `path` (normalized), leaving out
 /// mount `skip`.
 fn parent_mount<'a>(specs: &'a [MountSpec], path: &[u8], skip: Option<usize>) -> &'a MountSpec {
-    specs
-        .iter()
-        .enumerate()
-        .filter(|(i, s)| Some(*i) != skip && covers(&s.guest, path))
-        .max_by_key(|(_, s)| s.guest.len())
-        .map(|(_, s)| s)
-        .expect("the root mount holds every path")
+    let i = picos_abi::deepest_mount(specs, path, skip).expect("the root mount holds every path");
+    &specs[i]
 }
 
 /// The host path of guest path `path` (normalized) under mount `m`.
@@ -176,37 +165,9 @@ pub fn guest_to_host(specs: &[MountSpec], cwd: &[u8], path: &[u8]) -> PathBuf {
 }
 
 /// The guest path of host path `host` (absolute, canonical), if a mount
-/// shows it: through the mount whose host directory is the deepest prefix,
-/// unless another mount hides that guest path (the host's /tmp/x under a
-/// `/` from `file:/` is not shown when `/tmp` is mounted from elsewhere).
+/// shows it (`picos_abi::host_to_guest`).
 pub fn host_to_guest(specs: &[MountSpec], host: &Path) -> Option<Vec<u8>> {
-    let h = host.as_os_str().as_bytes();
-    let m = specs
-        .iter()
-        .filter(|s| covers(&s.host, h))
-        .max_by_key(|s| s.host.len())?;
-    let g = through(m, h);
-    std::ptr::eq(parent_mount(specs, &g, None), m).then_some(g)
-}
-
-/// The guest path of host path `h` (which `m`'s directory holds) through
-/// mount `m`.
-fn through(m: &MountSpec, h: &[u8]) -> Vec<u8> {
-    let rest = if m.host == b"/" {
-        h
-    } else {
-        &h[m.host.len()..]
-    };
-    let mut v = if m.guest == b"/" {
-        Vec::new()
-    } else {
-        m.guest.clone()
-    };
-    v.extend_from_slice(rest);
-    if v.is_empty() {
-        v.push(b'/');
-    }
-    normalize(b"/", &v)
+    picos_abi::host_to_guest(specs, host.as_os_str().as_bytes())
 }
 
 #[cfg(test)]

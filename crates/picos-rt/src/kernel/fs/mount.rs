@@ -23,15 +23,9 @@ use core::sync::atomic::{AtomicI32, Ordering};
 /// The most mounts a manifest may have (the CLI checks it).
 pub const MAX_MOUNTS: usize = picos_abi::MAX_MOUNTS;
 
-/// One mount.
-pub struct Mount {
-    /// Where the program sees it: `/` or `/a/b` (normalized).
-    pub guest: Vec<u8>,
-    /// The host directory (absolute, canonical), for mapping host paths back.
-    pub host: Vec<u8>,
-    /// Writes are refused with EROFS.
-    pub readonly: bool,
-}
+/// One mount: where the program sees it (normalized), the host directory
+/// (canonical), and whether writes are refused with EROFS.
+pub use picos_abi::MountSpec as Mount;
 
 static TABLE: spin::Once<Vec<Mount>> = spin::Once::new();
 
@@ -48,23 +42,11 @@ pub fn active() -> bool {
     TABLE.get().is_some_and(|v| !v.is_empty())
 }
 
-/// Is `prefix` (normalized) `path` itself or a directory above it?
-pub fn covers(prefix: &[u8], path: &[u8]) -> bool {
-    prefix == b"/"
-        || path.starts_with(prefix) && (path.len() == prefix.len() || path[prefix.len()] == b'/')
-}
+pub use picos_abi::covers;
 
 /// The deepest mount that shows guest path `path` (canonical, absolute).
 pub fn covering(path: &[u8]) -> usize {
-    let mut best = 0;
-    let mut len = 0;
-    for (i, m) in table().iter().enumerate() {
-        if covers(&m.guest, path) && m.guest.len() >= len {
-            best = i;
-            len = m.guest.len();
-        }
-    }
-    best
+    picos_abi::deepest_mount(table(), path, None).unwrap_or(0)
 }
 
 /// Is guest path `path` (canonical) a mount point (a mount's own root)?
@@ -88,30 +70,10 @@ pub fn relative(i: usize, path: &[u8]) -> Vec<u8> {
     v
 }
 
-/// The guest path of host path `host` (absolute, as the host's /proc shows
-/// it), if a mount shows it: through the mount whose host directory is the
-/// deepest that holds it, unless another mount hides that guest path.
+/// The guest path of host path `host_path` (absolute, as the host's /proc
+/// shows it), if a mount shows it (`picos_abi::host_to_guest`).
 pub fn to_guest(host_path: &[u8]) -> Option<Vec<u8>> {
-    let (i, m) = table()
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| covers(&m.host, host_path))
-        .max_by_key(|(_, m)| m.host.len())?;
-    let rest = if m.host == b"/" {
-        host_path
-    } else {
-        &host_path[m.host.len()..]
-    };
-    let mut v = if m.guest == b"/" {
-        Vec::new()
-    } else {
-        m.guest.clone()
-    };
-    v.extend_from_slice(rest);
-    if v.is_empty() {
-        v.push(b'/');
-    }
-    (covering(&v) == i).then_some(v)
+    picos_abi::host_to_guest(table(), host_path)
 }
 
 /// Sets the table from the launch configuration and opens the mounts'
@@ -119,16 +81,9 @@ pub fn to_guest(host_path: &[u8]) -> Option<Vec<u8>> {
 /// the index and the error of a mount whose directory cannot be opened.
 pub fn init(specs: &[picos_abi::MountSpec], fds: &FdTable) -> Result<(), (usize, Errno)> {
     // Root first, so that index 0 always shows `/`.
-    let mut v: Vec<Mount> = Vec::with_capacity(specs.len());
-    let mut order: Vec<&picos_abi::MountSpec> = specs.iter().collect();
-    order.sort_by_key(|s| s.guest.len());
-    for s in order.into_iter().take(MAX_MOUNTS) {
-        v.push(Mount {
-            guest: s.guest.clone(),
-            host: s.host.clone(),
-            readonly: s.readonly,
-        });
-    }
+    let mut v: Vec<Mount> = specs.to_vec();
+    v.sort_by_key(|s| s.guest.len());
+    v.truncate(MAX_MOUNTS);
     let t = TABLE.call_once(|| v);
     for (i, m) in t.iter().enumerate() {
         let path = [m.host.as_slice(), b"\0"].concat();
