@@ -36,16 +36,7 @@ pub fn fd_path(fd: i32) -> Option<Vec<u8>> {
     if mount::active() {
         return walk::fd_guest(fd).ok();
     }
-    let link = [
-        alloc::format!("/proc/thread-self/fd/{fd}").as_bytes(),
-        b"\0",
-    ]
-    .concat();
-    let link = core::ffi::CStr::from_bytes_with_nul(&link).ok()?;
-    let mut buf = alloc::vec![0u8; 4096];
-    let n = host::readlink(link, &mut buf).ok()?;
-    buf.truncate(n);
-    Some(buf)
+    walk::fd_host_path(fd).ok()
 }
 
 /// Makes `path` absolute against the working directory (the guest's,

@@ -26,7 +26,7 @@
 #![deny(unsafe_code)]
 
 use super::mount::{self, covering, is_mount_point, relative, root_fd, table};
-use super::FdTable;
+use super::{join, FdTable};
 use crate::host;
 use crate::host::errno::Errno;
 use crate::host::{OpenHow, Stat};
@@ -112,16 +112,6 @@ fn with_nul(v: &[u8]) -> Vec<u8> {
     w
 }
 
-fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(dir.len() + name.len() + 1);
-    v.extend_from_slice(dir);
-    if v.last() != Some(&b'/') {
-        v.push(b'/');
-    }
-    v.extend_from_slice(name);
-    v
-}
-
 /// The parent of canonical path `p` (`/` stays `/`).
 fn pop(p: &mut Vec<u8>) {
     match p.iter().rposition(|&c| c == b'/') {
@@ -150,7 +140,7 @@ pub fn cwd_guest() -> Result<Vec<u8>, Errno> {
 }
 
 /// The host's name for descriptor `fd` of the calling thread's table.
-fn fd_host_path(fd: i32) -> Result<Vec<u8>, Errno> {
+pub fn fd_host_path(fd: i32) -> Result<Vec<u8>, Errno> {
     let link = with_nul(alloc::format!("/proc/thread-self/fd/{fd}").as_bytes());
     let mut buf = alloc::vec![0u8; PATH_MAX];
     let n = host::readlink(cstr(&link)?, &mut buf)?;
@@ -214,17 +204,23 @@ enum Magic {
     Other,
 }
 
+/// The host path of `rel` (relative to mount `i`'s root, NUL-terminated,
+/// perhaps with a trailing `/`).
+fn host_path(i: usize, rel: &[u8]) -> Vec<u8> {
+    let rel = &rel[..rel.len().saturating_sub(1)];
+    let rel = rel.strip_suffix(b"/").unwrap_or(rel);
+    let dir = &table()[i].host;
+    if rel == b"." {
+        dir.clone()
+    } else {
+        join(dir, rel)
+    }
+}
+
 /// Is canonical guest path `p`, shown by mount `i`, one of the host's
 /// /proc magic links?
 fn magic(i: usize, p: &[u8]) -> Option<Magic> {
-    let m = &table()[i];
-    let rel = relative(i, p);
-    let rel = &rel[..rel.len() - 1];
-    let host_path = if m.host == b"/" {
-        join(b"/", rel)
-    } else {
-        join(&m.host, rel)
-    };
+    let host_path = host_path(i, &relative(i, p));
     let rest = host_path.strip_prefix(b"/proc/")?;
     let mut parts = rest.split(|&c| c == b'/');
     let pid = parts.next()?;
@@ -912,16 +908,7 @@ pub fn is_proc_fd_dir_guest(guest: &[u8]) -> bool {
 /// Is `rel` (NUL-terminated, in mount `i`) the host's /proc descriptor
 /// directory of this process (`/proc/PID/fd` or `/proc/PID/task/TID/fd`)?
 pub fn is_proc_fd_dir(i: usize, rel: &[u8]) -> bool {
-    let m = &table()[i];
-    let rel = &rel[..rel.len().saturating_sub(1)];
-    let rel = rel.strip_suffix(b"/").unwrap_or(rel);
-    let host_path = if rel == b"." {
-        m.host.clone()
-    } else if m.host == b"/" {
-        join(b"/", rel)
-    } else {
-        join(&m.host, rel)
-    };
+    let host_path = host_path(i, rel);
     let Some(rest) = host_path.strip_prefix(b"/proc/") else {
         return false;
     };
