@@ -108,6 +108,12 @@ pub struct MountSpec {
     pub host: Vec<u8>,
     /// Writes are refused with EROFS.
     pub readonly: bool,
+    /// The manifest promises that nothing outside the picoprocess tree
+    /// changes this directory while the program runs (`exclusive = true`,
+    /// read-only mounts only): the library OS then caches what it looks up
+    /// there (`kernel::fs::dcache`, docs/FILESYSTEM.md "The directory
+    /// cache").
+    pub exclusive: bool,
 }
 
 impl Default for LaunchConfig {
@@ -250,12 +256,14 @@ pub fn host_to_guest(mounts: &[MountSpec], host: &[u8]) -> Option<Vec<u8>> {
     (deepest_mount(mounts, &v, None) == Some(i)).then_some(v)
 }
 
-/// `ro,GUEST,HOST` or `rw,GUEST,HOST` (paths hex-encoded, both absolute).
+/// `ro,GUEST,HOST`, `rox,GUEST,HOST` (read-only, exclusive) or
+/// `rw,GUEST,HOST` (paths hex-encoded, both absolute).
 fn decode_mount(value: &[u8]) -> Option<MountSpec> {
     let mut parts = value.split(|&c| c == b',');
-    let readonly = match parts.next()? {
-        b"ro" => true,
-        b"rw" => false,
+    let (readonly, exclusive) = match parts.next()? {
+        b"ro" => (true, false),
+        b"rox" => (true, true),
+        b"rw" => (false, false),
         _ => return None,
     };
     let guest = hex_decode(parts.next()?)?;
@@ -270,6 +278,7 @@ fn decode_mount(value: &[u8]) -> Option<MountSpec> {
         guest,
         host,
         readonly,
+        exclusive,
     })
 }
 
@@ -298,10 +307,12 @@ impl LaunchConfig {
             push_u64(&mut s, self.root_pid.into());
         }
         for m in &self.mounts {
-            s.push_str(if m.readonly {
-                ";mount=ro,"
-            } else {
-                ";mount=rw,"
+            s.push_str(match (m.readonly, m.exclusive) {
+                (true, true) => ";mount=rox,",
+                (true, false) => ";mount=ro,",
+                // Not made by the CLI (it refuses exclusive writable
+                // mounts); encoded as plain read-write.
+                (false, _) => ";mount=rw,",
             });
             hex_encode(&mut s, &m.guest);
             s.push(',');
@@ -392,11 +403,19 @@ mod tests {
                     guest: b"/".to_vec(),
                     host: b"/srv/r,o;ot".to_vec(),
                     readonly: true,
+                    exclusive: false,
+                },
+                MountSpec {
+                    guest: b"/usr".to_vec(),
+                    host: b"/usr".to_vec(),
+                    readonly: true,
+                    exclusive: true,
                 },
                 MountSpec {
                     guest: b"/data".to_vec(),
                     host: b"/srv/data".to_vec(),
                     readonly: false,
+                    exclusive: false,
                 },
             ],
         };
@@ -460,6 +479,7 @@ mod tests {
             guest: guest.into(),
             host: host.into(),
             readonly: false,
+            exclusive: false,
         };
         let mounts = [m("/", "/srv/root"), m("/data", "/"), m("/tmp", "/srv/t")];
         let g = |h: &str| host_to_guest(&mounts, h.as_bytes());

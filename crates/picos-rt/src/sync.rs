@@ -31,26 +31,32 @@ pub enum Rank {
     Uname = 5,
     /// `kernel::process::IdCache::rlimits`.
     Rlimits = 6,
+    /// `kernel::process::Process::cwd` (the cached working directory).
+    Cwd = 7,
     /// `kernel::process::SPARE` (process states to reuse).
-    SpareProcesses = 7,
+    SpareProcesses = 8,
     /// `kernel::fs::SPARE` (descriptor-table states to reuse).
-    SpareTables = 8,
+    SpareTables = 9,
+    /// `kernel::fs::dcache::CACHE` (the directory cache).
+    Dcache = 10,
     /// `patch::STATE`.
-    Patch = 9,
+    Patch = 11,
     /// The runtime heap: always last (code under any other lock may allocate).
-    Heap = 10,
+    Heap = 12,
 }
 
 impl Rank {
-    const ALL: [Rank; 10] = [
+    const ALL: [Rank; 12] = [
         Rank::Actions,
         Rank::Brk,
         Rank::Exited,
         Rank::Creds,
         Rank::Uname,
         Rank::Rlimits,
+        Rank::Cwd,
         Rank::SpareProcesses,
         Rank::SpareTables,
+        Rank::Dcache,
         Rank::Patch,
         Rank::Heap,
     ];
@@ -62,8 +68,10 @@ impl Rank {
             Rank::Creds => "credentials",
             Rank::Uname => "uname",
             Rank::Rlimits => "rlimits",
+            Rank::Cwd => "working directory",
             Rank::SpareProcesses => "spare process states",
             Rank::SpareTables => "spare descriptor tables",
+            Rank::Dcache => "directory cache",
             Rank::Patch => "patcher state",
             Rank::Heap => "heap",
         }

@@ -112,6 +112,11 @@ pub struct Mount {
     /// `readonly` (default false): the program may read but not change
     /// anything under the mount (EROFS, as a read-only mount).
     pub readonly: bool,
+    /// `exclusive` (default false; needs `readonly`): nothing outside the
+    /// picoprocess tree changes the directory while the program runs, so
+    /// the library OS may cache what it finds there (gVisor's
+    /// `--file-access=exclusive`).
+    pub exclusive: bool,
 }
 
 impl Mount {
@@ -411,6 +416,7 @@ const SCHEMA: &[&str] = &[
     "fs.mounts[].path",
     "fs.mounts[].uri",
     "fs.mounts[].readonly",
+    "fs.mounts[].exclusive",
     "sys",
     "sys.stack",
     "sys.stack.size",
@@ -1004,6 +1010,23 @@ impl Checker<'_> {
                 Some(n) => self.bool(n)?,
                 None => false,
             };
+            let exclusive = match fields.get("exclusive") {
+                Some(n) => {
+                    let v = self.bool(n)?;
+                    if v && !readonly {
+                        return Err(self.invalid(
+                            n,
+                            format!(
+                                "`{}` needs `readonly = true`: only read-only mounts can be \
+                                 exclusive (the directory cache of writable mounts is not built yet)",
+                                n.path
+                            ),
+                        ));
+                    }
+                    v
+                }
+                None => false,
+            };
             let uri_node = required("uri", "the host path, like \"file:/srv/data\"")?;
             let uri = self.string(uri_node)?;
             match uri.strip_prefix("file:") {
@@ -1023,6 +1046,7 @@ impl Checker<'_> {
                 path,
                 uri: uri.to_string(),
                 readonly,
+                exclusive,
             });
         }
         Ok(mounts)
@@ -1113,6 +1137,7 @@ mod tests {
             path: "/".into(),
             uri: "file:/".into(),
             readonly: false,
+            exclusive: false,
         }
     }
 
@@ -1183,6 +1208,7 @@ stack.size = "8M"
                     path: "/data".into(),
                     uri: "file:/srv/data".into(),
                     readonly: false,
+                    exclusive: false,
                 },
             ],
         }
@@ -1310,6 +1336,7 @@ stack = { size = "1K" }
                 path: "/lib".into(),
                 uri: "file:lib".into(),
                 readonly: false,
+                exclusive: false,
             }]
         );
         assert_eq!(m.mounts[0].host_path(), "lib");
@@ -1509,7 +1536,7 @@ stack = { size = "1K" }
         assert_eq!(allowed_keys(""), ["libos", "loader", "fs", "sys"]);
         assert_eq!(
             allowed_keys("fs.mounts[]"),
-            ["type", "path", "uri", "readonly"]
+            ["type", "path", "uri", "readonly", "exclusive"]
         );
         assert_eq!(allowed_keys("loader.env.*"), ["value", "passthrough"]);
         assert_eq!(allowed_keys("sys"), ["stack"]);
@@ -1687,6 +1714,26 @@ stack = { size = "1K" }
         assert!(!m.mounts[1].readonly);
         assert_eq!(normalize_guest_path("/"), "/");
         assert_eq!(normalize_guest_path("///a//b/"), "/a/b");
+    }
+
+    #[test]
+    fn exclusive_mounts() {
+        let m = parse(
+            "[[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\nexclusive = true\n\n\
+             [[fs.mounts]]\npath = \"/data\"\nuri = \"file:/srv\"\n",
+        )
+        .unwrap();
+        assert!(m.mounts[0].exclusive);
+        assert!(!m.mounts[1].exclusive);
+        assert_eq!(
+            err("[[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nexclusive = true\n"),
+            "manifest.toml:4:13: `fs.mounts[0].exclusive` needs `readonly = true`: only read-only \
+             mounts can be exclusive (the directory cache of writable mounts is not built yet)"
+        );
+        assert_eq!(
+            err("[[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\nexclusive = 1\n"),
+            "manifest.toml:5:13: `fs.mounts[0].exclusive` must be true or false, found integer 1"
+        );
     }
 
     #[test]

@@ -73,6 +73,7 @@ pub fn specs(mounts: &[Mount]) -> Result<Vec<MountSpec>, MountError> {
             guest: m.path.as_bytes().to_vec(),
             host: host.as_os_str().as_bytes().to_vec(),
             readonly: m.readonly,
+            exclusive: m.exclusive,
         });
     }
     if !out.iter().any(|s| s.guest == b"/") {
@@ -179,6 +180,7 @@ mod tests {
             guest: guest.into(),
             host: host.into(),
             readonly: false,
+            exclusive: false,
         }
     }
 

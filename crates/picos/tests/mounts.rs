@@ -351,36 +351,124 @@ if len(sys.argv) > 2:
         "{}",
         String::from_utf8_lossy(&native.stderr)
     );
-    let work = tempfile::tempdir().unwrap();
-    let manifest = work.path().join("m.toml");
-    let guest_work = tempfile::tempdir().unwrap();
-    std::fs::write(
-        &manifest,
-        format!(
-            "[loader]\ninsecure__use_cmdline_argv = true\ninsecure__use_host_env = true\n\n\
-             [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\n\n\
-             [[fs.mounts]]\npath = \"/tmp\"\nuri = \"file:{}\"\n",
-            guest_work.path().display()
-        ),
-    )
-    .unwrap();
-    let out = Command::new(PICOS)
-        .args(["run", "-m"])
-        .arg(&manifest)
-        .args([python, "-c", script, "/tmp", "probe"])
-        .output()
+    // `/` read-only, then read-only and exclusive (the directory cache).
+    for root in ["readonly = true", "readonly = true\nexclusive = true"] {
+        let work = tempfile::tempdir().unwrap();
+        let manifest = work.path().join("m.toml");
+        let guest_work = tempfile::tempdir().unwrap();
+        std::fs::write(
+            &manifest,
+            format!(
+                "[loader]\ninsecure__use_cmdline_argv = true\ninsecure__use_host_env = true\n\n\
+                 [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\n{root}\n\n\
+                 [[fs.mounts]]\npath = \"/tmp\"\nuri = \"file:{}\"\n",
+                guest_work.path().display()
+            ),
+        )
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let expected = format!(
-        "{}/usr/picos-probe EROFS\n/etc/passwd EROFS\n",
-        text(&native)
-    );
-    assert_eq!(text(&out), expected);
-    assert!(!Path::new("/usr/picos-probe").exists());
+        let out = Command::new(PICOS)
+            .args(["run", "-m"])
+            .arg(&manifest)
+            .args([python, "-c", script, "/tmp", "probe"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{root}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let expected = format!(
+            "{}/usr/picos-probe EROFS\n/etc/passwd EROFS\n",
+            text(&native)
+        );
+        assert_eq!(text(&out), expected, "{root}");
+        assert!(!Path::new("/usr/picos-probe").exists());
+    }
+}
+
+/// The directory cache of exclusive mounts (docs/FILESYSTEM.md, "The
+/// directory cache"): every lookup of tests/fs/lookups.c (stat, lstat,
+/// statx, access, readlink and open of paths with `.`, `..`, symlinks,
+/// missing names; the working directory across chdir, fchdir, threads,
+/// vfork and fork; as root, lookups after dropping privileges) gives the
+/// same output as natively, twice in a row (the second time from the
+/// cache): with the tree on an exclusive read-only mount under a writable
+/// root, and with the host's whole tree read-only and exclusive (its /proc
+/// and /dev are other file systems, which the cache leaves alone).
+#[test]
+fn lookups_through_the_directory_cache_are_as_native() {
+    let work = tempfile::tempdir().unwrap();
+    // The tree alone in its own directory: nothing changes its parent
+    // between the runs (the lookups stat `..`).
+    let parent = tempfile::tempdir().unwrap();
+    let fx = parent.path().join("fx");
+    let prog = work.path().join("lookups");
+    let st = Command::new("gcc")
+        .args(["-O1", "-pthread", "-o"])
+        .arg(&prog)
+        .arg(workspace().join("tests/fs/lookups.c"))
+        .status()
+        .expect("gcc");
+    assert!(st.success(), "compiling tests/fs/lookups.c");
+    let st = Command::new(&prog).arg("--setup").arg(&fx).status().unwrap();
+    assert!(st.success());
+    let mut args = vec![fx.display().to_string()];
+    if is_root() {
+        args.push("--drop".into());
+    } else {
+        println!("note: not root, so lookups after dropping privileges are not tried");
+    }
+    let native = Command::new(&prog).args(&args).output().unwrap();
+    assert!(native.status.success());
+    assert!(text(&native).contains("== round 2"));
+    let fxs = fx.display();
+    for (name, mounts) in [
+        (
+            "the tree exclusive",
+            format!(
+                "[[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\n\n\
+                 [[fs.mounts]]\npath = \"{fxs}\"\nuri = \"file:{fxs}\"\nreadonly = true\nexclusive = true\n"
+            ),
+        ),
+        (
+            "the host's tree exclusive",
+            "[[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\nexclusive = true\n"
+                .to_string(),
+        ),
+    ] {
+        let manifest = work.path().join("m.toml");
+        std::fs::write(
+            &manifest,
+            format!("[loader]\ninsecure__use_cmdline_argv = true\n\n{mounts}"),
+        )
+        .unwrap();
+        let out = Command::new(PICOS)
+            .args(["run", "-m"])
+            .arg(&manifest)
+            .arg(&prog)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (a, b) = (text(&out), text(&native));
+        if a != b {
+            let first = a
+                .lines()
+                .zip(b.lines())
+                .position(|(x, y)| x != y)
+                .unwrap_or(0);
+            panic!(
+                "{name}: picos and native differ from line {}:\npicos:  {:?}\nnative: {:?}",
+                first + 1,
+                a.lines().nth(first),
+                b.lines().nth(first)
+            );
+        }
+    }
 }
 
 /// sqlite3 on a writable mount under a read-only root: the same output as

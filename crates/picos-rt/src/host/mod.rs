@@ -317,6 +317,109 @@ pub fn stat(path: &core::ffi::CStr) -> Result<Stat, Errno> {
     Ok(st)
 }
 
+/// fstatat(2) (newfstatat) of NUL-terminated `path` relative to `dirfd`.
+pub fn fstatat(dirfd: isize, path: &core::ffi::CStr, flags: i32) -> Result<Stat, Errno> {
+    let mut st = Stat::default();
+    // SAFETY: `path` is NUL-terminated; `st` is a live, correctly sized
+    // `struct stat` the kernel writes.
+    unsafe {
+        sc!(
+            nr::NEWFSTATAT,
+            dirfd,
+            path.as_ptr(),
+            &mut st as *mut Stat,
+            flags
+        )
+    }?;
+    Ok(st)
+}
+
+/// A `struct statx` (statx(2)), kept as the kernel's 256 bytes.
+#[repr(C, align(8))]
+#[derive(Clone, Copy)]
+pub struct Statx(pub [u8; 256]);
+
+impl Statx {
+    fn u16_at(&self, o: usize) -> u16 {
+        u16::from_ne_bytes([self.0[o], self.0[o + 1]])
+    }
+    fn u32_at(&self, o: usize) -> u32 {
+        u32::from_ne_bytes(self.0[o..o + 4].try_into().unwrap())
+    }
+    fn u64_at(&self, o: usize) -> u64 {
+        u64::from_ne_bytes(self.0[o..o + 8].try_into().unwrap())
+    }
+    /// `stx_mask`: the fields filled in.
+    pub fn mask(&self) -> u32 {
+        self.u32_at(0)
+    }
+    /// `stx_mode`.
+    pub fn mode(&self) -> u32 {
+        self.u16_at(28) as u32
+    }
+    /// Clears the birth time and its bit in `stx_mask` (what Linux gives
+    /// when it was not asked for).
+    pub fn clear_btime(&mut self) {
+        const STATX_BTIME: u32 = 0x800;
+        let m = self.mask() & !STATX_BTIME;
+        self.0[0..4].copy_from_slice(&m.to_ne_bytes());
+        self.0[80..96].fill(0);
+    }
+    /// `stx_dev_major`.
+    pub fn dev_major(&self) -> u32 {
+        self.u32_at(136)
+    }
+    /// `stx_dev_minor`.
+    pub fn dev_minor(&self) -> u32 {
+        self.u32_at(140)
+    }
+    /// The `struct stat` that newfstatat(2) gives for the same object: the
+    /// kernel fills both from one `kstat`, and encodes the device numbers
+    /// of `struct stat` with `new_encode_dev` (fs/stat.c, cp_new_stat).
+    pub fn to_stat(&self) -> Stat {
+        let enc = |major: u32, minor: u32| -> u64 {
+            ((minor & 0xff) | (major << 8) | ((minor & !0xff) << 12)) as u64
+        };
+        let ts = |o: usize| (self.u64_at(o), self.u32_at(o + 8) as u64);
+        let (a, an) = ts(64);
+        let (c, cn) = ts(96);
+        let (m, mn) = ts(112);
+        Stat {
+            st_dev: enc(self.u32_at(136), self.u32_at(140)),
+            st_ino: self.u64_at(32),
+            st_nlink: self.u32_at(16) as u64,
+            st_mode: self.mode(),
+            st_uid: self.u32_at(20),
+            st_gid: self.u32_at(24),
+            pad0: 0,
+            st_rdev: enc(self.u32_at(128), self.u32_at(132)),
+            st_size: self.u64_at(40) as i64,
+            st_blksize: self.u32_at(4) as i64,
+            st_blocks: self.u64_at(48) as i64,
+            times: [a, an, m, mn, c, cn],
+            reserved: [0; 3],
+        }
+    }
+}
+
+/// statx(2) of NUL-terminated `path` relative to `dirfd`.
+pub fn statx(dirfd: isize, path: &core::ffi::CStr, flags: i32, mask: u32) -> Result<Statx, Errno> {
+    let mut st = Statx([0; 256]);
+    // SAFETY: `path` is NUL-terminated; `st` is a live 256-byte `struct
+    // statx` the kernel writes.
+    unsafe {
+        sc!(
+            nr::STATX,
+            dirfd,
+            path.as_ptr(),
+            flags,
+            mask,
+            st.0.as_mut_ptr()
+        )
+    }?;
+    Ok(st)
+}
+
 /// fstat(2).
 pub fn fstat(fd: i32) -> Result<Stat, Errno> {
     let mut st = Stat::default();

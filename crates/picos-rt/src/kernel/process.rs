@@ -19,6 +19,10 @@ use picos_abi::LaunchConfig;
 pub struct Process {
     pub actions: crate::kernel::signal::SigActions,
     pub ids: IdCache,
+    /// The working directory's guest path, when it lies on an exclusive
+    /// mount (`kernel::fs::dcache`: nothing else can rename it there); None:
+    /// ask the host.
+    pub cwd: crate::sync::Lock<Option<Vec<u8>>>,
 }
 
 impl Process {
@@ -26,6 +30,7 @@ impl Process {
         Process {
             actions: crate::kernel::signal::SigActions::new(),
             ids: IdCache::new(),
+            cwd: crate::sync::Lock::new(crate::sync::Rank::Cwd, None),
         }
     }
     /// The program's disposition for `sig` (1-based).
@@ -49,6 +54,8 @@ impl Process {
             }
         }
         c.ids.reset_for_child(&self.ids);
+        let cwd = self.cwd.lock().clone();
+        *c.cwd.lock() = cwd;
         c
     }
 }
@@ -82,6 +89,7 @@ pub static FORK_HOOKS: &[ForkHook] = &[
     crate::diag::stats::FORK_HOOK,
     FORK_HOOK,
     crate::kernel::fs::FORK_HOOK,
+    crate::kernel::fs::dcache::FORK_HOOK,
     crate::patch::FORK_HOOK,
     crate::mm::runtime::FORK_HOOK,
 ];
@@ -113,6 +121,7 @@ pub const FORK_HOOK: ForkHook = ForkHook {
         let _creds = ids.creds.lock();
         let _uname = ids.uname.lock();
         let _rlimits = ids.rlimits.lock();
+        let _cwd = thread::current().process().cwd.lock();
         let _spare = SPARE.lock();
         inner()
     },

@@ -48,6 +48,8 @@ unsafe impl Pod for arch::UContext {}
 unsafe impl Pod for arch::RtSigFrame {}
 // SAFETY: a byte array.
 unsafe impl Pod for arch::SigInfo {}
+// SAFETY: repr(C) struct of integers, its padding an explicit field.
+unsafe impl Pod for crate::host::Stat {}
 // SAFETY: repr(C) structs of integers.
 unsafe impl Pod for arch::FastFrame {}
 // SAFETY: repr(C) structs of integers.

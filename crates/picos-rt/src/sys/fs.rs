@@ -18,6 +18,7 @@ use super::{host_blocking_with, host_call, host_call_with, syscall, Ctx, SysResu
 use crate::host;
 use crate::host::errno::Errno;
 use crate::host::nr;
+use crate::kernel::fs::dcache;
 use crate::kernel::fs::mount::{self, active, root_fd, table};
 use crate::kernel::fs::walk::{self, Entry, Found, HostFd, OpenPlan};
 use crate::kernel::fs::FdTable;
@@ -436,8 +437,38 @@ pub fn openat2(c: &mut Ctx<'_>, dirfd: i32, pathname: usize, how: usize, size: u
 
 // ---------------------------------------------------------------- stat
 
+/// What the directory cache of exclusive mounts says of an `*at` call's
+/// path (`kernel::fs::dcache`): None when it does not answer (no exclusive
+/// mount, the descriptor itself with `AT_EMPTY_PATH`, a path that leaves
+/// them), and the call is resolved the usual way.
+fn cached_at(
+    c: &Ctx<'_>,
+    dirfd: i32,
+    path_addr: usize,
+    flags: i32,
+    follow: bool,
+) -> Result<Option<host::Statx>, Errno> {
+    if !dcache::enabled() {
+        return Ok(None);
+    }
+    let path = path_arg(path_addr)?;
+    if path.is_empty() && flags & host::AT_EMPTY_PATH != 0 {
+        return Ok(None);
+    }
+    match walk::cached(fds(c), dirfd, &path, follow) {
+        None => Ok(None),
+        Some(Ok(dcache::Resolved::Exists { stx, .. })) => Ok(Some(stx)),
+        Some(Ok(dcache::Resolved::Missing { .. })) => Err(Errno::ENOENT),
+        Some(Err(e)) => Err(e),
+    }
+}
+
 fn stat_common(c: &Ctx<'_>, dirfd: i32, path: usize, buf: usize, flags: i32) -> SysResult {
     let follow = flags & host::AT_SYMLINK_NOFOLLOW == 0;
+    if let Some(stx) = cached_at(c, dirfd, path, flags, follow)? {
+        user::write(buf, &stx.to_stat())?;
+        return Ok(0);
+    }
     match object_at(c, dirfd, path, flags, follow)? {
         None => host_call(
             nr::NEWFSTATAT,
@@ -514,6 +545,23 @@ pub fn statx(
         return Err(Errno::EINVAL);
     }
     let follow = flags & host::AT_SYMLINK_NOFOLLOW == 0;
+    // Linux fills the change and modification times only when asked for
+    // them on file systems with fine-grained timestamps, and the birth time
+    // only when asked for: the cache answers requests that ask for the
+    // first two (as every `stat`-like request does), and leaves the birth
+    // time out unless asked. The rest of what it holds, Linux gives
+    // whatever the mask.
+    const STATX_MTIME_CTIME: u32 = 0x40 | 0x80;
+    if mask & !dcache::STATX_CACHED == 0 && mask & STATX_MTIME_CTIME == STATX_MTIME_CTIME {
+        if let Some(mut stx) = cached_at(c, dirfd, pathname, flags, follow)? {
+            const STATX_BTIME: u32 = 0x800;
+            if mask & STATX_BTIME == 0 {
+                stx.clear_btime();
+            }
+            user::copy_out(statxbuf, &stx.0)?;
+            return Ok(0);
+        }
+    }
     match object_at(c, dirfd, pathname, flags, follow)? {
         None => c.host(),
         Some(o) => {
@@ -547,6 +595,10 @@ fn access_common(c: &Ctx<'_>, dirfd: i32, path: usize, mode: i32, flags: i32) ->
         return Err(Errno::EINVAL);
     }
     let follow = flags & host::AT_SYMLINK_NOFOLLOW == 0;
+    // Existence (F_OK) from the directory cache; permissions from the host.
+    if mode == 0 && cached_at(c, dirfd, path, flags, follow)?.is_some() {
+        return Ok(0);
+    }
     match object_at(c, dirfd, path, flags, follow)? {
         None => host_call(
             nr::FACCESSAT2,
@@ -1453,7 +1505,24 @@ pub fn chdir(c: &mut Ctx<'_>, path: usize) -> SysResult {
     if o.stat()?.st_mode & S_IFMT != S_IFDIR {
         return Err(Errno::ENOTDIR);
     }
-    host_call(nr::FCHDIR, [o.fd as usize, 0, 0, 0, 0, 0])
+    let r = host_call(nr::FCHDIR, [o.fd as usize, 0, 0, 0, 0, 0]);
+    dcache::forget_cwd();
+    r
+}
+
+/// Implements fchdir(2): with mounts, not to the runtime's own descriptors
+/// (EBADF), and the cached working directory is forgotten.
+#[syscall]
+pub fn fchdir(c: &mut Ctx<'_>, fd: i32) -> SysResult {
+    if !active() {
+        return c.host();
+    }
+    if fds(c).is_hidden(fd) {
+        return Err(Errno::EBADF);
+    }
+    let r = c.host();
+    dcache::forget_cwd();
+    r
 }
 
 /// Implements getcwd(2): with mounts, the guest path of the working

@@ -169,6 +169,17 @@ pub fn getgroups(c: &mut Ctx<'_>, size: i32, list: usize) -> SysResult {
 pub fn set_ids(c: &mut Ctx<'_>) -> SysResult {
     let r = c.host();
     *cache(c).creds.lock() = None;
+    // Lookups the old credentials were allowed may not be allowed now.
+    crate::kernel::fs::dcache::clear();
+    r
+}
+
+/// Implements capset(2): passed to the host, then the directory cache is
+/// emptied (capabilities such as CAP_DAC_READ_SEARCH decide lookups).
+#[syscall]
+pub fn capset(c: &mut Ctx<'_>, _hdrp: usize, _datap: usize) -> SysResult {
+    let r = c.host();
+    crate::kernel::fs::dcache::clear();
     r
 }
 

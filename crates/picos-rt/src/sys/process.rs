@@ -187,6 +187,18 @@ pub fn fork(c: &mut Ctx<'_>) -> SysResult {
     )
 }
 
+/// Implements unshare(2): passed to the host; a thread that takes a
+/// working directory of its own (CLONE_FS) ends the cached one
+/// (`kernel::fs::dcache`), which its process's threads share.
+#[syscall]
+pub fn unshare(c: &mut Ctx<'_>, flags: u64) -> SysResult {
+    if flags & CLONE_FS != 0 {
+        // As a clone that gives a thread its own working directory.
+        crate::kernel::fs::dcache::note_clone(CLONE_VM | CLONE_THREAD);
+    }
+    c.host()
+}
+
 /// Implements vfork(2).
 pub fn vfork(c: &mut Ctx<'_>) -> SysResult {
     do_clone(
@@ -209,6 +221,7 @@ fn do_clone(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
         // Program code may now run while the runtime works in this table.
         crate::host::fds::note_shared_fds();
     }
+    crate::kernel::fs::dcache::note_clone(a.flags);
     if a.flags & CLONE_VM == 0 {
         fork_process(c, a)
     } else {

@@ -952,13 +952,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 81,
         name: "fchdir",
-        support: Support::Host,
+        support: Support::Mediated(sys::fs::fchdir),
         args: "f",
         full_context: false,
         fd_passthrough: false,
-        host_unmounted: false,
+        host_unmounted: true,
         sandbox: Sandbox::Allow,
-        note: "",
+        note: "with mounts: not to the runtime's own descriptors (EBADF)",
     },
     SyscallDef {
         nr: 82,
@@ -1225,7 +1225,7 @@ const DEFS: [SyscallDef; COUNT] = [
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Check,
-        note: "then forgets cached credentials",
+        note: "then forgets cached credentials and the directory cache",
     },
     SyscallDef {
         nr: 106,
@@ -1236,7 +1236,7 @@ const DEFS: [SyscallDef; COUNT] = [
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Check,
-        note: "then forgets cached credentials",
+        note: "then forgets cached credentials and the directory cache",
     },
     SyscallDef {
         nr: 107,
@@ -1313,7 +1313,7 @@ const DEFS: [SyscallDef; COUNT] = [
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Check,
-        note: "then forgets cached credentials",
+        note: "then forgets cached credentials and the directory cache",
     },
     SyscallDef {
         nr: 114,
@@ -1324,7 +1324,7 @@ const DEFS: [SyscallDef; COUNT] = [
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Check,
-        note: "then forgets cached credentials",
+        note: "then forgets cached credentials and the directory cache",
     },
     SyscallDef {
         nr: 115,
@@ -1346,7 +1346,7 @@ const DEFS: [SyscallDef; COUNT] = [
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Check,
-        note: "then forgets cached credentials",
+        note: "then forgets cached credentials and the directory cache",
     },
     SyscallDef {
         nr: 117,
@@ -1357,7 +1357,7 @@ const DEFS: [SyscallDef; COUNT] = [
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Check,
-        note: "then forgets cached credentials",
+        note: "then forgets cached credentials and the directory cache",
     },
     SyscallDef {
         nr: 118,
@@ -1379,7 +1379,7 @@ const DEFS: [SyscallDef; COUNT] = [
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Check,
-        note: "then forgets cached credentials",
+        note: "then forgets cached credentials and the directory cache",
     },
     SyscallDef {
         nr: 120,
@@ -1412,7 +1412,7 @@ const DEFS: [SyscallDef; COUNT] = [
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Check,
-        note: "then forgets cached credentials",
+        note: "then forgets cached credentials and the directory cache",
     },
     SyscallDef {
         nr: 123,
@@ -1423,7 +1423,7 @@ const DEFS: [SyscallDef; COUNT] = [
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Check,
-        note: "then forgets cached credentials",
+        note: "then forgets cached credentials and the directory cache",
     },
     SyscallDef {
         nr: 124,
@@ -1450,13 +1450,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 126,
         name: "capset",
-        support: Support::Host,
+        support: Support::Mediated(sys::ids::capset),
         args: "xxxxxx",
         full_context: false,
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Check,
-        note: "",
+        note: "host call; the directory cache is emptied (its answers depend on credentials)",
     },
     SyscallDef {
         nr: 127,
@@ -3068,13 +3068,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 272,
         name: "unshare",
-        support: Support::Host,
+        support: Support::Mediated(sys::process::unshare),
         args: "xxxxxx",
         full_context: false,
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Deny,
-        note: "",
+        note: "host call; CLONE_FS stops the cached working directory",
     },
     SyscallDef {
         nr: 273,

@@ -3,6 +3,7 @@
 //! `/proc/self/exe`, and the descriptor table's state.
 #![deny(unsafe_code)]
 
+pub mod dcache;
 pub mod mount;
 pub mod walk;
 

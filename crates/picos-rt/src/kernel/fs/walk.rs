@@ -130,13 +130,37 @@ fn is_dir(st: &Stat) -> bool {
 /// The guest's working directory (the host's, mapped back); ENOENT if no
 /// mount shows it (it was removed, or is not the guest's).
 pub fn cwd_guest() -> Result<Vec<u8>, Errno> {
+    if let Some(cwd) = super::dcache::cwd() {
+        return Ok(cwd);
+    }
     let mut buf = alloc::vec![0u8; PATH_MAX];
     let n = host::getcwd(&mut buf)?;
     buf.truncate(n.saturating_sub(1));
     if buf.first() != Some(&b'/') {
         return Err(Errno::ENOENT);
     }
-    mount::to_guest(&buf).ok_or(Errno::ENOENT)
+    let guest = mount::to_guest(&buf).ok_or(Errno::ENOENT)?;
+    super::dcache::set_cwd(&guest);
+    Ok(guest)
+}
+
+/// `path` (from `dirfd`) resolved through the directory cache of exclusive
+/// mounts (`dcache`); None when the cache does not answer (no exclusive
+/// mount, or the path leaves them): resolve it the usual way.
+pub fn cached(
+    fds: &FdTable,
+    dirfd: i32,
+    path: &[u8],
+    follow: bool,
+) -> Option<Result<super::dcache::Resolved, Errno>> {
+    if path.is_empty() || !super::dcache::enabled() {
+        return None;
+    }
+    let base = match start(fds, dirfd, path) {
+        Ok(b) => b,
+        Err(e) => return Some(Err(e)),
+    };
+    super::dcache::resolve(fds, base, path, follow)
 }
 
 /// The host's name for descriptor `fd` of the calling thread's table.
@@ -627,6 +651,15 @@ pub fn readlink(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, Errno
     if path.is_empty() {
         return Err(Errno::ENOENT);
     }
+    match cached(fds, dirfd, path, false) {
+        Some(Ok(super::dcache::Resolved::Exists { link, .. })) => {
+            // Magic links are never cached (/proc is another file system).
+            return link.ok_or(Errno::EINVAL);
+        }
+        Some(Ok(super::dcache::Resolved::Missing { .. })) => return Err(Errno::ENOENT),
+        Some(Err(e)) => return Err(e),
+        None => {}
+    }
     let mut found = None;
     if let Some(l) = fast_target(fds, dirfd, path)? {
         match open_rel(l.anchor(fds, dirfd), &l.rel, false, 0) {
@@ -791,6 +824,22 @@ pub fn open_plan(
     if resolve & RESOLVE_CACHED != 0 {
         return Err(Errno::EAGAIN);
     }
+    if resolve == 0 {
+        match cached(fds, dirfd, path, follow) {
+            Some(Ok(super::dcache::Resolved::Exists { guest, mount, stx, .. })) => {
+                return Ok(OpenPlan::Exists {
+                    mount,
+                    rel: relative(mount, &guest),
+                    st: stx.to_stat(),
+                });
+            }
+            Some(Ok(super::dcache::Resolved::Missing { parent, name })) => {
+                return Ok(create_plan(parent, name, path));
+            }
+            Some(Err(e)) => return Err(e),
+            None => {}
+        }
+    }
     if resolve == 0 && direct_ok {
         if let Some(l) = fast_target(fds, dirfd, path)? {
             let (from, resolve) = l.anchor(fds, dirfd);
@@ -823,18 +872,22 @@ pub fn open_plan_walk(
                 st,
             })
         }
-        Walked::Missing { parent, name } => {
-            let g = join(&parent, &name);
-            let i = covering(&g);
-            let mut rel = relative(i, &g);
-            if path.ends_with(b"/") {
-                rel.pop();
-                rel.extend_from_slice(b"/\0");
-            }
-            Ok(OpenPlan::Create { mount: i, rel })
-        }
+        Walked::Missing { parent, name } => Ok(create_plan(parent, name, path)),
         Walked::ProgramFd(n) => Ok(OpenPlan::ProgramFd(n)),
     }
+}
+
+/// The plan of an open whose last component `name` does not exist in
+/// directory `parent` (`path` is the program's).
+fn create_plan(parent: Vec<u8>, name: Vec<u8>, path: &[u8]) -> OpenPlan {
+    let g = join(&parent, &name);
+    let i = covering(&g);
+    let mut rel = relative(i, &g);
+    if path.ends_with(b"/") {
+        rel.pop();
+        rel.extend_from_slice(b"/\0");
+    }
+    OpenPlan::Create { mount: i, rel }
 }
 
 /// Walks `path` from `dirfd` with the program's openat2 resolve flags
