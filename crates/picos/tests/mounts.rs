@@ -410,7 +410,11 @@ fn lookups_through_the_directory_cache_are_as_native() {
         .status()
         .expect("gcc");
     assert!(st.success(), "compiling tests/fs/lookups.c");
-    let st = Command::new(&prog).arg("--setup").arg(&fx).status().unwrap();
+    let st = Command::new(&prog)
+        .arg("--setup")
+        .arg(&fx)
+        .status()
+        .unwrap();
     assert!(st.success());
     let mut args = vec![fx.display().to_string()];
     if is_root() {

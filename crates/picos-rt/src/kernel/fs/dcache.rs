@@ -91,7 +91,13 @@ fn root_dev(fds: &FdTable, i: usize) -> Option<u64> {
     if d != 0 {
         return Some(d);
     }
-    let stx = host::statx(root_fd(fds, i) as isize, c"", host::AT_EMPTY_PATH, STATX_CACHED).ok()?;
+    let stx = host::statx(
+        root_fd(fds, i) as isize,
+        c"",
+        host::AT_EMPTY_PATH,
+        STATX_CACHED,
+    )
+    .ok()?;
     let d = dev_of(&stx);
     ROOT_DEV[i].store(d, Ordering::Relaxed);
     Some(d)
@@ -319,7 +325,9 @@ fn step(fds: &FdTable, p: &[u8]) -> Option<Result<(Statx, Option<Vec<u8>>), Errn
         }
     }
     let n = match fill(fds, i, p)? {
-        Ok(Node::Present { stx, .. }) if Some(dev_of(&stx)) != root_dev(fds, i) => Ok(Node::Foreign),
+        Ok(Node::Present { stx, .. }) if Some(dev_of(&stx)) != root_dev(fds, i) => {
+            Ok(Node::Foreign)
+        }
         n => n,
     };
     match n {
@@ -390,7 +398,11 @@ pub fn cwd() -> Option<Vec<u8>> {
     if !enabled() || !CWD_CACHEABLE.load(Ordering::Relaxed) {
         return None;
     }
-    crate::kernel::thread::current().process().cwd.lock().clone()
+    crate::kernel::thread::current()
+        .process()
+        .cwd
+        .lock()
+        .clone()
 }
 
 /// The host gave `guest` as the working directory: kept if an exclusive
@@ -490,7 +502,12 @@ mod tests {
                 }
             }
         };
-        match resolve_with(start.as_bytes().to_vec(), path.as_bytes(), follow, &mut node) {
+        match resolve_with(
+            start.as_bytes().to_vec(),
+            path.as_bytes(),
+            follow,
+            &mut node,
+        ) {
             None => Ok("uncached".into()),
             Some(Err(e)) => Err(e),
             Some(Ok(Resolved::Missing { parent, name })) => Ok(alloc::format!(
@@ -510,14 +527,20 @@ mod tests {
     fn walks_like_linux() {
         assert_eq!(run("/", "/usr/lib/f", true), Ok("/usr/lib/f 100000".into()));
         assert_eq!(run("/usr", "lib/f", true), Ok("/usr/lib/f 100000".into()));
-        assert_eq!(run("/usr/lib", "../lib/./f", true), Ok("/usr/lib/f 100000".into()));
+        assert_eq!(
+            run("/usr/lib", "../lib/./f", true),
+            Ok("/usr/lib/f 100000".into())
+        );
         assert_eq!(run("/", "/../../usr", true), Ok("/usr 40000".into()));
         assert_eq!(run("/", "/", true), Ok("/ 40000".into()));
         assert_eq!(run("/usr", ".", true), Ok("/usr 40000".into()));
         assert_eq!(run("/usr", "..", true), Ok("/ 40000".into()));
         // Symlinks: relative, absolute, in the middle, last (followed or not).
         assert_eq!(run("/", "/lib/f", false), Ok("/usr/lib/f 100000".into()));
-        assert_eq!(run("/", "/usr/lib64/f", false), Ok("/usr/lib/f 100000".into()));
+        assert_eq!(
+            run("/", "/usr/lib64/f", false),
+            Ok("/usr/lib/f 100000".into())
+        );
         assert_eq!(run("/", "/abs", true), Ok("/usr/lib/f 100000".into()));
         assert_eq!(run("/", "/abs", false), Ok("/abs 120000".into()));
         assert_eq!(run("/", "/lib", false), Ok("/lib 120000".into()));

@@ -826,7 +826,9 @@ pub fn open_plan(
     }
     if resolve == 0 {
         match cached(fds, dirfd, path, follow) {
-            Some(Ok(super::dcache::Resolved::Exists { guest, mount, stx, .. })) => {
+            Some(Ok(super::dcache::Resolved::Exists {
+                guest, mount, stx, ..
+            })) => {
                 return Ok(OpenPlan::Exists {
                     mount,
                     rel: relative(mount, &guest),
