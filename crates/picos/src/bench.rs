@@ -60,6 +60,12 @@ pub enum Launch {
     /// gives is resolved by the library OS (docs/FILESYSTEM.md), what a
     /// chroot mount costs.
     PicosMounts,
+    /// `picos run -m CACHE -- guest ...`, where CACHE mounts the host's `/`
+    /// at `/` and the files directory at itself, read-only and exclusive:
+    /// lookups there are answered from the library OS's directory cache
+    /// (docs/FILESYSTEM.md, "The directory cache"). Only the rows that read
+    /// paths run there ([`RowSpec::reads_paths_only`]).
+    PicosCache,
     /// A configuration of the seed papers that picos does not have yet:
     /// shown as "n/a (not implemented)", never measured.
     NotImplemented,
@@ -90,6 +96,10 @@ pub const CONFIGS: &[Config] = &[
     Config {
         name: "picos+mounts",
         launch: Launch::PicosMounts,
+    },
+    Config {
+        name: "picos+cache",
+        launch: Launch::PicosCache,
     },
     Config {
         name: "native+SUD",
@@ -181,6 +191,20 @@ impl RowSpec {
     /// rather than the C guest?
     pub fn builtin_guest(&self) -> bool {
         self.group == Group::Preempt
+    }
+    /// Does the row only look paths up and open them for reading (so it
+    /// runs on a read-only mount)?
+    pub fn reads_paths_only(&self) -> bool {
+        self.key.starts_with("open_") || self.key.starts_with("stat_")
+    }
+}
+
+/// Is row `spec` measured in column `c`?
+pub fn runs(c: &Config, spec: &RowSpec) -> bool {
+    match c.launch {
+        Launch::NotImplemented => false,
+        Launch::PicosCache => spec.reads_paths_only(),
+        _ => true,
     }
 }
 
@@ -610,6 +634,8 @@ struct Ctx {
     dir: PathBuf,
     /// The manifest of the `picos+mounts` column.
     mounts_manifest: PathBuf,
+    /// The manifest of the `picos+cache` column.
+    cache_manifest: PathBuf,
     timeout: Duration,
 }
 
@@ -628,6 +654,15 @@ fn mounts_manifest_text(dir: &Path) -> String {
         "[loader]\ninsecure__use_cmdline_argv = true\ninsecure__use_host_env = true\n\n\
          [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\n\n\
          [[fs.mounts]]\npath = \"{d}\"\nuri = \"file:{d}\"\n"
+    )
+}
+
+/// The manifest of the `picos+cache` column: as `picos+mounts`, with the
+/// files directory read-only and exclusive.
+fn cache_manifest_text(dir: &Path) -> String {
+    format!(
+        "{}readonly = true\nexclusive = true\n",
+        mounts_manifest_text(dir)
     )
 }
 
@@ -650,13 +685,14 @@ fn run_guest(ctx: &Ctx, cfg: &Config, spec: &RowSpec, iters: u64) -> Result<Samp
             c.arg("run").args(args).arg("--").arg(guest);
             c
         }
-        Launch::PicosMounts => {
+        Launch::PicosMounts | Launch::PicosCache => {
+            let manifest = if cfg.launch == Launch::PicosCache {
+                &ctx.cache_manifest
+            } else {
+                &ctx.mounts_manifest
+            };
             let mut c = std::process::Command::new(&ctx.picos);
-            c.arg("run")
-                .arg("-m")
-                .arg(&ctx.mounts_manifest)
-                .arg("--")
-                .arg(guest);
+            c.arg("run").arg("-m").arg(manifest).arg("--").arg(guest);
             c
         }
         Launch::NotImplemented => unreachable!("not-implemented columns are never run"),
@@ -805,7 +841,10 @@ fn measure_row(
     spec: &'static RowSpec,
     progress: &mut Progress,
 ) -> Result<RowResult, Stop> {
-    let cols = available();
+    let cols: Vec<usize> = available()
+        .into_iter()
+        .filter(|&i| runs(&CONFIGS[i], spec))
+        .collect();
     let mut result = RowResult {
         spec,
         iters: 1,
@@ -955,6 +994,10 @@ fn run(opts: &Options) -> Result<bool, Stop> {
                     "  {:<12} picos run -m MOUNTS -- guest (MOUNTS: / from file:/, the files directory from itself)",
                     c.name
                 ),
+                Launch::PicosCache => println!(
+                    "  {:<12} picos run -m CACHE -- guest (CACHE: as MOUNTS, the files directory read-only and exclusive; open and stat rows only)",
+                    c.name
+                ),
                 Launch::NotImplemented => {
                     println!("  {:<12} not implemented (shown as n/a)", c.name)
                 }
@@ -999,22 +1042,33 @@ fn run(opts: &Options) -> Result<bool, Stop> {
     info.files_dir = format!("{} ({})", parent.display(), fs_type(&dir.0));
     catch_interrupts();
     let manifest_dir = TempDir::new(&parent)?;
+    let canonical = dir.0.canonicalize().unwrap_or_else(|_| dir.0.clone());
     let mounts_manifest = manifest_dir.0.join("mounts.toml");
-    std::fs::write(
-        &mounts_manifest,
-        mounts_manifest_text(&dir.0.canonicalize().unwrap_or_else(|_| dir.0.clone())),
-    )
-    .map_err(|e| Stop::Error(format!("{}: {e}", mounts_manifest.display())))?;
+    std::fs::write(&mounts_manifest, mounts_manifest_text(&canonical))
+        .map_err(|e| Stop::Error(format!("{}: {e}", mounts_manifest.display())))?;
+    let cache_manifest = manifest_dir.0.join("cache.toml");
+    std::fs::write(&cache_manifest, cache_manifest_text(&canonical))
+        .map_err(|e| Stop::Error(format!("{}: {e}", cache_manifest.display())))?;
     let ctx = Ctx {
         picos,
         guest,
         dir: dir.0.clone(),
         mounts_manifest,
+        cache_manifest,
         timeout: opts.timeout,
     };
     let mut progress = Progress {
         tty: std::io::stderr().is_terminal(),
-        total: rows.len() * available().len() * (opts.samples + 1),
+        total: rows
+            .iter()
+            .map(|r| {
+                available()
+                    .iter()
+                    .filter(|&&i| runs(&CONFIGS[i], r))
+                    .count()
+            })
+            .sum::<usize>()
+            * (opts.samples + 1),
         done: 0,
         start: Instant::now(),
     };

@@ -447,26 +447,41 @@ fn cached_at(
     path_addr: usize,
     flags: i32,
     follow: bool,
-) -> Result<Option<host::Statx>, Errno> {
+    sink: &mut dyn FnMut(&host::Statx) -> Result<(), Errno>,
+) -> Result<bool, Errno> {
     if !dcache::enabled() {
-        return Ok(None);
+        return Ok(false);
     }
-    let path = path_arg(path_addr)?;
+    // A short path is read on the stack: a lookup the cache answers then
+    // allocates nothing.
+    let n = user::strnlen(path_addr, user::PATH_MAX)?;
+    let mut small = [0u8; 256];
+    let mut big = Vec::new();
+    let buf: &mut [u8] = if n < small.len() {
+        &mut small[..n]
+    } else {
+        big.resize(n, 0);
+        &mut big
+    };
+    user::copy_in(buf, path_addr)?;
+    let path: &[u8] = buf;
     if path.is_empty() && flags & host::AT_EMPTY_PATH != 0 {
-        return Ok(None);
+        return Ok(false);
     }
-    match walk::cached(fds(c), dirfd, &path, follow) {
-        None => Ok(None),
-        Some(Ok(dcache::Resolved::Exists { stx, .. })) => Ok(Some(stx)),
-        Some(Ok(dcache::Resolved::Missing { .. })) => Err(Errno::ENOENT),
+    let mut written = Ok(());
+    match walk::cached_stat(fds(c), dirfd, path, follow, &mut |stx| written = sink(stx)) {
+        None => Ok(false),
+        Some(Ok(true)) => written.map(|_| true),
+        Some(Ok(false)) => Err(Errno::ENOENT),
         Some(Err(e)) => Err(e),
     }
 }
 
 fn stat_common(c: &Ctx<'_>, dirfd: i32, path: usize, buf: usize, flags: i32) -> SysResult {
     let follow = flags & host::AT_SYMLINK_NOFOLLOW == 0;
-    if let Some(stx) = cached_at(c, dirfd, path, flags, follow)? {
-        user::write(buf, &stx.to_stat())?;
+    if cached_at(c, dirfd, path, flags, follow, &mut |stx| {
+        user::write(buf, &stx.to_stat())
+    })? {
         return Ok(0);
     }
     match object_at(c, dirfd, path, flags, follow)? {
@@ -553,12 +568,16 @@ pub fn statx(
     // whatever the mask.
     const STATX_MTIME_CTIME: u32 = 0x40 | 0x80;
     if mask & !dcache::STATX_CACHED == 0 && mask & STATX_MTIME_CTIME == STATX_MTIME_CTIME {
-        if let Some(mut stx) = cached_at(c, dirfd, pathname, flags, follow)? {
-            const STATX_BTIME: u32 = 0x800;
+        const STATX_BTIME: u32 = 0x800;
+        if cached_at(c, dirfd, pathname, flags, follow, &mut |stx| {
             if mask & STATX_BTIME == 0 {
+                let mut stx = *stx;
                 stx.clear_btime();
+                user::copy_out(statxbuf, &stx.0)
+            } else {
+                user::copy_out(statxbuf, &stx.0)
             }
-            user::copy_out(statxbuf, &stx.0)?;
+        })? {
             return Ok(0);
         }
     }
@@ -596,7 +615,7 @@ fn access_common(c: &Ctx<'_>, dirfd: i32, path: usize, mode: i32, flags: i32) ->
     }
     let follow = flags & host::AT_SYMLINK_NOFOLLOW == 0;
     // Existence (F_OK) from the directory cache; permissions from the host.
-    if mode == 0 && cached_at(c, dirfd, path, flags, follow)?.is_some() {
+    if mode == 0 && cached_at(c, dirfd, path, flags, follow, &mut |_| Ok(()))? {
         return Ok(0);
     }
     match object_at(c, dirfd, path, flags, follow)? {

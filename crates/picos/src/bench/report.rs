@@ -100,6 +100,13 @@ pub fn markdown(results: &[RowResult], info: &RunInfo) -> String {
                     out.push_str(" n/a (not implemented) |");
                     continue;
                 }
+                if !crate::bench::runs(c, row.spec) {
+                    out.push_str(" n/a |");
+                    if i > 0 {
+                        out.push_str(" – |");
+                    }
+                    continue;
+                }
                 let cell = &row.cells[i];
                 if let Some(e) = &cell.error {
                     failures.push(format!("{} in {}: {e}", row.spec.key, c.name));
@@ -259,6 +266,7 @@ pub fn json(results: &[RowResult], info: &RunInfo) -> String {
                 Launch::Native | Launch::NativeSud => Some(None),
                 Launch::Picos(a) => Some(Some(a)),
                 Launch::PicosMounts => Some(Some(&["-m", "MOUNTS"])),
+                Launch::PicosCache => Some(Some(&["-m", "CACHE"])),
                 Launch::NotImplemented => None,
             },
             why: (c.launch == Launch::NotImplemented).then_some("not implemented"),
@@ -351,7 +359,12 @@ fn xml(s: &str) -> String {
 pub fn svg(results: &[RowResult], info: &RunInfo) -> String {
     const COLORS: [&str; 4] = ["#4477aa", "#ee6677", "#228833", "#ccbb44"];
     let cols: Vec<usize> = (1..CONFIGS.len())
-        .filter(|&i| matches!(CONFIGS[i].launch, Launch::Picos(_) | Launch::PicosMounts))
+        .filter(|&i| {
+            matches!(
+                CONFIGS[i].launch,
+                Launch::Picos(_) | Launch::PicosMounts | Launch::PicosCache
+            )
+        })
         .collect();
     let ratios: Vec<Vec<Option<Ratio>>> = results
         .iter()

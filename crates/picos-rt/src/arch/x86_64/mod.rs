@@ -7,6 +7,7 @@
 #![allow(unsafe_code)]
 
 pub mod fpu;
+mod mem;
 
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 

@@ -73,7 +73,34 @@ enum Node {
 
 type Map = HashMap<Box<[u8]>, Node, FxBuildHasher>;
 
-static CACHE: Lock<Option<Map>> = Lock::new(Rank::Dcache, None);
+/// Where a whole lookup led, by the path as the program gave it (made
+/// absolute, with whether a last symlink is followed): one hash instead of
+/// one per component for a path looked up again. It holds only outcomes
+/// that depend on nothing but the tree (never an EACCES), and goes when
+/// the entries it leads to go.
+#[derive(Clone)]
+enum Alias {
+    Exists { guest: Box<[u8]>, mount: usize },
+    Missing { parent: Box<[u8]>, name: Box<[u8]> },
+    Failed(Errno),
+}
+
+/// Keyed by the absolute path followed by one byte: 1 if a last symlink is
+/// followed, else 0.
+type AliasMap = HashMap<Box<[u8]>, Alias, FxBuildHasher>;
+
+/// The longest alias key kept (a longer path is walked each time).
+const MAX_KEY: usize = 1024;
+/// Keys up to this long are built on the stack.
+const SMALL_KEY: usize = 256;
+
+#[derive(Default)]
+struct Cache {
+    nodes: Map,
+    aliases: AliasMap,
+}
+
+static CACHE: Lock<Option<Cache>> = Lock::new(Rank::Dcache, None);
 
 /// Each mount's host file system (`stx_dev_major << 32 | stx_dev_minor`,
 /// plus one; 0: not known yet).
@@ -126,7 +153,9 @@ pub fn clear() {
     }
 }
 
-/// What a cached lookup found.
+/// What a cached lookup found. (Returned once per lookup and taken apart at
+/// once: the large variant is not worth a heap allocation.)
+#[allow(clippy::large_enum_variant)]
 pub enum Resolved {
     /// The object: its canonical guest path, the mount that shows it, its
     /// status (not followed: a symlink if the last component is one and was
@@ -141,22 +170,170 @@ pub enum Resolved {
     Missing { parent: Vec<u8>, name: Vec<u8> },
 }
 
-/// What a lookup step learns of a canonical path: None when it is not on
-/// an exclusive mount (the cache does not answer), else its status and
-/// symlink target, or why it does not exist.
-type Step<'a> = dyn FnMut(&[u8]) -> Option<Result<(Statx, Option<Vec<u8>>), Errno>> + 'a;
+/// An object's type (`S_IFMT` bits of its mode) and, for a symlink, its
+/// target.
+type Object = (u32, Option<Vec<u8>>);
 
-/// Resolves `path` from `start` (a canonical guest directory, `/` for an
-/// absolute path) through the cache; `follow`: follow a symlink in the
+/// What a lookup step learns of a canonical path: None when the cache does
+/// not answer (not on an exclusive mount, another file system), else the
+/// object, or why there is none.
+type Answer = Option<Result<Object, Errno>>;
+
+/// A lookup step: what the cache (or, in tests, a tree) says of a
+/// canonical path; when given a place for it, the object's status too (a
+/// 256-byte copy made only for the last component).
+type Step<'a> = dyn FnMut(&[u8], Option<&mut Statx>) -> Answer + 'a;
+
+/// Resolves `path` from `start` (a canonical guest directory; ignored for
+/// an absolute path) through the cache; `follow`: follow a symlink in the
 /// last component (a trailing `/` always does). None: the path leaves the
 /// exclusive mounts, resolve it the usual way.
 pub fn resolve(
     fds: &FdTable,
-    start: Vec<u8>,
+    start: &[u8],
     path: &[u8],
     follow: bool,
 ) -> Option<Result<Resolved, Errno>> {
-    resolve_with(start, path, follow, &mut |p| step(fds, p))
+    with_lookup(
+        fds,
+        start,
+        path,
+        follow,
+        &mut (),
+        |nodes, a, _| from_alias(nodes, a),
+        |r, _| r,
+    )
+}
+
+/// As [`resolve`], for the status alone, which is handed to `sink` (under
+/// the cache's lock, without a copy): Ok(true) if the object exists, Ok(false)
+/// if its last component does not. No allocation when the path was looked
+/// up before.
+pub fn stat(
+    fds: &FdTable,
+    start: &[u8],
+    path: &[u8],
+    follow: bool,
+    sink: &mut dyn FnMut(&Statx),
+) -> Option<Result<bool, Errno>> {
+    with_lookup(
+        fds,
+        start,
+        path,
+        follow,
+        sink,
+        |nodes, a, sink| match a {
+            Alias::Exists { guest, .. } => match nodes.get(guest)? {
+                Node::Present { stx, .. } => {
+                    sink(stx);
+                    Some(Ok(true))
+                }
+                _ => None,
+            },
+            Alias::Missing { .. } => Some(Ok(false)),
+            Alias::Failed(e) => Some(Err(*e)),
+        },
+        |r, sink| match r {
+            Ok(Resolved::Exists { stx, .. }) => {
+                sink(&stx);
+                Ok(true)
+            }
+            Ok(Resolved::Missing { .. }) => Ok(false),
+            Err(e) => Err(e),
+        },
+    )
+}
+
+/// A lookup under the cache's lock: the alias of the path if there is one
+/// (`hit`; None from it: its entry is gone), else the walk (`walked`),
+/// whose outcome becomes an alias when it depends on the tree alone.
+fn with_lookup<T, C: ?Sized>(
+    fds: &FdTable,
+    start: &[u8],
+    path: &[u8],
+    follow: bool,
+    ctx: &mut C,
+    hit: impl FnOnce(&Map, &Alias, &mut C) -> Option<T>,
+    walked: impl FnOnce(Result<Resolved, Errno>, &mut C) -> T,
+) -> Option<T> {
+    // The alias key, built on the stack (a lookup that hits allocates
+    // nothing).
+    let relative = path.first() != Some(&b'/');
+    let head = if relative { start.len() + 1 } else { 0 };
+    let key_len = head + path.len() + 1;
+    let mut small = [0u8; SMALL_KEY];
+    let mut big = Vec::new();
+    let buf: &mut [u8] = if key_len <= SMALL_KEY {
+        &mut small
+    } else {
+        big.resize(key_len.min(MAX_KEY), 0);
+        &mut big
+    };
+    let key = (key_len <= MAX_KEY).then(|| {
+        if relative {
+            buf[..start.len()].copy_from_slice(start);
+            buf[start.len()] = b'/';
+        }
+        buf[head..head + path.len()].copy_from_slice(path);
+        buf[key_len - 1] = follow as u8;
+        &buf[..key_len]
+    });
+    // One lock for the whole lookup (the host's lookups of missing names
+    // included: other threads' lookups wait for them, which is rare).
+    let mut g = CACHE.lock();
+    let Cache { nodes, aliases } = g.get_or_insert_with(Cache::default);
+    if let Some(a) = key.and_then(|k| aliases.get(k)) {
+        if let Some(r) = hit(nodes, a, ctx) {
+            return Some(r);
+        }
+    }
+    let base = if relative {
+        start.to_vec()
+    } else {
+        b"/".to_vec()
+    };
+    let r = resolve_with(base, path, follow, &mut |p, out| step(nodes, fds, p, out))?;
+    let alias = match &r {
+        Ok(Resolved::Exists { guest, mount, .. }) => Some(Alias::Exists {
+            guest: guest.as_slice().into(),
+            mount: *mount,
+        }),
+        Ok(Resolved::Missing { parent, name }) => Some(Alias::Missing {
+            parent: parent.as_slice().into(),
+            name: name.as_slice().into(),
+        }),
+        Err(e @ (Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP | Errno::ENAMETOOLONG)) => {
+            Some(Alias::Failed(*e))
+        }
+        Err(_) => None,
+    };
+    if let (Some(a), Some(k)) = (alias, key) {
+        if aliases.len() >= MAX_ENTRIES {
+            aliases.clear();
+        }
+        aliases.insert(k.into(), a);
+    }
+    Some(walked(r, ctx))
+}
+
+/// The outcome an alias records (None if its entry is gone).
+fn from_alias(nodes: &Map, a: &Alias) -> Option<Result<Resolved, Errno>> {
+    Some(match a {
+        Alias::Exists { guest, mount } => match nodes.get(guest)? {
+            Node::Present { stx, link } => Ok(Resolved::Exists {
+                guest: guest.to_vec(),
+                mount: *mount,
+                stx: **stx,
+                link: link.as_ref().map(|l| l.to_vec()),
+            }),
+            _ => return None,
+        },
+        Alias::Missing { parent, name } => Ok(Resolved::Missing {
+            parent: parent.to_vec(),
+            name: name.to_vec(),
+        }),
+        Alias::Failed(e) => Err(*e),
+    })
 }
 
 /// The walk, with the cache (or, in tests, a tree) behind `node`.
@@ -176,7 +353,8 @@ fn resolve_with(
     let mut comp = Vec::new();
     let mut links = 0;
     // The status and target of `cur`, when the last step found it.
-    let mut last: Option<(Statx, Option<Vec<u8>>)> = None;
+    let mut stx = Statx([0; 256]);
+    let mut last: Option<Option<Vec<u8>>> = None;
     while todo.next_into(&mut comp) {
         let is_last = todo.is_empty();
         last = None;
@@ -195,7 +373,7 @@ fn resolve_with(
         if cur.len() >= PATH_MAX {
             return Some(Err(Errno::ENAMETOOLONG));
         }
-        let (stx, link) = match node(&cur)? {
+        let (mode, link) = match node(&cur, is_last.then_some(&mut stx))? {
             Ok(x) => x,
             Err(Errno::ENOENT) if is_last => {
                 cur.truncate(parent_len);
@@ -206,7 +384,6 @@ fn resolve_with(
             }
             Err(e) => return Some(Err(e)),
         };
-        let mode = stx.mode() & S_IFMT;
         if mode == S_IFLNK && (!is_last || follow || trailing) {
             links += 1;
             if links > MAX_LINKS {
@@ -227,13 +404,13 @@ fn resolve_with(
         if !is_last && mode != S_IFDIR {
             return Some(Err(Errno::ENOTDIR));
         }
-        last = Some((stx, link));
+        last = Some(link);
     }
-    let (stx, link) = match last {
-        Some(x) => x,
+    let link = match last {
+        Some(l) => l,
         // The path ended at `.` or `..` (or was `/`): `cur`, a directory.
-        None => match node(&cur)? {
-            Ok(x) => x,
+        None => match node(&cur, Some(&mut stx))? {
+            Ok((_, l)) => l,
             Err(e) => return Some(Err(e)),
         },
     };
@@ -312,17 +489,16 @@ impl<'a> Components<'a> {
     }
 }
 
-/// The cache's answer for canonical guest path `p`, filling it from the
-/// host on a miss; None if no exclusive mount shows `p`.
-fn step(fds: &FdTable, p: &[u8]) -> Option<Result<(Statx, Option<Vec<u8>>), Errno>> {
+/// The cache's answer for canonical guest path `p` (its status into
+/// `out`, if given), filling it from the host on a miss; None if no
+/// exclusive mount shows `p`.
+fn step(map: &mut Map, fds: &FdTable, p: &[u8], out: Option<&mut Statx>) -> Answer {
     let i = covering(p);
     if !exclusive(i) {
         return None;
     }
-    if let Some(map) = CACHE.lock().as_ref() {
-        if let Some(n) = map.get(p) {
-            return answer(n);
-        }
+    if let Some(n) = map.get(p) {
+        return answer(n, out);
     }
     let n = match fill(fds, i, p)? {
         Ok(Node::Present { stx, .. }) if Some(dev_of(&stx)) != root_dev(fds, i) => {
@@ -332,10 +508,9 @@ fn step(fds: &FdTable, p: &[u8]) -> Option<Result<(Statx, Option<Vec<u8>>), Errn
     };
     match n {
         Ok(n) => {
-            let a = answer(&n);
-            let mut g = CACHE.lock();
-            let map = g.get_or_insert_with(Map::default);
+            let a = answer(&n, out);
             if map.len() >= MAX_ENTRIES {
+                // The aliases that lead here go too (`from_alias`).
                 map.clear();
             }
             map.insert(p.into(), n);
@@ -346,9 +521,14 @@ fn step(fds: &FdTable, p: &[u8]) -> Option<Result<(Statx, Option<Vec<u8>>), Errn
 }
 
 /// A node's answer; None for a foreign one (the cache does not answer).
-fn answer(n: &Node) -> Option<Result<(Statx, Option<Vec<u8>>), Errno>> {
+fn answer(n: &Node, out: Option<&mut Statx>) -> Answer {
     match n {
-        Node::Present { stx, link } => Some(Ok((**stx, link.as_ref().map(|l| l.to_vec())))),
+        Node::Present { stx, link } => {
+            if let Some(o) = out {
+                *o = **stx;
+            }
+            Some(Ok((stx.mode() & S_IFMT, link.as_ref().map(|l| l.to_vec()))))
+        }
         Node::Missing(e) => Some(Err(*e)),
         Node::Foreign => None,
     }
@@ -395,14 +575,18 @@ fn fill(fds: &FdTable, i: usize, p: &[u8]) -> Option<Result<Node, Errno>> {
 
 /// The working directory's guest path, if cached (see [`set_cwd`]).
 pub fn cwd() -> Option<Vec<u8>> {
+    with_cwd(|c| c.to_vec())
+}
+
+/// `f` of the cached working directory's guest path, if there is one (no
+/// copy of it made).
+pub fn with_cwd<R>(f: impl FnOnce(&[u8]) -> R) -> Option<R> {
     if !enabled() || !CWD_CACHEABLE.load(Ordering::Relaxed) {
         return None;
     }
-    crate::kernel::thread::current()
-        .process()
-        .cwd
-        .lock()
-        .clone()
+    let t = crate::kernel::thread::current();
+    let g = t.process().cwd.lock();
+    g.as_deref().map(f)
 }
 
 /// The host gave `guest` as the working directory: kept if an exclusive
@@ -482,25 +666,25 @@ mod tests {
 
     fn run(start: &str, path: &str, follow: bool) -> Result<String, Errno> {
         let t = tree();
-        let mut node = |p: &[u8]| -> Option<Result<(Statx, Option<Vec<u8>>), Errno>> {
+        let mut node = |p: &[u8], out: Option<&mut Statx>| -> Answer {
             if p.starts_with(b"/other") {
                 return None;
             }
-            if p.starts_with(b"/deep") {
+            let (mode, link) = if p.starts_with(b"/deep") {
                 // Directories all the way down.
-                let mut stx = Statx([0; 256]);
-                stx.0[28..30].copy_from_slice(&(S_IFDIR as u16).to_ne_bytes());
-                return Some(Ok((stx, None)));
-            }
-            match t.iter().find(|(q, _, _)| q.as_bytes() == p) {
-                None => Some(Err(Errno::ENOENT)),
-                Some((_, mode, link)) => {
-                    let mut stx = Statx([0; 256]);
-                    stx.0[28..30].copy_from_slice(&(*mode as u16).to_ne_bytes());
-                    let link = (*mode == S_IFLNK).then(|| link.as_bytes().to_vec());
-                    Some(Ok((stx, link)))
+                (S_IFDIR, None)
+            } else {
+                match t.iter().find(|(q, _, _)| q.as_bytes() == p) {
+                    None => return Some(Err(Errno::ENOENT)),
+                    Some((_, mode, link)) => {
+                        (*mode, (*mode == S_IFLNK).then(|| link.as_bytes().to_vec()))
+                    }
                 }
+            };
+            if let Some(o) = out {
+                o.0[28..30].copy_from_slice(&(mode as u16).to_ne_bytes());
             }
+            Some(Ok((mode, link)))
         };
         match resolve_with(
             start.as_bytes().to_vec(),

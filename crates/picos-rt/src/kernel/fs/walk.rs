@@ -160,7 +160,35 @@ pub fn cached(
         Ok(b) => b,
         Err(e) => return Some(Err(e)),
     };
-    super::dcache::resolve(fds, base, path, follow)
+    super::dcache::resolve(fds, &base, path, follow)
+}
+
+/// As [`cached`], for the status alone (handed to `sink`): Ok(true) if the
+/// object exists, Ok(false) if the last component does not.
+pub fn cached_stat(
+    fds: &FdTable,
+    dirfd: i32,
+    path: &[u8],
+    follow: bool,
+    out: &mut dyn FnMut(&crate::host::Statx),
+) -> Option<Result<bool, Errno>> {
+    use super::dcache;
+    if path.is_empty() || !dcache::enabled() {
+        return None;
+    }
+    if path[0] == b'/' {
+        return dcache::stat(fds, b"/", path, follow, out);
+    }
+    if dirfd == host::AT_FDCWD as i32 {
+        if let Some(r) = dcache::with_cwd(|cwd| dcache::stat(fds, cwd, path, follow, out)) {
+            return r;
+        }
+    }
+    let base = match start(fds, dirfd, path) {
+        Ok(b) => b,
+        Err(e) => return Some(Err(e)),
+    };
+    dcache::stat(fds, &base, path, follow, out)
 }
 
 /// The host's name for descriptor `fd` of the calling thread's table.
