@@ -291,10 +291,11 @@ pub fn json(results: &[RowResult], info: &RunInfo) -> String {
                 .iter()
                 .map(|o| o.iter().map(|&c| CONFIGS[c].name).collect())
                 .collect(),
+            // The columns that measure this row.
             columns: CONFIGS
                 .iter()
                 .enumerate()
-                .filter(|(_, c)| c.launch != Launch::NotImplemented)
+                .filter(|(_, c)| crate::bench::runs(c, row.spec))
                 .map(|(i, c)| {
                     let cell = &row.cells[i];
                     let ratio = (i > 0).then(|| cost_ratio(row, i));
