@@ -279,7 +279,7 @@ fn open_path(
             &[(1, rel), (2, &how)],
         )
     };
-    let root = |mount: usize| (root_fd(fds, mount) as isize, walk::confined());
+    let root = |mount: usize, rel: &[u8]| (root_fd(fds, mount) as isize, walk::confined_for(rel));
     let mut plan = walk::open_plan(fds, dirfd, &path, follow, resolve, true)?;
     // A symlink appearing between the walk and the open makes the host
     // refuse (ELOOP): walk again, a few times.
@@ -314,7 +314,7 @@ fn open_path(
                     // A symlink not followed (O_NOFOLLOW).
                     return Err(Errno::ELOOP);
                 }
-                (walk::is_proc_fd_dir(mount, &rel), root(mount), rel)
+                (walk::is_proc_fd_dir(mount, &rel), root(mount, &rel), rel)
             }
             OpenPlan::Create { mount, rel } => {
                 if flags & host::O_CREAT == 0 || tmpfile {
@@ -326,7 +326,7 @@ fn open_path(
                 if readonly(mount) {
                     return Err(Errno::EROFS);
                 }
-                (false, root(mount), rel)
+                (false, root(mount, &rel), rel)
             }
             OpenPlan::ProgramFd(n) => {
                 if writes && fd_readonly(n) && fs_object(host::fstat(n)?.st_mode) {

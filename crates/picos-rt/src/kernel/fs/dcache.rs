@@ -544,7 +544,7 @@ fn fill(fds: &FdTable, i: usize, p: &[u8]) -> Option<Result<Node, Errno>> {
     let how = OpenHow {
         flags: (host::O_PATH | host::O_NOFOLLOW | host::O_CLOEXEC) as u64,
         mode: 0,
-        resolve: host::RESOLVE_IN_ROOT | host::RESOLVE_NO_SYMLINKS | host::RESOLVE_NO_MAGICLINKS,
+        resolve: super::walk::confined_for(rel.to_bytes()),
     };
     let fd = match host::openat2(root_fd(fds, i) as isize, rel, &how) {
         Ok(fd) => fd as i32,
