@@ -21,7 +21,12 @@ pub const SOURCE: &str = include_str!("../../bench-guest/guest.c");
 /// does not move the timed loops: the fastest rows (getppid, ~6 ns under
 /// picos) moved by ~1.5 ns, beyond their intervals, when only `make_dirs`
 /// changed (docs/BENCHMARKS.md, "The directory cache").
-const FLAGS: &[&str] = &["-O2", "-pthread", "-falign-functions=64", "-falign-loops=64"];
+const FLAGS: &[&str] = &[
+    "-O2",
+    "-pthread",
+    "-falign-functions=64",
+    "-falign-loops=64",
+];
 
 /// 64-bit FNV-1a: stable across Rust versions (std's hasher is not).
 fn fnv1a(parts: &[&[u8]]) -> u64 {

@@ -29,7 +29,8 @@
 #![deny(unsafe_code)]
 
 use super::mount::{covering, relative, root_fd, table};
-use super::FdTable;
+use super::walk::{MAX_LINKS, PATH_MAX, S_IFDIR, S_IFLNK, S_IFMT};
+use super::{pop, FdTable};
 use crate::host;
 use crate::host::errno::Errno;
 use crate::host::{OpenHow, Statx};
@@ -40,18 +41,10 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use hashbrown::HashMap;
 use rustc_hash::FxBuildHasher;
 
-/// Linux's limit on symlinks followed in one resolution.
-const MAX_LINKS: u32 = 40;
-/// PATH_MAX.
-const PATH_MAX: usize = 4096;
 /// The most entries kept; a full cache is emptied and filled again (a
 /// program that looks up more names than this on exclusive mounts pays the
 /// host's price for some of them, never a wrong answer).
 pub const MAX_ENTRIES: usize = 16 * 1024;
-
-const S_IFMT: u32 = 0o170000;
-const S_IFDIR: u32 = 0o040000;
-const S_IFLNK: u32 = 0o120000;
 
 /// The statx fields an entry holds (STATX_BASIC_STATS | STATX_BTIME |
 /// STATX_MNT_ID): a program's statx asking for more goes to the host.
@@ -424,17 +417,6 @@ fn resolve_with(
         stx,
         link,
     }))
-}
-
-/// The parent of canonical path `p` (`/` stays `/`).
-fn pop(p: &mut Vec<u8>) {
-    match p.iter().rposition(|&c| c == b'/') {
-        Some(0) | None => {
-            p.clear();
-            p.push(b'/');
-        }
-        Some(i) => p.truncate(i),
-    }
 }
 
 /// The components still to walk: the path, with the targets of the

@@ -61,6 +61,17 @@ pub fn absolute(path: &[u8]) -> Vec<u8> {
     join(&cwd, path)
 }
 
+/// The parent of canonical path `p` (`/` stays `/`): its `..`.
+pub fn pop(p: &mut Vec<u8>) {
+    match p.iter().rposition(|&c| c == b'/') {
+        Some(0) | None => {
+            p.clear();
+            p.push(b'/');
+        }
+        Some(i) => p.truncate(i),
+    }
+}
+
 pub fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
     let mut v = dir.to_vec();
     if v.last() != Some(&b'/') {

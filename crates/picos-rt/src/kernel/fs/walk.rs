@@ -26,20 +26,20 @@
 #![deny(unsafe_code)]
 
 use super::mount::{self, covering, is_mount_point, relative, root_fd, table};
-use super::{join, FdTable};
+use super::{join, pop, FdTable};
 use crate::host;
 use crate::host::errno::Errno;
 use crate::host::{OpenHow, Stat};
 use alloc::vec::Vec;
 
 /// Linux's limit on symlinks followed in one resolution.
-const MAX_LINKS: u32 = 40;
+pub(super) const MAX_LINKS: u32 = 40;
 /// PATH_MAX.
-const PATH_MAX: usize = 4096;
+pub(super) const PATH_MAX: usize = 4096;
 
-const S_IFMT: u32 = 0o170000;
-const S_IFDIR: u32 = 0o040000;
-const S_IFLNK: u32 = 0o120000;
+pub(super) const S_IFMT: u32 = 0o170000;
+pub(super) const S_IFDIR: u32 = 0o040000;
+pub(super) const S_IFLNK: u32 = 0o120000;
 
 /// openat2 resolve flags a program may give (RESOLVE_CACHED is answered
 /// EAGAIN: the library OS has no cache the host could answer from).
@@ -145,17 +145,6 @@ fn with_nul(v: &[u8]) -> Vec<u8> {
     w.extend_from_slice(v);
     w.push(0);
     w
-}
-
-/// The parent of canonical path `p` (`/` stays `/`).
-fn pop(p: &mut Vec<u8>) {
-    match p.iter().rposition(|&c| c == b'/') {
-        Some(0) | None => {
-            p.clear();
-            p.push(b'/');
-        }
-        Some(i) => p.truncate(i),
-    }
 }
 
 fn is_dir(st: &Stat) -> bool {
