@@ -7,7 +7,8 @@
  * descriptor; each twice (under picos on an exclusive mount, the second
  * time from the directory cache). Then the working directory across chdir,
  * fchdir, a thread's chdir and a vfork child's chdir, lookups in a forked
- * child, and (as root) lookups after dropping privileges.
+ * child, lookups from four threads while the main thread forks, and (as
+ * root) lookups after dropping privileges.
  *
  *   lookups --setup DIR    makes the tree in DIR (natively, before)
  *   lookups DIR [--drop]   prints the lookups
@@ -263,6 +264,60 @@ static void working_directory(void)
     printf("parent: proc/self %s\n", self_ok() ? "is the parent" : "is not the parent");
 }
 
+/* Lookups from four threads at once while the main thread forks children
+ * that look up too (the cache's lock across fork, its fills from several
+ * threads): the totals are the same whoever answers. */
+static long counts[4];
+static void *hammer(void *arg)
+{
+    long k = (long)arg, ok = 0;
+    char b[64];
+    for (int round = 0; round < 300; round++) {
+        for (size_t i = 0; i < NPATHS; i++) {
+            struct stat st;
+            if (live(paths[i]))
+                continue;
+            ok += fstatat(AT_FDCWD, paths[i], &st, (i + k) % 2 ? AT_SYMLINK_NOFOLLOW : 0) == 0;
+            ok += access(paths[i], F_OK) == 0;
+            ok += readlink(paths[i], b, sizeof b) >= 0;
+            int fd = open(paths[i], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+            if (fd >= 0) {
+                ok++;
+                close(fd);
+            }
+        }
+    }
+    counts[k] = ok;
+    return NULL;
+}
+
+static void concurrent(void)
+{
+    pthread_t th[4];
+    for (long k = 0; k < 4; k++)
+        pthread_create(&th[k], NULL, hammer, (void *)k);
+    int children_ok = 0;
+    for (int i = 0; i < 40; i++) {
+        fflush(stdout);
+        pid_t p = fork();
+        if (p == 0) {
+            int ok = 0;
+            struct stat st;
+            for (size_t j = 0; j < NPATHS; j++)
+                if (!live(paths[j]))
+                    ok += stat(paths[j], &st) == 0;
+            _exit(ok);
+        }
+        int status;
+        waitpid(p, &status, 0);
+        children_ok += WIFEXITED(status) ? WEXITSTATUS(status) : -1000;
+    }
+    for (int k = 0; k < 4; k++)
+        pthread_join(th[k], NULL);
+    printf("concurrent: threads %ld %ld %ld %ld, forked children %d\n", counts[0], counts[1], counts[2],
+           counts[3], children_ok);
+}
+
 static void drop_privileges(void)
 {
     fflush(stdout);
@@ -338,6 +393,7 @@ int main(int argc, char **argv)
     all_lookups(1);
     all_lookups(2);
     working_directory();
+    concurrent();
     if (argc > 2 && strcmp(argv[2], "--drop") == 0)
         drop_privileges();
     return 0;
