@@ -332,6 +332,8 @@ print(sorted(os.listdir(base)) == [os.path.basename(d) + "-renamed"])
 with tempfile.NamedTemporaryFile(dir=base) as f:
     f.write(b"abc"); f.flush(); print(os.stat(f.name).st_size)
 print(os.getcwd() == base)
+import subprocess
+print(subprocess.run(["/bin/sh", "-c", "exit 3"], close_fds=True).returncode)
 if len(sys.argv) > 2:
     for target in ["/usr/picos-probe", "/etc/passwd"]:
         try:
@@ -773,19 +775,45 @@ fn the_programs_descriptors_are_its_own() {
         "{}",
         text(&native)
     );
-    let out = Command::new(PICOS)
-        .args(["run", "-m"])
+    // `close_range(3, ~0U, 0)` once walked every number of its range in the
+    // runtime (2^31 steps, ~24 s each time): the run must take a fraction of
+    // the limit (it takes well under a second), not minutes.
+    let mut cmd = Command::new(PICOS);
+    cmd.args(["run", "-m"])
         .arg(t.manifest())
         .args(["/bin/hidden_fds", "/data"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+        .stdin(std::process::Stdio::null());
+    let out = output_within(cmd, std::time::Duration::from_secs(30));
     assert_eq!(
         text(&out),
         text(&native),
         "picos (left) vs native (right); stderr: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Runs `cmd` to its end, failing the test if it takes longer than `limit`
+/// (then it is killed).
+fn output_within(mut cmd: Command, limit: std::time::Duration) -> Output {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // SAFETY: kill(2) has no memory effects; `pid` is our child,
+            // not yet waited for (the waiting thread is still blocked).
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            panic!("{cmd:?} took more than {limit:?}");
+        }
+    }
 }
 
 /// Extended attributes through paths under mounts, on a file, a symlink

@@ -1613,6 +1613,14 @@ pub fn close(c: &mut Ctx<'_>, fd: i32) -> SysResult {
 #[syscall]
 pub fn close_range(c: &mut Ctx<'_>, first: u32, last: u32, flags: u32) -> SysResult {
     let t = fds(c);
+    // Noted /proc descriptor directories in the range stop being noted
+    // (unless the call only marks them close-on-exec). A loop over the
+    // notes, not over the range: `close_range(3, ~0U, 0)`, the usual "close
+    // everything" (Python's subprocess, systemd), spans 2^32 numbers.
+    const CLOSE_RANGE_CLOEXEC: u32 = 4;
+    if flags & CLOSE_RANGE_CLOEXEC == 0 && first <= last {
+        t.forget_proc_fd_dirs_in(first, last);
+    }
     let mut hidden: Vec<u32> = t
         .roots
         .iter()
@@ -1624,12 +1632,6 @@ pub fn close_range(c: &mut Ctx<'_>, first: u32, last: u32, flags: u32) -> SysRes
         return c.host();
     }
     hidden.sort_unstable();
-    for fd in first..=last.min(i32::MAX as u32) {
-        if !t.is_proc_fd_dir(fd as i32) {
-            continue;
-        }
-        t.forget_proc_fd_dir(fd as i32);
-    }
     let mut from = first;
     for h in hidden {
         if h > from {

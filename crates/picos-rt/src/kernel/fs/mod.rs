@@ -133,6 +133,17 @@ impl FdTable {
         }
     }
 
+    /// Every noted descriptor from `first` to `last` was closed.
+    pub fn forget_proc_fd_dirs_in(&self, first: u32, last: u32) {
+        use core::sync::atomic::Ordering::Relaxed;
+        for s in &self.proc_fd_dirs {
+            let fd = s.load(Relaxed);
+            if fd >= 0 && (first..=last).contains(&(fd as u32)) {
+                self.forget_proc_fd_dir(fd);
+            }
+        }
+    }
+
     /// Is `fd` one [`FdTable::note_proc_fd_dir`] noted?
     pub fn is_proc_fd_dir(&self, fd: i32) -> bool {
         fd >= 0
