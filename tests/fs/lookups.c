@@ -155,6 +155,7 @@ static const char *paths[] = {
     "d/e", "d/e/", "d/e/..", "d/sub/g", "d/sub/../f", "d/nope", "d/nope/x", "nope", "nope/", "",
     "l_rel", "l_rel/", "l_abs", "l_dir", "l_dir/", "l_dir/f", "l_dir/../d", "l_dir/sub/g", "l_up",
     "l_up/f", "l_loop", "l_loop/x", "l_dangling", "l_dangling/", "l_chain", "l_chain/", "l_dotdot",
+    "l_fslash", "l_fslash/", "l_dslash", "l_dslash/f", "l_nslash",
     "fifo", "private", "private/x", "dev", "dev/null", "dev/zero", "dev/nope", "proc/self",
     "proc/self/status", "proc/self/fd", "proc/nope",
 };
@@ -367,6 +368,9 @@ static void setup(const char *d)
     symlink("nowhere", AT("l_dangling"));
     symlink("l_rel", AT("l_chain"));
     symlink("d/sub/../..", AT("l_dotdot"));
+    symlink("d/f/", AT("l_fslash"));
+    symlink("d/", AT("l_dslash"));
+    symlink("nowhere/", AT("l_nslash"));
     symlink("/dev", AT("dev"));
     symlink("/proc", AT("proc"));
     if (mkfifo(AT("fifo"), 0644) < 0) perror("mkfifo");

@@ -73,8 +73,15 @@ type Map = HashMap<Box<[u8]>, Node, FxBuildHasher>;
 /// the entries it leads to go.
 #[derive(Clone)]
 enum Alias {
-    Exists { guest: Box<[u8]>, mount: usize },
-    Missing { parent: Box<[u8]>, name: Box<[u8]> },
+    Exists {
+        guest: Box<[u8]>,
+        mount: usize,
+    },
+    Missing {
+        parent: Box<[u8]>,
+        name: Box<[u8]>,
+        dir: bool,
+    },
     Failed(Errno),
 }
 
@@ -160,7 +167,13 @@ pub enum Resolved {
         link: Option<Vec<u8>>,
     },
     /// The last component does not exist; its directory (canonical) does.
-    Missing { parent: Vec<u8>, name: Vec<u8> },
+    /// `dir`: a `/` followed it (in the path or in a symlink's target), so
+    /// only a directory may be made there.
+    Missing {
+        parent: Vec<u8>,
+        name: Vec<u8>,
+        dir: bool,
+    },
 }
 
 /// An object's type (`S_IFMT` bits of its mode) and, for a symlink, its
@@ -291,9 +304,10 @@ fn with_lookup<T, C: ?Sized>(
             guest: guest.as_slice().into(),
             mount: *mount,
         }),
-        Ok(Resolved::Missing { parent, name }) => Some(Alias::Missing {
+        Ok(Resolved::Missing { parent, name, dir }) => Some(Alias::Missing {
             parent: parent.as_slice().into(),
             name: name.as_slice().into(),
+            dir: *dir,
         }),
         Err(e @ (Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP | Errno::ENAMETOOLONG)) => {
             Some(Alias::Failed(*e))
@@ -321,9 +335,10 @@ fn from_alias(nodes: &Map, a: &Alias) -> Option<Result<Resolved, Errno>> {
             }),
             _ => return None,
         },
-        Alias::Missing { parent, name } => Ok(Resolved::Missing {
+        Alias::Missing { parent, name, dir } => Ok(Resolved::Missing {
             parent: parent.to_vec(),
             name: name.to_vec(),
+            dir: *dir,
         }),
         Alias::Failed(e) => Err(*e),
     })
@@ -348,8 +363,12 @@ fn resolve_with(
     // The status and target of `cur`, when the last step found it.
     let mut stx = Statx([0; 256]);
     let mut last: Option<Option<Vec<u8>>> = None;
-    while todo.next_into(&mut comp) {
+    // Did a `/` follow the last component resolved (in the path, or in the
+    // target of a symlink spliced in: Linux's walk then wants a directory)?
+    let mut last_slash = false;
+    while let Some(slash) = todo.next_into(&mut comp) {
         let is_last = todo.is_empty();
+        last_slash = slash;
         last = None;
         if comp == b"." {
             continue;
@@ -373,11 +392,12 @@ fn resolve_with(
                 return Some(Ok(Resolved::Missing {
                     parent: cur,
                     name: comp,
+                    dir: trailing || slash,
                 }));
             }
             Err(e) => return Some(Err(e)),
         };
-        if mode == S_IFLNK && (!is_last || follow || trailing) {
+        if mode == S_IFLNK && (!is_last || follow || trailing || slash) {
             links += 1;
             if links > MAX_LINKS {
                 return Some(Err(Errno::ELOOP));
@@ -407,7 +427,7 @@ fn resolve_with(
             Err(e) => return Some(Err(e)),
         },
     };
-    if trailing && stx.mode() & S_IFMT != S_IFDIR {
+    if (trailing || last_slash) && stx.mode() & S_IFMT != S_IFDIR {
         return Some(Err(Errno::ENOTDIR));
     }
     let mount = covering(&cur);
@@ -439,8 +459,9 @@ impl<'a> Components<'a> {
     fn push(&mut self, target: Vec<u8>) {
         self.stack.push((target, 0));
     }
-    /// The next component into `out`; false when none is left.
-    fn next_into(&mut self, out: &mut Vec<u8>) -> bool {
+    /// The next component into `out`, and whether a `/` follows it in its
+    /// buffer (the path or a symlink's target); None when none is left.
+    fn next_into(&mut self, out: &mut Vec<u8>) -> Option<bool> {
         loop {
             let (buf, at): (&[u8], &mut usize) = match self.stack.last_mut() {
                 Some((b, a)) => (b.as_slice(), a),
@@ -457,10 +478,10 @@ impl<'a> Components<'a> {
                 out.clear();
                 out.extend_from_slice(&buf[*at..end]);
                 *at = end;
-                return true;
+                return Some(end < buf.len());
             }
             if self.stack.pop().is_none() {
-                return false;
+                return None;
             }
         }
     }
@@ -643,6 +664,9 @@ mod tests {
             ("/dangling", S_IFLNK, "nowhere"),
             ("/empty", S_IFLNK, ""),
             ("/other", S_IFDIR, ""),
+            ("/fslash", S_IFLNK, "usr/lib/f/"),
+            ("/dslash", S_IFLNK, "usr/"),
+            ("/nslash", S_IFLNK, "nowhere/"),
         ]
     }
 
@@ -676,10 +700,11 @@ mod tests {
         ) {
             None => Ok("uncached".into()),
             Some(Err(e)) => Err(e),
-            Some(Ok(Resolved::Missing { parent, name })) => Ok(alloc::format!(
-                "missing {} {}",
+            Some(Ok(Resolved::Missing { parent, name, dir })) => Ok(alloc::format!(
+                "missing {} {}{}",
                 String::from_utf8_lossy(&parent),
-                String::from_utf8_lossy(&name)
+                String::from_utf8_lossy(&name),
+                if dir { "/" } else { "" }
             )),
             Some(Ok(Resolved::Exists { guest, stx, .. })) => Ok(alloc::format!(
                 "{} {:o}",
@@ -723,7 +748,18 @@ mod tests {
         assert_eq!(run("/", "/usr/lib/f/x", true), Err(Errno::ENOTDIR));
         assert_eq!(run("/", "/usr/nope/x", true), Err(Errno::ENOENT));
         assert_eq!(run("/", "/usr/nope", true), Ok("missing /usr nope".into()));
-        assert_eq!(run("/usr", "nope/", true), Ok("missing /usr nope".into()));
+        assert_eq!(run("/usr", "nope/", true), Ok("missing /usr nope/".into()));
+        // A `/` at the end of a symlink's target wants a directory, as one
+        // at the end of the path does.
+        assert_eq!(run("/", "/fslash", true), Err(Errno::ENOTDIR));
+        assert_eq!(run("/", "/fslash", false), Ok("/fslash 120000".into()));
+        assert_eq!(run("/", "/fslash/", false), Err(Errno::ENOTDIR));
+        assert_eq!(run("/", "/dslash", true), Ok("/usr 40000".into()));
+        assert_eq!(
+            run("/", "/dslash/lib/f", true),
+            Ok("/usr/lib/f 100000".into())
+        );
+        assert_eq!(run("/", "/nslash", true), Ok("missing / nowhere/".into()));
         // Leaving the cached tree.
         assert_eq!(run("/", "/other/x", true), Ok("uncached".into()));
         assert_eq!(run("/other", "..", true), Ok("/ 40000".into()));
@@ -735,15 +771,19 @@ mod tests {
     fn components_splice_targets() {
         let mut c = Components::new(b"//a/b/");
         let mut out = Vec::new();
-        assert!(c.next_into(&mut out) && out == b"a");
+        assert_eq!(c.next_into(&mut out), Some(true));
+        assert_eq!(out, b"a");
         assert!(!c.is_empty());
         c.push(b"/x//y".to_vec());
-        assert!(c.next_into(&mut out) && out == b"x");
-        assert!(c.next_into(&mut out) && out == b"y");
+        assert_eq!(c.next_into(&mut out), Some(true));
+        assert_eq!(out, b"x");
+        assert_eq!(c.next_into(&mut out), Some(false));
+        assert_eq!(out, b"y");
         assert!(!c.is_empty());
-        assert!(c.next_into(&mut out) && out == b"b");
+        assert_eq!(c.next_into(&mut out), Some(true));
+        assert_eq!(out, b"b");
         assert!(c.is_empty());
-        assert!(!c.next_into(&mut out));
+        assert_eq!(c.next_into(&mut out), None);
     }
 
     #[test]

@@ -396,7 +396,7 @@ impl Walker<'_> {
     /// Walks `path` from canonical `cur`; `follow`: follow a symlink in
     /// the last component.
     fn walk(&mut self, mut cur: Vec<u8>, path: &[u8], follow: bool) -> Result<Walked, Errno> {
-        let trailing = path.ends_with(b"/") && path.iter().any(|&c| c != b'/');
+        let mut trailing = path.ends_with(b"/") && path.iter().any(|&c| c != b'/');
         let mut todo = components_rev(path);
         // The object `cur` names, when the last step opened it.
         let mut last_open: Option<(HostFd, Stat, usize)> = None;
@@ -479,6 +479,11 @@ impl Walker<'_> {
                 }
                 if buf[0] == b'/' {
                     cur = self.root()?;
+                }
+                // A `/` at the end of the target of the last component
+                // wants a directory, as one at the end of the path does.
+                if last && buf.ends_with(b"/") {
+                    trailing = true;
                 }
                 todo.extend(components_rev(&buf));
                 continue;
@@ -887,8 +892,8 @@ pub fn open_plan(
                     st: stx.to_stat(),
                 });
             }
-            Some(Ok(super::dcache::Resolved::Missing { parent, name })) => {
-                return Ok(create_plan(parent, name, path));
+            Some(Ok(super::dcache::Resolved::Missing { parent, name, dir })) => {
+                return Ok(create_plan(parent, name, dir));
             }
             Some(Err(e)) => return Err(e),
             None => {}
@@ -926,18 +931,18 @@ pub fn open_plan_walk(
                 st,
             })
         }
-        Walked::Missing { parent, name } => Ok(create_plan(parent, name, path)),
+        Walked::Missing { parent, name } => Ok(create_plan(parent, name, path.ends_with(b"/"))),
         Walked::ProgramFd(n) => Ok(OpenPlan::ProgramFd(n)),
     }
 }
 
 /// The plan of an open whose last component `name` does not exist in
-/// directory `parent` (`path` is the program's).
-fn create_plan(parent: Vec<u8>, name: Vec<u8>, path: &[u8]) -> OpenPlan {
+/// directory `parent` (`dir`: a `/` followed the name).
+fn create_plan(parent: Vec<u8>, name: Vec<u8>, dir: bool) -> OpenPlan {
     let g = join(&parent, &name);
     let i = covering(&g);
     let mut rel = relative(i, &g);
-    if path.ends_with(b"/") {
+    if dir {
         rel.pop();
         rel.extend_from_slice(b"/\0");
     }
