@@ -334,6 +334,14 @@ with tempfile.NamedTemporaryFile(dir=base) as f:
 print(os.getcwd() == base)
 import subprocess
 print(subprocess.run(["/bin/sh", "-c", "exit 3"], close_fds=True).returncode)
+# A dangling symlink whose target ends with "/": O_CREAT through it is EISDIR.
+os.symlink("nowhere/", os.path.join(base, "slash"))
+try:
+    os.close(os.open(os.path.join(base, "slash"), os.O_CREAT | os.O_WRONLY, 0o644))
+    print("slash: created", os.listdir(base))
+except OSError as e:
+    print("slash:", errno.errorcode[e.errno])
+os.unlink(os.path.join(base, "slash"))
 if len(sys.argv) > 2:
     for target in ["/usr/picos-probe", "/etc/passwd"]:
         try:

@@ -350,7 +350,12 @@ enum Walked {
     /// guest path.
     Exists(HostFd, Stat, usize, Vec<u8>),
     /// All but the last component exist; the last does not (for creation).
-    Missing { parent: Vec<u8>, name: Vec<u8> },
+    /// `dir`: a `/` followed the name (in the path or a symlink's target).
+    Missing {
+        parent: Vec<u8>,
+        name: Vec<u8>,
+        dir: bool,
+    },
     /// The program's descriptor N (/proc/self/fd/N).
     ProgramFd(i32),
 }
@@ -431,6 +436,7 @@ impl Walker<'_> {
                     return Ok(Walked::Missing {
                         parent: cur,
                         name: c,
+                        dir: trailing,
                     })
                 }
                 Err(e) => return Err(e),
@@ -931,7 +937,7 @@ pub fn open_plan_walk(
                 st,
             })
         }
-        Walked::Missing { parent, name } => Ok(create_plan(parent, name, path.ends_with(b"/"))),
+        Walked::Missing { parent, name, dir } => Ok(create_plan(parent, name, dir)),
         Walked::ProgramFd(n) => Ok(OpenPlan::ProgramFd(n)),
     }
 }
