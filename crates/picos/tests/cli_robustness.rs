@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+mod common;
+
 const PICOS: &str = env!("CARGO_BIN_EXE_picos");
 
 /// Longest any one command may take: the bugs tested here include hangs.
@@ -77,10 +79,7 @@ fn compile(dir: &Path, name: &str, source: &str, flags: &[&str]) -> PathBuf {
 /// Runs `cmd` (stdin from /dev/null), killing it and failing the test if it
 /// takes longer than [`LIMIT`]. `rlimit_as`: an address-space limit for it.
 fn run_limited(cmd: &mut Command, rlimit_as: Option<u64>) -> Output {
-    cmd.process_group(0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.stdin(Stdio::null());
     if let Some(bytes) = rlimit_as {
         // SAFETY: setrlimit is async-signal-safe; nothing else runs here.
         unsafe {
@@ -96,21 +95,7 @@ fn run_limited(cmd: &mut Command, rlimit_as: Option<u64>) -> Output {
             });
         }
     }
-    let shown = format!("{cmd:?}");
-    let child = cmd.spawn().unwrap();
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(LIMIT) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            // SAFETY: kill(2) of the process group we made.
-            unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
-            panic!("{shown} still running after {LIMIT:?}: killed (a hang)");
-        }
-    }
+    common::output_within(cmd, LIMIT)
 }
 
 fn run(cmd: &mut Command) -> Output {

@@ -13,6 +13,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+
 const PICOS: &str = env!("CARGO_BIN_EXE_picos");
 
 fn workspace() -> PathBuf {
@@ -791,37 +793,13 @@ fn the_programs_descriptors_are_its_own() {
         .arg(t.manifest())
         .args(["/bin/hidden_fds", "/data"])
         .stdin(std::process::Stdio::null());
-    let out = output_within(cmd, std::time::Duration::from_secs(30));
+    let out = common::output_within(&mut cmd, std::time::Duration::from_secs(30));
     assert_eq!(
         text(&out),
         text(&native),
         "picos (left) vs native (right); stderr: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-/// Runs `cmd` to its end, failing the test if it takes longer than `limit`
-/// (then it is killed).
-fn output_within(mut cmd: Command, limit: std::time::Duration) -> Output {
-    let child = cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            // SAFETY: kill(2) has no memory effects; `pid` is our child,
-            // not yet waited for (the waiting thread is still blocked).
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            panic!("{cmd:?} took more than {limit:?}");
-        }
-    }
 }
 
 /// Extended attributes through paths under mounts, on a file, a symlink

@@ -5,6 +5,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+mod common;
+use common::output_within;
+
 const PICOS: &str = env!("CARGO_BIN_EXE_picos");
 
 fn workspace() -> PathBuf {
@@ -88,34 +91,6 @@ fn patching_under_threads_stress() {
         patched >= 3,
         "expected patched sites, saw {patched}:\n{stderr}"
     );
-}
-
-/// Runs `cmd`, killing it (and failing the test) if it takes longer than
-/// `limit`.
-fn output_within(cmd: &mut Command, limit: std::time::Duration) -> std::process::Output {
-    use std::os::unix::process::CommandExt;
-    use std::process::Stdio;
-    // Its own process group, so that a kill reaches the program too.
-    let child = cmd
-        .process_group(0)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            let _ = Command::new("kill")
-                .args(["-9", "--", &format!("-{pid}")])
-                .status();
-            panic!("{cmd:?} still running after {limit:?}: killed (a hang)");
-        }
-    }
 }
 
 /// Forks while other threads patch and unpatch sites (a lock-order bug made

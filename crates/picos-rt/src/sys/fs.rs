@@ -570,13 +570,11 @@ pub fn statx(
     if mask & !dcache::STATX_CACHED == 0 && mask & STATX_MTIME_CTIME == STATX_MTIME_CTIME {
         const STATX_BTIME: u32 = 0x800;
         if cached_at(c, dirfd, pathname, flags, follow, &mut |stx| {
+            let mut stx = *stx;
             if mask & STATX_BTIME == 0 {
-                let mut stx = *stx;
                 stx.clear_btime();
-                user::copy_out(statxbuf, &stx.0)
-            } else {
-                user::copy_out(statxbuf, &stx.0)
             }
+            user::copy_out(statxbuf, &stx.0)
         })? {
             return Ok(0);
         }

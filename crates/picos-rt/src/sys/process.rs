@@ -193,8 +193,7 @@ pub fn fork(c: &mut Ctx<'_>) -> SysResult {
 #[syscall]
 pub fn unshare(c: &mut Ctx<'_>, flags: u64) -> SysResult {
     if flags & CLONE_FS != 0 {
-        // As a clone that gives a thread its own working directory.
-        crate::kernel::fs::dcache::note_clone(CLONE_VM | CLONE_THREAD);
+        crate::kernel::fs::dcache::stop_caching_cwd();
     }
     c.host()
 }

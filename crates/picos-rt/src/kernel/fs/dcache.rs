@@ -480,9 +480,7 @@ impl<'a> Components<'a> {
                 *at = end;
                 return Some(end < buf.len());
             }
-            if self.stack.pop().is_none() {
-                return None;
-            }
+            self.stack.pop()?;
         }
     }
     /// No component left?
@@ -613,9 +611,16 @@ pub fn forget_cwd() {
 /// thread or process that shares our state).
 pub fn note_clone(flags: u64) {
     if !keeps_cwd(flags) {
-        CWD_CACHEABLE.store(false, Ordering::Relaxed);
-        forget_cwd();
+        stop_caching_cwd();
     }
+}
+
+/// Never cache the working directory again in this process (a thread took
+/// a working directory of its own: unshare(CLONE_FS), or a clone that
+/// shares it with a process that cannot see our record of it).
+pub fn stop_caching_cwd() {
+    CWD_CACHEABLE.store(false, Ordering::Relaxed);
+    forget_cwd();
 }
 
 /// May the cached working directory stay after a clone with `flags`? Yes

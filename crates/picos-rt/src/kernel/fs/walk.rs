@@ -177,14 +177,9 @@ pub fn cached(
     path: &[u8],
     follow: bool,
 ) -> Option<Result<super::dcache::Resolved, Errno>> {
-    if path.is_empty() || !super::dcache::enabled() {
-        return None;
-    }
-    let base = match start(fds, dirfd, path) {
-        Ok(b) => b,
-        Err(e) => return Some(Err(e)),
-    };
-    super::dcache::resolve(fds, &base, path, follow)
+    from_start(fds, dirfd, path, |start| {
+        super::dcache::resolve(fds, start, path, follow)
+    })
 }
 
 /// As [`cached`], for the status alone (handed to `sink`): Ok(true) if the
@@ -194,17 +189,33 @@ pub fn cached_stat(
     dirfd: i32,
     path: &[u8],
     follow: bool,
-    out: &mut dyn FnMut(&crate::host::Statx),
+    sink: &mut dyn FnMut(&crate::host::Statx),
 ) -> Option<Result<bool, Errno>> {
+    from_start(fds, dirfd, path, |start| {
+        super::dcache::stat(fds, start, path, follow, sink)
+    })
+}
+
+/// Runs `lookup` (a directory-cache lookup) with the canonical directory
+/// `path` starts from: `/` for an absolute path, the working directory
+/// (the cached one lent, not copied) or `dirfd`'s. None when the cache is
+/// off or `path` is empty.
+fn from_start<T>(
+    fds: &FdTable,
+    dirfd: i32,
+    path: &[u8],
+    lookup: impl FnOnce(&[u8]) -> Option<Result<T, Errno>>,
+) -> Option<Result<T, Errno>> {
     use super::dcache;
     if path.is_empty() || !dcache::enabled() {
         return None;
     }
     if path[0] == b'/' {
-        return dcache::stat(fds, b"/", path, follow, out);
+        return lookup(b"/");
     }
+    let mut lookup = Some(lookup);
     if dirfd == host::AT_FDCWD as i32 {
-        if let Some(r) = dcache::with_cwd(|cwd| dcache::stat(fds, cwd, path, follow, out)) {
+        if let Some(r) = dcache::with_cwd(|cwd| (lookup.take().unwrap())(cwd)) {
             return r;
         }
     }
@@ -212,7 +223,7 @@ pub fn cached_stat(
         Ok(b) => b,
         Err(e) => return Some(Err(e)),
     };
-    dcache::stat(fds, &base, path, follow, out)
+    (lookup.take().unwrap())(&base)
 }
 
 /// The host's name for descriptor `fd` of the calling thread's table.
