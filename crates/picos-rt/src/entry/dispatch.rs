@@ -92,15 +92,20 @@ fn serve_traced(
     (res, served, restart)
 }
 
-/// Serves the system call in `uc` (trapped by Syscall User Dispatch) and
-/// writes its result into `uc`.
-pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
-    let m = &uc.mcontext;
-    // Linux reads the number as an int: the upper half of RAX is ignored
-    // ((1 << 32) | 39 is getpid).
-    let raw_nr = m.rax;
-    let nr = raw_nr as u32 as usize;
-    let args = [m.rdi, m.rsi, m.rdx, m.r10, m.r8, m.r9].map(|a| a as usize);
+/// What became of a served call.
+pub enum Outcome {
+    /// It returns this value in RAX.
+    Return(u64),
+    /// Its `syscall` runs again after the signal handler (see `rewinds`).
+    Rewind,
+    /// Its handler replaced the whole register state (rt_sigreturn).
+    KeepRegs,
+}
+
+/// Serves call `nr` with `args` as the table says. `uc` is the program's
+/// register context, which only the trap path has (see `Ctx::uc`).
+#[inline(always)]
+fn run(t: &'static Thread, nr: usize, args: [usize; 6], uc: Option<&mut UContext>) -> Outcome {
     let def = lookup(nr);
     let mut ctx = Ctx {
         t,
@@ -115,19 +120,44 @@ pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
         serve(&mut ctx, def)
     };
     if ctx.keep_regs {
-        return;
+        Outcome::KeepRegs
+    } else if rewinds(t, res.err(), restart) {
+        Outcome::Rewind
+    } else {
+        Outcome::Return(match res {
+            Ok(v) => v as u64,
+            Err(e) => e.to_ret() as u64,
+        })
     }
-    let m = &mut ctx.uc.mcontext;
-    if rewinds(t, res.err(), restart) {
-        m.rip -= 2;
-        m.rax = raw_nr;
-        return;
+}
+
+/// Serves the system call in `uc` (trapped by Syscall User Dispatch) and
+/// writes its result into `uc`.
+pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
+    let m = &uc.mcontext;
+    // Linux reads the number as an int: the upper half of RAX is ignored
+    // ((1 << 32) | 39 is getpid).
+    let raw_nr = m.rax;
+    let args = [m.rdi, m.rsi, m.rdx, m.r10, m.r8, m.r9].map(|a| a as usize);
+    let out = run(t, raw_nr as u32 as usize, args, Some(&mut *uc));
+    let m = &mut uc.mcontext;
+    match out {
+        Outcome::KeepRegs => {}
+        Outcome::Rewind => {
+            m.rip -= 2;
+            m.rax = raw_nr;
+        }
+        Outcome::Return(v) => {
+            m.rax = v;
+            // The `syscall` instruction leaves RIP in RCX and RFLAGS in R11.
+            m.rcx = m.rip;
+            m.r11 = m.eflags;
+        }
     }
-    m.rax = match res {
-        Ok(v) => v as u64,
-        Err(e) => e.to_ret() as u64,
-    };
-    // The `syscall` instruction leaves RIP in RCX and RFLAGS in R11.
-    m.rcx = m.rip;
-    m.r11 = m.eflags;
+}
+
+/// Serves a call of the fast entry (not a `full_context` one): the
+/// arguments only, no register context to build or write back.
+pub fn dispatch_fast(t: &'static Thread, nr: usize, args: [usize; 6]) -> Outcome {
+    run(t, nr, args, None)
 }

@@ -21,6 +21,7 @@ fn needs_trap(nr: u64) -> bool {
 }
 
 use crate::arch::{FastFrame, SigContext, UContext, FAST_FRAME_GAP};
+use crate::entry::dispatch::Outcome;
 use crate::host;
 use crate::host::errno::Errno;
 use crate::kernel::thread::Thread;
@@ -152,30 +153,34 @@ pub(super) extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     }
     f.rcx = site_ret;
     let mask_before = t.sig_mask.get();
-    let mut uc = UContext {
-        mcontext: fast_context(f),
-        sigmask: crate::kernel::signal::host_mask(mask_before),
-        ..UContext::default()
-    };
+    let args = [f.rdi, f.rsi, f.rdx, f.r10, f.r8, f.r9].map(|a| a as usize);
     t.in_fast.set(true);
-    crate::entry::dispatch::dispatch(t, &mut uc);
+    let out = crate::entry::dispatch::dispatch_fast(t, nr as usize, args);
     t.in_fast.set(false);
     if sync_host_mask(t, mask_before) {
         t.update_pending_flag();
     }
-    let m = &uc.mcontext;
-    if m.rip != site_ret || m.rsp != f.guest_sp() + 16 + 128 {
-        // The call changed where the program continues (SA_RESTART rewind,
-        // sigreturn): finish through the trap path.
-        t.deferred.set(Some(*m));
-        f.rax = DEFERRED_NR;
-        f.rcx = slow;
-        return;
+    match out {
+        Outcome::Return(v) => {
+            // As `syscall` leaves them: RCX = where it continues (set
+            // above), R11 = RFLAGS.
+            f.rax = v;
+            f.r11 = f.entry_flags();
+        }
+        Outcome::Rewind => {
+            // Run the `syscall` again after the signal's handler: finish
+            // through the trap path, at the site's `syscall` with the
+            // number back in RAX.
+            let mut m = fast_context(f);
+            m.rip = site_ret - 2;
+            t.deferred.set(Some(m));
+            f.rax = DEFERRED_NR;
+            f.rcx = slow;
+        }
+        Outcome::KeepRegs => {
+            unreachable!("only full-context calls replace the registers")
+        }
     }
-    f.rax = m.rax;
-    f.rcx = m.rcx;
-    f.r11 = m.r11;
-    f.rdx = m.rdx;
 }
 
 /// The FPU image of a signal frame at `fp`, if it is one `xrstor` may load:

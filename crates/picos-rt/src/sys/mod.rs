@@ -67,11 +67,15 @@ impl Arg for u32 {
 /// What a handler returns: the call's result or an errno.
 pub type SysResult = Result<usize, Errno>;
 
-/// The context of one trapped system call.
+/// The context of one system call.
 pub struct Ctx<'a> {
     pub t: &'static Thread,
-    /// The program's registers at the `syscall` instruction (RIP after it).
-    pub uc: &'a mut UContext,
+    /// The program's registers at the `syscall` instruction (RIP after it):
+    /// only on the trap path. The fast entry builds no register context
+    /// (`entry::fast`): the calls whose handlers read or replace it are the
+    /// table's `full_context` ones, which it hands to the trap path. Read it
+    /// with `regs`.
+    pub uc: Option<&'a mut UContext>,
     pub nr: usize,
     pub args: [usize; 6],
     /// Set by handlers that replaced the whole register state (rt_sigreturn,
@@ -82,6 +86,14 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     pub fn arg(&self, i: usize) -> usize {
         self.args[i]
+    }
+    /// The program's registers, for a handler of a `full_context` call
+    /// (always served on the trap path, which has them).
+    pub fn regs(&mut self) -> &mut UContext {
+        match self.uc.as_deref_mut() {
+            Some(uc) => uc,
+            None => panic!("system call {} needs the full context but came by the fast entry", self.nr),
+        }
     }
     /// Passes the call to the host unchanged.
     pub fn host(&self) -> SysResult {

@@ -248,7 +248,7 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     })?;
     if r == 0 && a.stack != 0 {
         // The child returns to the program on the stack it was given.
-        c.uc.mcontext.rsp = a.stack as u64;
+        c.regs().mcontext.rsp = a.stack as u64;
     }
     Ok(r)
 }
@@ -291,7 +291,7 @@ fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     if a.flags & CLONE_VFORK != 0 {
         child.altstack.set(parent.altstack.get());
     }
-    let mut uc = *c.uc;
+    let mut uc = *c.regs();
     uc.mcontext.rax = 0;
     if a.stack != 0 {
         uc.mcontext.rsp = a.stack as u64;

@@ -585,7 +585,7 @@ pub fn pselect6(
 
 /// Implements rt_sigreturn(2) for frames the runtime built.
 pub fn rt_sigreturn(c: &mut Ctx<'_>) -> SysResult {
-    match sig::sigreturn(c.t, c.uc) {
+    match sig::sigreturn(c.t, c.regs()) {
         Ok(()) => {
             c.keep_regs = true;
             Ok(0)
@@ -602,7 +602,7 @@ pub fn rt_sigreturn(c: &mut Ctx<'_>) -> SysResult {
 #[syscall]
 pub fn sigaltstack(c: &mut Ctx<'_>, ss: usize, old_ss: usize) -> SysResult {
     let (new, old) = (UserPtr::<StackT>::new(ss), UserPtr::<StackT>::new(old_ss));
-    let sp = c.uc.mcontext.rsp;
+    let sp = c.regs().mcontext.rsp;
     let prev = sig::altstack_view(c.t, sp);
     if !new.is_null() {
         let ss = new.read()?;
