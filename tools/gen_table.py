@@ -120,6 +120,7 @@ MEDIATED = {
   'readlink': 'fs::readlink', 'readlinkat': 'fs::readlinkat', 'prctl': 'process::prctl',
   'open': 'fs::open', 'openat': 'fs::openat', 'openat2': 'fs::openat2', 'creat': 'fs::creat',
   'stat': 'fs::stat', 'lstat': 'fs::lstat', 'newfstatat': 'fs::newfstatat', 'statx': 'fs::statx',
+  'fstat': 'fs::fstat', 'pread64': 'fs::pread64',
   'statfs': 'fs::statfs', 'access': 'fs::access', 'faccessat': 'fs::faccessat',
   'faccessat2': 'fs::faccessat2', 'symlink': 'fs::symlink', 'symlinkat': 'fs::symlinkat',
   'link': 'fs::link', 'linkat': 'fs::linkat', 'mkdir': 'fs::mkdir', 'mkdirat': 'fs::mkdirat',
@@ -163,13 +164,13 @@ MEDIATED = {k: v for k, v in MEDIATED.items() if v}
 # Mediated calls whose first argument is a descriptor the host serves
 # unchanged when the descriptor is passed through (a patched site calls the
 # host directly, as for a Host call); the handler sees the others.
-FD_PASSTHROUGH = ['close', 'getdents64']
+FD_PASSTHROUGH = ['close', 'getdents64', 'fstat', 'pread64']
 # Mediated calls the host serves unchanged when the manifest mounts nothing
 # (sys::fs: each handler's first test): patched sites then go to the host
 # directly, as for a Host call.
 HOST_UNMOUNTED = [k for k, v in MEDIATED.items()
                   if v.startswith(('fs::', 'socket::'))
-                  and k not in ('readlink', 'readlinkat', 'close', 'getdents64')]
+                  and k not in ('readlink', 'readlinkat') + tuple(FD_PASSTHROUGH)]
 # Blocking host calls: name -> restartable with SA_RESTART.
 BLOCKING = {
   'read': 1, 'write': 1, 'readv': 1, 'writev': 1, 'pread64': 1, 'pwrite64': 1, 'preadv': 1, 'pwritev': 1,
@@ -264,6 +265,8 @@ NOTES.update({
   'sendmmsg': 'with mounts: a Unix socket path resolved by the library OS',
   'close': 'the runtime\'s own descriptors (mount directories): EBADF',
   'getdents64': '/proc/self/fd listings leave out the runtime\'s descriptors',
+  'fstat': 'a file of an exclusive mount: from the attributes the open found',
+  'pread64': 'a file of an exclusive mount: copied from a read-only view of it',
   'close_range': 'the runtime\'s own descriptors stay open',
   'dup2': 'moves a runtime descriptor at newfd out of the way',
   'dup3': 'moves a runtime descriptor at newfd out of the way',

@@ -37,16 +37,21 @@ pub enum Rank {
     SpareProcesses = 8,
     /// `kernel::fs::SPARE` (descriptor-table states to reuse).
     SpareTables = 9,
+    /// `kernel::fs::FdTable::files` (the files of exclusive mounts a
+    /// descriptor table holds open).
+    FdFiles = 10,
     /// `kernel::fs::dcache::CACHE` (the directory cache).
-    Dcache = 10,
+    Dcache = 11,
     /// `patch::STATE`.
-    Patch = 11,
+    Patch = 12,
+    /// `mm::runtime::VIEWS` (the address space of the views of files).
+    FileViews = 13,
     /// The runtime heap: always last (code under any other lock may allocate).
-    Heap = 12,
+    Heap = 14,
 }
 
 impl Rank {
-    const ALL: [Rank; 12] = [
+    const ALL: [Rank; 14] = [
         Rank::Actions,
         Rank::Brk,
         Rank::Exited,
@@ -56,8 +61,10 @@ impl Rank {
         Rank::Cwd,
         Rank::SpareProcesses,
         Rank::SpareTables,
+        Rank::FdFiles,
         Rank::Dcache,
         Rank::Patch,
+        Rank::FileViews,
         Rank::Heap,
     ];
     fn name(self) -> &'static str {
@@ -72,6 +79,8 @@ impl Rank {
             Rank::SpareProcesses => "spare process states",
             Rank::SpareTables => "spare descriptor tables",
             Rank::Dcache => "directory cache",
+            Rank::FdFiles => "descriptor table's files",
+            Rank::FileViews => "file views",
             Rank::Patch => "patcher state",
             Rank::Heap => "heap",
         }

@@ -487,6 +487,85 @@ fn lookups_through_the_directory_cache_are_as_native() {
     }
 }
 
+/// Files opened on an exclusive mount (docs/FILESYSTEM.md, "Files of
+/// exclusive mounts"): tests/fs/views.c's preads and fstats at the edges,
+/// and across dup, close, dup2, close_range, fork and threads, print the
+/// same as natively, with the files' directory exclusive under a writable
+/// root and with the host's whole tree exclusive. Then 2000 preads under
+/// `--stats` make (almost) no host calls: the library OS answers them.
+#[test]
+fn files_of_exclusive_mounts_read_as_native() {
+    let work = tempfile::tempdir().unwrap();
+    let parent = tempfile::tempdir().unwrap();
+    let fx = parent.path().join("fx");
+    let prog = work.path().join("views");
+    let st = Command::new("gcc")
+        .args(["-O1", "-pthread", "-o"])
+        .arg(&prog)
+        .arg(workspace().join("tests/fs/views.c"))
+        .status()
+        .expect("gcc");
+    assert!(st.success(), "compiling tests/fs/views.c");
+    let st = Command::new(&prog).arg("--setup").arg(&fx).status().unwrap();
+    assert!(st.success());
+    let native = Command::new(&prog).arg(&fx).output().unwrap();
+    assert!(native.status.success(), "{}", String::from_utf8_lossy(&native.stderr));
+    assert!(text(&native).contains("threads: 0 bad reads"));
+    let fxs = fx.display();
+    let tree = format!(
+        "[[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\n\n\
+         [[fs.mounts]]\npath = \"{fxs}\"\nuri = \"file:{fxs}\"\nreadonly = true\nexclusive = true\n"
+    );
+    let host = "[[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\nexclusive = true\n";
+    let manifest = work.path().join("m.toml");
+    for (name, mounts) in [("the files exclusive", tree.as_str()), ("the host's tree exclusive", host)] {
+        std::fs::write(
+            &manifest,
+            format!("[loader]\ninsecure__use_cmdline_argv = true\n\n{mounts}"),
+        )
+        .unwrap();
+        let out = Command::new(PICOS)
+            .args(["run", "-m"])
+            .arg(&manifest)
+            .arg(&prog)
+            .arg(&fx)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let (a, b) = (text(&out), text(&native));
+        if let Some(i) = a.lines().zip(b.lines()).position(|(x, y)| x != y) {
+            panic!(
+                "{name}: picos and native differ at line {}:\npicos:  {:?}\nnative: {:?}",
+                i + 1,
+                a.lines().nth(i),
+                b.lines().nth(i)
+            );
+        }
+        assert_eq!(a.lines().count(), b.lines().count(), "{name}: line counts");
+        // The preads are the library OS's: without it, each is a host call.
+        let stats = work.path().join("stats.json");
+        let _ = std::fs::remove_file(&stats);
+        let out = Command::new(PICOS)
+            .args(["run", "--stats-json"])
+            .arg(&stats)
+            .arg("-m")
+            .arg(&manifest)
+            .arg(&prog)
+            .arg(&fx)
+            .args(["--loop", "2000"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let json = std::fs::read_to_string(&stats).unwrap();
+        let line: serde_json::Value =
+            serde_json::from_str(json.lines().next().unwrap_or("")).expect("a JSON line");
+        let host_calls = line["host_calls"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{name}: no host_calls in {json}"));
+        assert!(host_calls < 500, "{name}: {host_calls} host calls for 2000 preads: {json}");
+    }
+}
+
 /// sqlite3 on a writable mount under a read-only root: the same output as
 /// natively (its journal files live beside the database).
 #[test]

@@ -357,6 +357,10 @@ impl Statx {
     pub fn mode(&self) -> u32 {
         self.u16_at(28) as u32
     }
+    /// `stx_size`.
+    pub fn size(&self) -> u64 {
+        self.u64_at(40)
+    }
     /// Clears the birth time and its bit in `stx_mask` (what Linux gives
     /// when it was not asked for).
     pub fn clear_btime(&mut self) {

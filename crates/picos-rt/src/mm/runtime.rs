@@ -5,7 +5,8 @@
 //! Layout of the reservation (all `PROT_NONE` until used):
 //!
 //! ```text
-//! [base, base + HEAP_SPAN)                     heap, grown by `mprotect`
+//! [base, base + HEAP_LIMIT)                    heap, grown by `mprotect`
+//! [base + HEAP_LIMIT, base + HEAP_SPAN)        views of files (`FileView`)
 //! [base + HEAP_SPAN, base + RESERVE_SPAN)      thread stacks, STACK_SLOT bytes each
 //! ```
 //!
@@ -32,6 +33,10 @@ pub const MAP_FIXED_NOREPLACE: i32 = 0x100000;
 
 /// Size of the heap part of the reservation.
 pub const HEAP_SPAN: usize = 16 << 30;
+/// The top of the heap part holds the views of files ([`FileView`]).
+pub const VIEW_SPAN: usize = 4 << 30;
+/// How far the heap may grow.
+pub const HEAP_LIMIT: usize = HEAP_SPAN - VIEW_SPAN;
 /// Size of one thread's runtime stack slot (the lowest page is a guard).
 pub const STACK_SLOT: usize = 512 << 10;
 /// Number of thread stack slots.
@@ -466,7 +471,7 @@ unsafe impl dlmalloc::Allocator for ReservationSystem {
             return (core::ptr::null_mut(), 0, 0);
         }
         let off = HEAP_TOP.fetch_add(size, Ordering::Relaxed);
-        if off + size > HEAP_SPAN {
+        if off + size > HEAP_LIMIT {
             HEAP_TOP.fetch_sub(size, Ordering::Relaxed);
             return (core::ptr::null_mut(), 0, 0);
         }
@@ -574,12 +579,129 @@ unsafe impl core::alloc::GlobalAlloc for RuntimeHeap {
 #[global_allocator]
 pub static HEAP: RuntimeHeap = RuntimeHeap::new();
 
-/// The runtime memory's part in fork: the heap is locked across it (last:
-/// code holding any other lock may allocate), and in the child only the
-/// forking thread's stack slot stays in use.
+// ---------------------------------------------------------------------------
+// Views of files: read-only mappings of files in the reservation, so that
+// the program can neither unmap nor replace them (`owns`).
+
+/// The free parts of the view area, as (offset from the reservation's base,
+/// length), sorted and never adjacent; empty until the first view is made
+/// (`ViewSpace::init`).
+struct ViewSpace {
+    free: alloc::vec::Vec<(usize, usize)>,
+    init: bool,
+}
+
+static VIEWS: crate::sync::Lock<ViewSpace> = crate::sync::Lock::new(
+    crate::sync::Rank::FileViews,
+    ViewSpace {
+        free: alloc::vec::Vec::new(),
+        init: false,
+    },
+);
+
+impl ViewSpace {
+    /// First fit: the offset of `len` free bytes, taken.
+    fn take(&mut self, len: usize) -> Option<usize> {
+        if !self.init {
+            self.free.push((HEAP_LIMIT, VIEW_SPAN));
+            self.init = true;
+        }
+        let i = self.free.iter().position(|&(_, l)| l >= len)?;
+        let (off, l) = self.free[i];
+        if l == len {
+            self.free.remove(i);
+        } else {
+            self.free[i] = (off + len, l - len);
+        }
+        Some(off)
+    }
+
+    /// Gives back `[off, off + len)`, merged with its free neighbours.
+    fn give(&mut self, off: usize, len: usize) {
+        let i = self.free.partition_point(|&(o, _)| o < off);
+        self.free.insert(i, (off, len));
+        if i + 1 < self.free.len() && off + len == self.free[i + 1].0 {
+            self.free[i].1 += self.free[i + 1].1;
+            self.free.remove(i + 1);
+        }
+        if i > 0 && self.free[i - 1].0 + self.free[i - 1].1 == off {
+            self.free[i - 1].1 += self.free[i].1;
+            self.free.remove(i);
+        }
+    }
+}
+
+/// A read-only, private mapping of a whole file in the runtime's
+/// reservation, unmapped (its range given back) when dropped.
+pub struct FileView {
+    addr: usize,
+    len: usize,
+    size: usize,
+}
+
+impl FileView {
+    /// Maps the first `size` bytes of the file open at `fd` (which stays
+    /// the caller's). ENOMEM if the view area has no room.
+    pub fn map(fd: i32, size: usize) -> Result<FileView, Errno> {
+        let len = page_up(size);
+        let base = BASE.load(Ordering::Relaxed);
+        if len == 0 || len > VIEW_SPAN || base == 0 {
+            return Err(Errno::ENOMEM);
+        }
+        let off = VIEWS.lock().take(len).ok_or(Errno::ENOMEM)?;
+        // SAFETY: `[base + off, + len)` is a part of the reservation's view
+        // area that `take` handed to us alone; MAP_FIXED replaces its
+        // PROT_NONE reservation and nothing else.
+        match unsafe { host::mmap(base + off, len, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) } {
+            Ok(_) => Ok(FileView {
+                addr: base + off,
+                len,
+                size,
+            }),
+            Err(e) => {
+                VIEWS.lock().give(off, len);
+                Err(e)
+            }
+        }
+    }
+
+    /// Copies `n` bytes at offset `off` of the file to program address
+    /// `dst`. EFAULT for a bad `dst`, or a page of the file that cannot be
+    /// read (the file shrank: SIGBUS, recovered by the copy).
+    pub fn copy_to_user(&self, off: usize, n: usize, dst: usize) -> Result<(), Errno> {
+        if off.checked_add(n).is_none_or(|end| end > self.size) {
+            return Err(Errno::EFAULT);
+        }
+        // SAFETY: `[addr + off, + n)` lies in the view, mapped readable for
+        // as long as `self` lives; the runtime never writes it (a change of
+        // the file underneath is a fault the copy recovers, not a write
+        // through this slice).
+        let src = unsafe { core::slice::from_raw_parts((self.addr + off) as *const u8, n) };
+        super::user::copy_out(dst, src)
+    }
+}
+
+impl Drop for FileView {
+    fn drop(&mut self) {
+        let flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE;
+        // SAFETY: the view's own range, which no reference outlives (copies
+        // borrow `self`); it goes back to an inaccessible reservation.
+        if unsafe { host::mmap(self.addr, self.len, PROT_NONE, flags, -1, 0) }.is_ok() {
+            VIEWS
+                .lock()
+                .give(self.addr - BASE.load(Ordering::Relaxed), self.len);
+        }
+    }
+}
+
+/// The runtime memory's part in fork: the view area and the heap are
+/// locked across it (the heap last: code holding any other lock may
+/// allocate), and in the child only the forking thread's stack slot stays
+/// in use.
 pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
     name: "runtime memory",
     hold: |inner| {
+        let _views = VIEWS.lock();
         #[cfg(target_os = "none")]
         let _heap = HEAP.0.lock();
         inner()
@@ -594,6 +716,30 @@ pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn view_space_takes_first_fit_and_merges() {
+        let mut v = ViewSpace {
+            free: alloc::vec::Vec::new(),
+            init: false,
+        };
+        let a = v.take(8192).unwrap();
+        assert_eq!(a, HEAP_LIMIT);
+        let b = v.take(4096).unwrap();
+        let c = v.take(4096).unwrap();
+        assert_eq!((b, c), (a + 8192, a + 12288));
+        v.give(b, 4096);
+        // The hole is reused by a request that fits, not by a larger one.
+        assert_eq!(v.take(8192).unwrap(), a + 16384);
+        assert_eq!(v.take(4096).unwrap(), b);
+        v.give(a, 8192);
+        v.give(c, 4096);
+        v.give(b, 4096);
+        // a..c merged: 16 KiB free at the start again.
+        assert_eq!(v.free[0], (a, 16384));
+        assert!(v.take(VIEW_SPAN).is_none());
+        v.give(a + 16384, 8192);
+        assert_eq!(v.free, [(HEAP_LIMIT, VIEW_SPAN)]);
+    }
     #[test]
     fn holes_between_segments() {
         // text ends at 0x36000, data starts at 0x37000: one hole page.

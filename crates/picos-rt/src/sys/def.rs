@@ -114,6 +114,7 @@ pub fn route(nr: u32) -> u8 {
         (Support::HostBlocking { .. }, false) => class::DIRECT_BLOCKING,
         (Support::HostBlocking { .. }, true) => class::DIRECT_FD_BLOCKING,
         (Support::Mediated(_), true) if d.fd_passthrough => class::DIRECT_FD,
+        (Support::MediatedBlocking { .. }, true) if d.fd_passthrough => class::DIRECT_FD_BLOCKING,
         _ => class::FAST,
     }
 }

@@ -283,7 +283,11 @@ fn open_path(
     let mut plan = walk::open_plan(fds, dirfd, &path, follow, resolve, true)?;
     // A symlink appearing between the walk and the open makes the host
     // refuse (ELOOP): walk again, a few times.
+    const O_DIRECT: i32 = 0o40000;
     for _ in 0..4 {
+        // A regular file of an exclusive mount opened for reading becomes
+        // the library OS's to stat and read (`kernel::fs::file`).
+        let mut file = None;
         let (proc_fd_dir, anchor, rel) = match plan {
             OpenPlan::Direct {
                 mount,
@@ -296,9 +300,18 @@ fn open_path(
                     plan = walk::open_plan_walk(fds, dirfd, &path, follow, resolve)?;
                     continue;
                 }
+                if !writes && flags & (host::O_PATH | O_DIRECT) == 0 && dcache::exclusive(mount) {
+                    // Its type is known at the first call that needs it.
+                    file = Some(crate::kernel::fs::file::OpenFile::new(mount, None));
+                }
                 (walk::is_proc_fd_dir_guest(&guest), (from, how), rel)
             }
-            OpenPlan::Exists { mount, rel, st } => {
+            OpenPlan::Exists {
+                mount,
+                rel,
+                st,
+                cached,
+            } => {
                 if creat_excl {
                     return Err(Errno::EEXIST);
                 }
@@ -313,6 +326,13 @@ fn open_path(
                 if st.st_mode & S_IFMT == S_IFLNK && flags & host::O_PATH == 0 {
                     // A symlink not followed (O_NOFOLLOW).
                     return Err(Errno::ELOOP);
+                }
+                if st.st_mode & S_IFMT == S_IFREG
+                    && flags & (host::O_PATH | O_DIRECT) == 0
+                    && flags & host::O_ACCMODE == host::O_RDONLY
+                    && dcache::exclusive(mount)
+                {
+                    file = Some(crate::kernel::fs::file::OpenFile::new(mount, cached));
                 }
                 (walk::is_proc_fd_dir(mount, &rel), root(mount, &rel), rel)
             }
@@ -355,6 +375,9 @@ fn open_path(
             Ok(fd) => {
                 if proc_fd_dir {
                     fds.note_proc_fd_dir(fd as i32);
+                }
+                if let Some(f) = file {
+                    fds.note_file(fd as i32, f);
                 }
                 return Ok(fd);
             }
@@ -466,7 +489,16 @@ fn cached_at(
     user::copy_in(buf, path_addr)?;
     let path: &[u8] = buf;
     if path.is_empty() && flags & host::AT_EMPTY_PATH != 0 {
-        return Ok(false);
+        // The descriptor itself: a file of an exclusive mount has the
+        // attributes its open found.
+        let fds = fds(c);
+        return match fds.file(dirfd) {
+            Some(f) => match f.statx(fds, dirfd) {
+                Some(stx) => sink(stx).map(|_| true),
+                None => Ok(false),
+            },
+            None => Ok(false),
+        };
     }
     let mut written = Ok(());
     match walk::cached_stat(fds(c), dirfd, path, follow, &mut |stx| written = sink(stx)) {
@@ -590,6 +622,32 @@ pub fn statx(
             )
         }
     }
+}
+
+/// Implements fstat(2): a file of an exclusive mount has the attributes
+/// its open found (`kernel::fs::file`); every other descriptor is the
+/// host's.
+#[syscall]
+pub fn fstat(c: &mut Ctx<'_>, fd: i32, statbuf: usize) -> SysResult {
+    let fds = fds(c);
+    match fds.file(fd).as_deref().and_then(|f| f.statx(fds, fd)) {
+        Some(stx) => user::write(statbuf, &stx.to_stat()).map(|_| 0),
+        None => c.host(),
+    }
+}
+
+/// Implements pread64(2): a file of an exclusive mount is copied from its
+/// view in the runtime's memory (`kernel::fs::file`); every other
+/// descriptor is the host's.
+#[syscall]
+pub fn pread64(c: &mut Ctx<'_>, fd: i32, buf: usize, count: usize, offset: i64) -> SysResult {
+    let fds = fds(c);
+    if let Some(f) = fds.file(fd) {
+        if let Some(r) = f.pread(fds, fd, buf, count, offset) {
+            return r;
+        }
+    }
+    c.host_blocking()
 }
 
 /// Implements statfs(2).
@@ -1602,6 +1660,7 @@ pub fn close(c: &mut Ctx<'_>, fd: i32) -> SysResult {
     let r = c.host();
     if r.is_ok() {
         t.forget_proc_fd_dir(fd);
+        t.forget_files_in(fd as u32, fd as u32);
     }
     r
 }
@@ -1618,6 +1677,7 @@ pub fn close_range(c: &mut Ctx<'_>, first: u32, last: u32, flags: u32) -> SysRes
     const CLOSE_RANGE_CLOEXEC: u32 = 4;
     if flags & CLOSE_RANGE_CLOEXEC == 0 && first <= last {
         t.forget_proc_fd_dirs_in(first, last);
+        t.forget_files_in(first, last);
     }
     let mut hidden: Vec<u32> = t
         .roots
@@ -1676,6 +1736,7 @@ fn dup_to(c: &Ctx<'_>, oldfd: i32, newfd: i32) -> SysResult {
     let r = c.host();
     if r.is_ok() && oldfd != newfd {
         t.forget_proc_fd_dir(newfd);
+        t.forget_files_in(newfd as u32, newfd as u32);
     }
     r
 }

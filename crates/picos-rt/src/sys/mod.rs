@@ -52,6 +52,12 @@ impl Arg for isize {
     }
 }
 
+impl Arg for i64 {
+    fn from_reg(v: usize) -> Self {
+        v as i64
+    }
+}
+
 impl Arg for i32 {
     fn from_reg(v: usize) -> Self {
         v as i32

@@ -107,13 +107,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 5,
         name: "fstat",
-        support: Support::Host,
+        support: Support::Mediated(sys::fs::fstat),
         args: "fp",
         full_context: false,
-        fd_passthrough: false,
+        fd_passthrough: true,
         host_unmounted: false,
         sandbox: Sandbox::Allow,
-        note: "",
+        note: "a file of an exclusive mount: from the attributes the open found",
     },
     SyscallDef {
         nr: 6,
@@ -239,13 +239,16 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 17,
         name: "pread64",
-        support: Support::HostBlocking { restart: true },
+        support: Support::MediatedBlocking {
+            handler: sys::fs::pread64,
+            restart: true,
+        },
         args: "fpud",
         full_context: false,
-        fd_passthrough: false,
+        fd_passthrough: true,
         host_unmounted: false,
         sandbox: Sandbox::Allow,
-        note: "may block: runs in the interruptible window",
+        note: "a file of an exclusive mount: copied from a read-only view of it",
     },
     SyscallDef {
         nr: 18,

@@ -136,6 +136,12 @@ fn root_dev(fds: &FdTable, i: usize) -> Option<u64> {
 /// a change the other side makes would not be seen here.
 static CWD_CACHEABLE: AtomicBool = AtomicBool::new(true);
 
+/// Is the object whose status is `stx` on mount `i`'s host file system
+/// (not on another one reached through it, such as /proc under `/`)?
+pub fn on_mount_fs(fds: &FdTable, i: usize, stx: &Statx) -> bool {
+    root_dev(fds, i).is_some_and(|d| d == dev_of(stx))
+}
+
 /// Is mount `i` one whose lookups are cached?
 pub fn exclusive(i: usize) -> bool {
     table().get(i).is_some_and(|m| m.exclusive && m.readonly)

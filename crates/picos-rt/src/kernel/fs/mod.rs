@@ -4,11 +4,14 @@
 #![deny(unsafe_code)]
 
 pub mod dcache;
+pub mod file;
 pub mod mount;
 pub mod walk;
 
 use crate::host;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// Is `path` a name for the calling process's executable link?
 pub fn is_self_exe(path: &[u8], pid: i32) -> bool {
@@ -98,6 +101,13 @@ pub struct FdTable {
     /// descriptors (`sys::fs::getdents64`); their `passthrough` bits are
     /// clear.
     pub proc_fd_dirs: [core::sync::atomic::AtomicI32; PROC_FD_DIRS],
+    /// The program's descriptors of files of exclusive mounts (`file`),
+    /// whose `fstat` and `pread64` the library OS answers; their
+    /// `passthrough` bits are clear.
+    files: crate::sync::Lock<Vec<(i32, Arc<file::OpenFile>)>>,
+    /// How many `files` there are (a lookup in a table without any takes
+    /// no lock).
+    nfiles: AtomicUsize,
 }
 
 /// How many /proc descriptor directories a table tracks at once (more
@@ -118,7 +128,53 @@ impl FdTable {
             passthrough: crate::arch::PassThrough::all(),
             roots: [mount::ROOTS_INIT; mount::MAX_MOUNTS],
             proc_fd_dirs: [mount::ROOTS_INIT; PROC_FD_DIRS],
+            files: crate::sync::Lock::new(crate::sync::Rank::FdFiles, Vec::new()),
+            nfiles: AtomicUsize::new(0),
         }
+    }
+
+    /// Descriptor `fd` (the program's, just opened) is file `f` of an
+    /// exclusive mount.
+    pub fn note_file(&self, fd: i32, f: file::OpenFile) {
+        let f = Arc::new(f);
+        let mut files = self.files.lock();
+        files.retain(|(n, _)| *n != fd);
+        files.push((fd, f));
+        self.nfiles.store(files.len(), Ordering::Relaxed);
+        self.passthrough.set(fd, false);
+    }
+
+    /// The file of an exclusive mount open at `fd`, if it is one.
+    #[inline]
+    pub fn file(&self, fd: i32) -> Option<Arc<file::OpenFile>> {
+        if self.nfiles.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let files = self.files.lock();
+        files.iter().find(|(n, _)| *n == fd).map(|(_, f)| f.clone())
+    }
+
+    /// Descriptors `first` to `last` were closed or replaced: none of them
+    /// is a noted file any more. (Dropping the last reference to a file
+    /// unmaps its view.)
+    pub fn forget_files_in(&self, first: u32, last: u32) {
+        if self.nfiles.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let gone: Vec<(i32, Arc<file::OpenFile>)> = {
+            let mut files = self.files.lock();
+            let (gone, kept) = core::mem::take(&mut *files)
+                .into_iter()
+                .partition(|(n, _)| (first..=last).contains(&(*n as u32)));
+            *files = kept;
+            self.nfiles.store(files.len(), Ordering::Relaxed);
+            for (n, _) in &gone {
+                self.passthrough.set(*n, true);
+            }
+            gone
+        };
+        // Views are unmapped here, outside the table's lock.
+        drop(gone);
     }
 
     /// Descriptor `fd` (the program's) is /proc's descriptor directory of
@@ -200,6 +256,11 @@ impl FdTable {
             None => alloc::boxed::Box::leak(alloc::boxed::Box::new(FdTable::new())),
         };
         c.passthrough.copy_from(&self.passthrough);
+        {
+            let files = self.files.lock().clone();
+            c.nfiles.store(files.len(), Ordering::Relaxed);
+            *c.files.lock() = files;
+        }
         for (d, s) in c
             .roots
             .iter()
@@ -217,17 +278,21 @@ impl FdTable {
     /// Gives back a table [`FdTable::for_child`] made, once no thread that
     /// runs in this memory uses it.
     pub fn release(&'static self) {
+        self.forget_files_in(0, u32::MAX);
         if !core::ptr::eq(self, &FIRST) {
             SPARE.lock().push(self);
         }
     }
 }
 
-/// The descriptor tables' part in fork: the spare ones are locked across it.
+/// The descriptor tables' part in fork: the spare ones are locked across
+/// it, and the forking thread's table's files (the child's copy of that
+/// table is the one it uses).
 pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
     name: "descriptor tables",
     hold: |inner| {
         let _spare = SPARE.lock();
+        let _files = crate::kernel::thread::current().fd_table.get().files.lock();
         inner()
     },
     child: crate::sync::ForkHook::no_change,

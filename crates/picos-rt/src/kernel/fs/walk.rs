@@ -872,6 +872,9 @@ pub enum OpenPlan {
         mount: usize,
         rel: Vec<u8>,
         st: Stat,
+        /// Its attributes, when the directory cache answered (an exclusive
+        /// mount's object).
+        cached: Option<crate::host::Statx>,
     },
     /// It does not exist; its directory does: create `rel` there.
     Create { mount: usize, rel: Vec<u8> },
@@ -907,6 +910,7 @@ pub fn open_plan(
                     mount,
                     rel: relative(mount, &guest),
                     st: stx.to_stat(),
+                    cached: Some(stx),
                 });
             }
             Some(Ok(super::dcache::Resolved::Missing { parent, name, dir })) => {
@@ -946,6 +950,7 @@ pub fn open_plan_walk(
                 mount: i,
                 rel: relative(i, &guest),
                 st,
+                cached: None,
             })
         }
         Walked::Missing { parent, name, dir } => Ok(create_plan(parent, name, dir)),
