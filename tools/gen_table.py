@@ -275,7 +275,7 @@ NOTES.update({
   'getcwd': 'with mounts: the guest path of the working directory',
   'fchdir': 'with mounts: not to the runtime\'s own descriptors (EBADF)',
   'capset': 'host call; the directory cache is emptied (its answers depend on credentials)',
-  'unshare': 'host call; CLONE_FS stops the cached working directory',
+  'unshare': 'host call; CLONE_FS: no cached working directory; CLONE_FILES: own fd state',
 })
 for _k, _v in MEDIATED.items():
     if _v == 'fs::mount_tree':

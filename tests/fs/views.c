@@ -276,6 +276,21 @@ static void *reader(void *arg)
     return (void *)bad;
 }
 
+/* A thread with a descriptor table of its own (unshare(CLONE_FILES))
+ * puts a file where the main thread has a pipe. */
+static int unshared_num;
+static void *unsharer(void *arg)
+{
+    (void)arg;
+    if (unshare(CLONE_FILES) < 0)
+        die("unshare");
+    close(unshared_num);
+    int f = open(path_of("small"), O_RDONLY);
+    printf("unshared thread's file reuses the number: %s\n", f == unshared_num ? "yes" : "no");
+    pread_print("unshared thread's file", f, 16, 0);
+    return NULL;
+}
+
 static void processes(void)
 {
     printf("== fork and threads\n");
@@ -314,6 +329,16 @@ static void processes(void)
     }
     printf("content: %ld wrong bytes\n", wrong);
     close(fd);
+    int p[2];
+    if (pipe(p) < 0)
+        die("pipe");
+    unshared_num = p[0];
+    pthread_t u;
+    pthread_create(&u, NULL, unsharer, NULL);
+    pthread_join(u, NULL);
+    pread_print("main thread's pipe", p[0], 16, 0);
+    close(p[0]);
+    close(p[1]);
 }
 
 int main(int argc, char **argv)

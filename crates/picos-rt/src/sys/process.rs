@@ -195,7 +195,20 @@ pub fn unshare(c: &mut Ctx<'_>, flags: u64) -> SysResult {
     if flags & CLONE_FS != 0 {
         crate::kernel::fs::dcache::stop_caching_cwd();
     }
-    c.host()
+    let r = c.host()?;
+    if flags & CLONE_FILES != 0 {
+        // The thread now has a descriptor table of its own: so does its
+        // state in the library OS (which descriptors pass through, which
+        // are files of exclusive mounts), a copy of the shared one's.
+        let t = c.t;
+        let own = t.fd_table.get().for_child();
+        t.fd_table.set(own);
+        t.entry.passthrough.store(
+            &own.passthrough as *const crate::arch::PassThrough as *mut crate::arch::PassThrough,
+            core::sync::atomic::Ordering::Relaxed,
+        );
+    }
+    Ok(r)
 }
 
 /// Implements vfork(2).

@@ -3077,7 +3077,7 @@ const DEFS: [SyscallDef; COUNT] = [
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Deny,
-        note: "host call; CLONE_FS stops the cached working directory",
+        note: "host call; CLONE_FS: no cached working directory; CLONE_FILES: own fd state",
     },
     SyscallDef {
         nr: 273,
