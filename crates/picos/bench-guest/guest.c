@@ -93,20 +93,31 @@ static void make_dirs(void)
     }
 }
 
-/* Opens NAME read-write, first making it SIZE bytes long if it is not. */
+/* Opens NAME read-write, first making it SIZE bytes long if it is not.
+ * A column whose files directory is a read-only mount (EROFS) opens it
+ * read-only, as an earlier column made it. */
 static int sized_file(const char *name, off_t size)
 {
     int f = open(name, O_CREAT | O_RDWR, 0644);
     struct stat st;
+    if (f < 0 && errno == EROFS) {
+        f = open(name, O_RDONLY);
+        if (f < 0 || fstat(f, &st) < 0 || st.st_size != size)
+            die("read-only files directory without the set-up file");
+        return f;
+    }
     if (f < 0 || fstat(f, &st) < 0)
         die(name);
     if (st.st_size != size) {
         if (ftruncate(f, 0) < 0)
             die("ftruncate");
         memset(buf, 'x', sizeof buf);
-        for (off_t done = 0; done < size; done += (off_t)sizeof buf)
-            if (write(f, buf, sizeof buf) != (ssize_t)sizeof buf)
+        for (off_t done = 0; done < size;) {
+            size_t n = size - done < (off_t)sizeof buf ? (size_t)(size - done) : sizeof buf;
+            if (write(f, buf, n) != (ssize_t)n)
                 die("write set-up file");
+            done += (off_t)n;
+        }
     }
     return f;
 }

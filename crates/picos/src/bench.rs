@@ -192,10 +192,13 @@ impl RowSpec {
     pub fn builtin_guest(&self) -> bool {
         self.group == Group::Preempt
     }
-    /// Does the row only look paths up and open them for reading (so it
-    /// runs on a read-only mount)?
+    /// Does the row only look paths up, open them for reading and read
+    /// (so it runs on a read-only mount)?
     pub fn reads_paths_only(&self) -> bool {
-        self.key.starts_with("open_") || self.key.starts_with("stat_")
+        self.key.starts_with("open_")
+            || self.key.starts_with("stat_")
+            || self.key == "fstat"
+            || self.key.starts_with("pread_")
     }
 }
 
@@ -995,7 +998,7 @@ fn run(opts: &Options) -> Result<bool, Stop> {
                     c.name
                 ),
                 Launch::PicosCache => println!(
-                    "  {:<12} picos run -m CACHE -- guest (CACHE: as MOUNTS, the files directory read-only and exclusive; open and stat rows only)",
+                    "  {:<12} picos run -m CACHE -- guest (CACHE: as MOUNTS, the files directory read-only and exclusive; open, stat, fstat and pread rows only)",
                     c.name
                 ),
                 Launch::NotImplemented => {
