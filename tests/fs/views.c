@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -339,6 +340,24 @@ static void processes(void)
     pread_print("main thread's pipe", p[0], 16, 0);
     close(p[0]);
     close(p[1]);
+    /* A process sharing the table (CLONE_FILES without CLONE_VM) puts a
+     * pipe where the parent has a file. */
+    int g = open(path_of("small"), O_RDONLY);
+    pread_print("before CLONE_FILES", g, 16, 0);
+    pid = (pid_t)syscall(SYS_clone, CLONE_FILES | SIGCHLD, 0, 0, 0, 0);
+    if (pid == 0) {
+        close(g);
+        int q[2];
+        if (pipe(q) < 0)
+            _exit(2);
+        _exit(q[0] == g ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    printf("CLONE_FILES child put a pipe at the number: %s\n",
+           WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "yes" : "no");
+    pread_print("parent's number after the CLONE_FILES child", g, 16, 0);
+    pread_print("a file opened after it", open(path_of("pages"), O_RDONLY), 16, 0);
 }
 
 int main(int argc, char **argv)

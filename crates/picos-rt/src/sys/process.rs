@@ -234,6 +234,12 @@ fn do_clone(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
         crate::host::fds::note_shared_fds();
     }
     crate::kernel::fs::dcache::note_clone(a.flags);
+    if a.flags & (CLONE_FILES | CLONE_VM) == CLONE_FILES {
+        // Two processes will share one descriptor table, each with its own
+        // copy of the library OS's state of it: a close in one would not
+        // reach the other's notes of files.
+        crate::kernel::fs::file::stop_noting(c.t.fd_table.get());
+    }
     if a.flags & CLONE_VM == 0 {
         fork_process(c, a)
     } else {

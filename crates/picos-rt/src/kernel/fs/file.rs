@@ -22,6 +22,24 @@ use crate::host::Statx;
 use crate::mm::runtime::FileView;
 use core::sync::atomic::{AtomicBool, Ordering};
 
+/// Are files noted at all? Not once two processes share a descriptor
+/// table (`CLONE_FILES` without `CLONE_VM`), each with its own copy of the
+/// table's state in the library OS: one's close would not reach the
+/// other's notes, and a number reused there would read the old file.
+static NOTING: AtomicBool = AtomicBool::new(true);
+
+/// Should a file just opened be noted (`FdTable::note_file`)?
+pub fn noting() -> bool {
+    NOTING.load(Ordering::Relaxed)
+}
+
+/// Notes no more files, and forgets those of `fds` (called before a clone
+/// that shares the table with a new process, which inherits this).
+pub fn stop_noting(fds: &super::FdTable) {
+    NOTING.store(false, Ordering::Relaxed);
+    fds.forget_files_in(0, u32::MAX);
+}
+
 /// Linux caps one read at this many bytes (`MAX_RW_COUNT`).
 const MAX_RW_COUNT: usize = 0x7fff_f000;
 /// The end of the program's address space (`TASK_SIZE_MAX`).

@@ -138,6 +138,11 @@ impl FdTable {
     pub fn note_file(&self, fd: i32, f: file::OpenFile) {
         let f = Arc::new(f);
         let mut files = self.files.lock();
+        // Under the lock: `file::stop_noting` forgets every note after it
+        // stops noting.
+        if !file::noting() {
+            return;
+        }
         files.retain(|(n, _)| *n != fd);
         files.push((fd, f));
         self.nfiles.store(files.len(), Ordering::Relaxed);
