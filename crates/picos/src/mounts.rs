@@ -44,6 +44,87 @@ pub enum MountError {
         parent: String,
         host: String,
     },
+    /// A writable mount reaches an exclusive mount's host directory through
+    /// another guest path: changes made there would break the exclusive
+    /// mount's promise (docs/FILESYSTEM.md, "The coherence rule").
+    #[error(
+        "fs.mounts[{index}] ({guest}) is exclusive, but the writable fs.mounts[{writable}] \
+         ({writable_guest}) can change what it shows at {shown}, through {through}: mount one \
+         at the other's place, make fs.mounts[{writable}] read-only, or drop `exclusive`"
+    )]
+    ExclusiveOverlap {
+        index: usize,
+        guest: String,
+        writable: usize,
+        writable_guest: String,
+        through: String,
+        shown: String,
+    },
+}
+
+/// Does host path `inner` lie in host directory `outer` (or is it)? Then
+/// the rest of `inner` after it ("" or "/a/b").
+fn within<'a>(outer: &[u8], inner: &'a [u8]) -> Option<&'a [u8]> {
+    if outer == b"/" {
+        return Some(if inner == b"/" { b"" } else { inner });
+    }
+    let rest = inner.strip_prefix(outer)?;
+    (rest.is_empty() || rest[0] == b'/').then_some(rest)
+}
+
+/// `guest` (a mount point) followed by `rest` ("" or "/a/b").
+fn guest_join(guest: &[u8], rest: &[u8]) -> Vec<u8> {
+    match (guest, rest) {
+        (g, b"") => g.to_vec(),
+        (b"/", r) => r.to_vec(),
+        (g, r) => [g, r].concat(),
+    }
+}
+
+/// The coherence rule of exclusive mounts, as far as the manifest can
+/// break it: no writable mount may change an exclusive mount's host
+/// directory through a guest path other than the one the exclusive mount
+/// shows it at (where the writable mount then hides it). Compared by
+/// canonical host paths; host bind mounts and hard links are beyond it.
+fn check_exclusive(out: &[MountSpec]) -> Result<(), MountError> {
+    let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    for (i, x) in out.iter().enumerate().filter(|(_, m)| m.exclusive) {
+        for (j, w) in out.iter().enumerate().filter(|(_, m)| !m.readonly) {
+            // The writable directory inside the exclusive one: the
+            // exclusive mount shows it at `shown`, which must be the
+            // writable mount's own point (so that it hides it).
+            if let Some(rest) = within(&x.host, &w.host) {
+                let shown = guest_join(&x.guest, rest);
+                if shown != w.guest {
+                    return Err(MountError::ExclusiveOverlap {
+                        index: i,
+                        guest: lossy(&x.guest),
+                        writable: j,
+                        writable_guest: lossy(&w.guest),
+                        through: lossy(&w.guest),
+                        shown: lossy(&shown),
+                    });
+                }
+            }
+            // The exclusive directory inside the writable one: the writable
+            // mount shows it at `through`, which the exclusive mount must
+            // hide (be mounted at).
+            if let Some(rest) = within(&w.host, &x.host) {
+                let through = guest_join(&w.guest, rest);
+                if through != x.guest {
+                    return Err(MountError::ExclusiveOverlap {
+                        index: i,
+                        guest: lossy(&x.guest),
+                        writable: j,
+                        writable_guest: lossy(&w.guest),
+                        through: lossy(&through),
+                        shown: lossy(&x.guest),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The runtime's view of `mounts`: empty when the program sees the host's
@@ -94,6 +175,7 @@ pub fn specs(mounts: &[Mount]) -> Result<Vec<MountSpec>, MountError> {
             });
         }
     }
+    check_exclusive(&out)?;
     if out.len() == 1 && out[0].host == b"/" && !out[0].readonly {
         return Ok(Vec::new());
     }
@@ -228,6 +310,47 @@ mod tests {
         let r = [spec("/", "/")];
         assert_eq!(guest_to_host(&r, b"/", b"/a/b"), Path::new("/a/b"));
         assert_eq!(host_to_guest(&r, Path::new("/a")), Some(b"/a".to_vec()));
+    }
+
+    #[test]
+    fn writable_mounts_must_not_reach_exclusive_ones() {
+        let ro_x = |g: &str, h: &str| MountSpec {
+            readonly: true,
+            exclusive: true,
+            ..spec(g, h)
+        };
+        let ok = |s: &[MountSpec]| check_exclusive(s).is_ok();
+        let err = |s: &[MountSpec]| check_exclusive(s).unwrap_err().to_string();
+        // A writable /tmp of the host over an exclusive host tree hides
+        // the host's /tmp there: fine.
+        assert!(ok(&[ro_x("/", "/"), spec("/tmp", "/tmp")]));
+        assert!(ok(&[ro_x("/", "/srv/root"), spec("/data", "/srv/root/data")]));
+        // Disjoint host directories.
+        assert!(ok(&[spec("/", "/"), ro_x("/usr", "/usr"), spec("/srv", "/srv")]));
+        // The exclusive mount also shows the writable directory elsewhere.
+        assert_eq!(
+            err(&[ro_x("/", "/"), spec("/data", "/srv")]),
+            "fs.mounts[0] (/) is exclusive, but the writable fs.mounts[1] (/data) can change \
+             what it shows at /srv, through /data: mount one at the other's place, make \
+             fs.mounts[1] read-only, or drop `exclusive`"
+        );
+        // The writable mount shows the exclusive directory elsewhere.
+        assert_eq!(
+            err(&[spec("/", "/"), ro_x("/opt/x", "/usr")]),
+            "fs.mounts[1] (/opt/x) is exclusive, but the writable fs.mounts[0] (/) can change \
+             what it shows at /opt/x, through /usr: mount one at the other's place, make \
+             fs.mounts[0] read-only, or drop `exclusive`"
+        );
+        // The same host directory twice.
+        assert!(!ok(&[spec("/", "/"), ro_x("/a", "/srv"), spec("/b", "/srv")]));
+        // A read-only mount changes nothing.
+        let ro = MountSpec {
+            readonly: true,
+            ..spec("/data", "/srv")
+        };
+        assert!(ok(&[ro_x("/", "/"), ro]));
+        // Prefixes are whole components.
+        assert!(ok(&[ro_x("/", "/srv/a"), spec("/b", "/srv/ab")]));
     }
 
     #[test]
