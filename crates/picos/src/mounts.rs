@@ -82,10 +82,11 @@ fn guest_join(guest: &[u8], rest: &[u8]) -> Vec<u8> {
 }
 
 /// The coherence rule of exclusive mounts, as far as the manifest can
-/// break it: no writable mount may change an exclusive mount's host
-/// directory through a guest path other than the one the exclusive mount
-/// shows it at (where the writable mount then hides it). Compared by
-/// canonical host paths; host bind mounts and hard links are beyond it.
+/// break it: no writable mount may change what an exclusive mount shows.
+/// That is, where one's host directory lies in the other's, the guest path
+/// at which the one shows the other's directory must be held by another
+/// mount (which hides it there). Compared by canonical host paths; host
+/// bind mounts and hard links are beyond it.
 fn check_exclusive(out: &[MountSpec]) -> Result<(), MountError> {
     let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     for (i, x) in out.iter().enumerate().filter(|(_, m)| m.exclusive) {
@@ -93,9 +94,10 @@ fn check_exclusive(out: &[MountSpec]) -> Result<(), MountError> {
             // The writable directory inside the exclusive one: the
             // exclusive mount shows it at `shown`, which must be the
             // writable mount's own point (so that it hides it).
+            let holder = |p: &[u8]| picos_abi::deepest_mount(out, p, None);
             if let Some(rest) = within(&x.host, &w.host) {
                 let shown = guest_join(&x.guest, rest);
-                if shown != w.guest {
+                if holder(&shown) == Some(i) {
                     return Err(MountError::ExclusiveOverlap {
                         index: i,
                         guest: lossy(&x.guest),
@@ -111,7 +113,7 @@ fn check_exclusive(out: &[MountSpec]) -> Result<(), MountError> {
             // hide (be mounted at).
             if let Some(rest) = within(&w.host, &x.host) {
                 let through = guest_join(&w.guest, rest);
-                if through != x.guest {
+                if holder(&through) == Some(j) {
                     return Err(MountError::ExclusiveOverlap {
                         index: i,
                         guest: lossy(&x.guest),
@@ -325,6 +327,11 @@ mod tests {
         // the host's /tmp there: fine.
         assert!(ok(&[ro_x("/", "/"), spec("/tmp", "/tmp")]));
         assert!(ok(&[ro_x("/", "/srv/root"), spec("/data", "/srv/root/data")]));
+        // ... or a directory below it, which the exclusive mount would show
+        // under /tmp: the writable mount holds that path.
+        assert!(ok(&[ro_x("/", "/"), spec("/tmp", "/tmp/x")]));
+        // A mount between them hides it too.
+        assert!(ok(&[ro_x("/", "/"), spec("/data", "/srv/a"), spec("/srv", "/srv/b")]));
         // Disjoint host directories.
         assert!(ok(&[spec("/", "/"), ro_x("/usr", "/usr"), spec("/srv", "/srv")]));
         // The exclusive mount also shows the writable directory elsewhere.

@@ -510,6 +510,21 @@ fn cached_at(
 }
 
 fn stat_common(c: &Ctx<'_>, dirfd: i32, path: usize, buf: usize, flags: i32) -> SysResult {
+    // The descriptor itself (glibc's fstat): no path to read or resolve.
+    // Linux 6.11+ takes a NULL path as empty here.
+    if flags & host::AT_EMPTY_PATH != 0 && (path == 0 || user::read::<u8>(path)? == 0) {
+        let fds = fds(c);
+        if fds.is_hidden(dirfd) {
+            return Err(Errno::EBADF);
+        }
+        if let Some(stx) = fds.file(dirfd).as_deref().and_then(|f| f.statx(fds, dirfd)) {
+            return user::write(buf, &stx.to_stat()).map(|_| 0);
+        }
+        return host_call(
+            nr::NEWFSTATAT,
+            [dirfd as usize, path, buf, flags as usize, 0, 0],
+        );
+    }
     let follow = flags & host::AT_SYMLINK_NOFOLLOW == 0;
     if cached_at(c, dirfd, path, flags, follow, &mut |stx| {
         user::write(buf, &stx.to_stat())
