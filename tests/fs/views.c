@@ -94,6 +94,7 @@ static void setup(void)
     make("pages", 3 * 4096 + 17);
     make("large", 300 * 1024);
     make("empty", 0);
+    make("victim", 300 * 1024);
     /* Larger than a view may be (kernel::fs::file::MAX_VIEW): sparse. */
     int fd = open(path_of("sparse"), O_CREAT | O_TRUNC | O_WRONLY, 0644);
     if (fd < 0 || ftruncate(fd, 300L << 20) < 0 || pwrite(fd, "end", 3, (300L << 20) - 3) != 3)
@@ -371,6 +372,27 @@ int main(int argc, char **argv)
         return 2;
     dir = argv[1];
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc == 3 && strcmp(argv[2], "--truncated") == 0) {
+        /* The file shrinks underneath between two rounds of preads (the
+         * test truncates it on the host when told "ready"): a broken
+         * promise must not crash the runtime. */
+        int fd = open(path_of("victim"), O_RDONLY);
+        if (fd < 0)
+            die("victim");
+        pread_print("before", fd, 4096, 0);
+        pread_print("before", fd, 4096, 200000);
+        printf("ready\n");
+        char line[16];
+        if (!fgets(line, sizeof line, stdin))
+            die("stdin");
+        pread_print("after, past the new end", fd, 4096, 200000);
+        pread_print("after, at the end", fd, 4096, 100);
+        pread_print("after, in the first page", fd, 16, 0);
+        struct stat st;
+        fstat(fd, &st);
+        printf("done\n");
+        return 0;
+    }
     if (argc == 4 && strcmp(argv[2], "--loop") == 0) {
         int fd = open(path_of("small"), O_RDONLY);
         long n = atol(argv[3]), bad = 0;

@@ -564,6 +564,50 @@ fn files_of_exclusive_mounts_read_as_native() {
             .unwrap_or_else(|| panic!("{name}: no host_calls in {json}"));
         assert!(host_calls < 500, "{name}: {host_calls} host calls for 2000 preads: {json}");
     }
+    // A broken promise: the host truncates a file the program reads
+    // through its view. The runtime must not crash (the copy's SIGBUS is
+    // recovered), and a read past the new end gets the host's answer.
+    std::fs::write(&manifest, format!("[loader]\ninsecure__use_cmdline_argv = true\n\n{tree}"))
+        .unwrap();
+    let mut child = Command::new(PICOS)
+        .args(["run", "-m"])
+        .arg(&manifest)
+        .arg(&prog)
+        .arg(&fx)
+        .arg("--truncated")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+        assert!(n > 0, "the program ended before \"ready\": {seen}");
+        seen.push_str(&line);
+        if line == "ready\n" {
+            break;
+        }
+    }
+    assert!(seen.contains("before pread(4096, 200000) = 4096"), "{seen}");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(fx.join("victim"))
+        .unwrap()
+        .set_len(100)
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"go\n").unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && rest.ends_with("done\n"),
+        "{rest}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(rest.contains("after, past the new end pread(4096, 200000) = 0 "), "{rest}");
 }
 
 /// sqlite3 on a writable mount under a read-only root: the same output as
