@@ -419,8 +419,13 @@ pub fn alloc(
     Ok(t)
 }
 
+/// The calling thread's held-lock set (`sync`): found from the stack it
+/// runs on (every thread's runtime code runs on its own runtime stack or
+/// its signal stack, both in its slot), which costs less than reading and
+/// checking GS on every lock and unlock.
 fn held_locks() -> Option<&'static Cell<u32>> {
-    current_checked().map(|t| &t.held_locks)
+    let here = 0u8;
+    crate::mm::area::of_stack::<Thread>(&here as *const u8 as usize).map(|t| &t.held_locks)
 }
 
 /// Makes `t` the calling thread's runtime state and its signal stack.

@@ -302,15 +302,14 @@ fn open_path(
                 }
                 if !writes && flags & (host::O_PATH | O_DIRECT) == 0 && dcache::exclusive(mount) {
                     // Its type is known at the first call that needs it.
-                    file = Some(crate::kernel::fs::file::OpenFile::new(mount, None));
+                    file = Some(crate::kernel::fs::file::OpenFile::new(mount));
                 }
                 (walk::is_proc_fd_dir_guest(&guest), (from, how), rel)
             }
             OpenPlan::Exists {
                 mount,
                 rel,
-                st,
-                cached,
+                mode,
             } => {
                 if creat_excl {
                     return Err(Errno::EEXIST);
@@ -319,20 +318,20 @@ fn open_path(
                     let changes = flags & host::O_ACCMODE != host::O_RDONLY
                         || flags & host::O_TRUNC != 0
                         || tmpfile;
-                    if changes && (fs_object(st.st_mode) || tmpfile) {
+                    if changes && (fs_object(mode) || tmpfile) {
                         return Err(Errno::EROFS);
                     }
                 }
-                if st.st_mode & S_IFMT == S_IFLNK && flags & host::O_PATH == 0 {
+                if mode & S_IFMT == S_IFLNK && flags & host::O_PATH == 0 {
                     // A symlink not followed (O_NOFOLLOW).
                     return Err(Errno::ELOOP);
                 }
-                if st.st_mode & S_IFMT == S_IFREG
+                if mode & S_IFMT == S_IFREG
                     && flags & (host::O_PATH | O_DIRECT) == 0
                     && flags & host::O_ACCMODE == host::O_RDONLY
                     && dcache::exclusive(mount)
                 {
-                    file = Some(crate::kernel::fs::file::OpenFile::new(mount, cached));
+                    file = Some(crate::kernel::fs::file::OpenFile::new(mount));
                 }
                 (walk::is_proc_fd_dir(mount, &rel), root(mount, &rel), rel)
             }

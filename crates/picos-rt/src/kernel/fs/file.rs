@@ -52,8 +52,7 @@ pub const MAX_VIEW: usize = 256 << 20;
 pub struct OpenFile {
     /// The mount it was opened on.
     mount: usize,
-    /// Its attributes: the directory cache's when the open found them
-    /// there, else the host's at the first call that needs them.
+    /// Its attributes: the host's, at the first call that needs them.
     stx: spin::Once<Statx>,
     /// A thread is asking the host for `stx` (or has asked): others do not
     /// wait (in a fork child, the thread that was asking is gone).
@@ -65,17 +64,14 @@ pub struct OpenFile {
 }
 
 impl OpenFile {
-    /// A file opened on mount `mount`, whose attributes are `stx` if the
-    /// directory cache knew them.
-    pub fn new(mount: usize, stx: Option<Statx>) -> OpenFile {
-        let known = stx.is_some();
+    /// A file opened on mount `mount`. Its attributes are asked of the host
+    /// at the first call that needs them (an open that is only closed
+    /// again, the commonest, then costs no copy of them).
+    pub fn new(mount: usize) -> OpenFile {
         OpenFile {
             mount,
-            stx: match stx {
-                Some(s) => spin::Once::initialized(s),
-                None => spin::Once::new(),
-            },
-            stx_started: AtomicBool::new(known),
+            stx: spin::Once::new(),
+            stx_started: AtomicBool::new(false),
             view: spin::Once::new(),
             started: AtomicBool::new(false),
         }

@@ -143,8 +143,12 @@ impl FdTable {
         if !file::noting() {
             return;
         }
-        files.retain(|(n, _)| *n != fd);
-        files.push((fd, f));
+        // (A note left at this number would be a bug: its close forgets
+        // it. Replaced all the same.)
+        match files.iter_mut().find(|(n, _)| *n == fd) {
+            Some(slot) => slot.1 = f,
+            None => files.push((fd, f)),
+        }
         self.nfiles.store(files.len(), Ordering::Relaxed);
         self.passthrough.set(fd, false);
     }
@@ -166,20 +170,31 @@ impl FdTable {
         if self.nfiles.load(Ordering::Relaxed) == 0 {
             return;
         }
-        let gone: Vec<(i32, Arc<file::OpenFile>)> = {
+        let in_range = |n: i32| (first..=last).contains(&(n as u32));
+        // The last references are dropped (views unmapped) outside the
+        // table's lock; one close forgets at most one file, without
+        // allocating.
+        let mut one = None;
+        let mut more = Vec::new();
+        {
             let mut files = self.files.lock();
-            let (gone, kept) = core::mem::take(&mut *files)
-                .into_iter()
-                .partition(|(n, _)| (first..=last).contains(&(*n as u32)));
-            *files = kept;
-            self.nfiles.store(files.len(), Ordering::Relaxed);
-            for (n, _) in &gone {
-                self.passthrough.set(*n, true);
+            let mut i = 0;
+            while i < files.len() {
+                if in_range(files[i].0) {
+                    let (n, f) = files.swap_remove(i);
+                    self.passthrough.set(n, true);
+                    match one {
+                        None => one = Some(f),
+                        Some(_) => more.push(f),
+                    }
+                } else {
+                    i += 1;
+                }
             }
-            gone
-        };
-        // Views are unmapped here, outside the table's lock.
-        drop(gone);
+            self.nfiles.store(files.len(), Ordering::Relaxed);
+        }
+        drop(one);
+        drop(more);
     }
 
     /// Descriptor `fd` (the program's) is /proc's descriptor directory of
@@ -217,8 +232,10 @@ impl FdTable {
     /// Descriptor `fd` was closed or replaced: no longer a noted one.
     pub fn forget_proc_fd_dir(&self, fd: i32) {
         use core::sync::atomic::Ordering::Relaxed;
+        // Loads first: a compare-exchange per slot on every close cost
+        // ~50 ns.
         for s in &self.proc_fd_dirs {
-            if s.compare_exchange(fd, -1, Relaxed, Relaxed).is_ok() {
+            if s.load(Relaxed) == fd && s.compare_exchange(fd, -1, Relaxed, Relaxed).is_ok() {
                 self.passthrough.set(fd, true);
             }
         }

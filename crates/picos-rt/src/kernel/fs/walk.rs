@@ -871,10 +871,8 @@ pub enum OpenPlan {
     Exists {
         mount: usize,
         rel: Vec<u8>,
-        st: Stat,
-        /// Its attributes, when the directory cache answered (an exclusive
-        /// mount's object).
-        cached: Option<crate::host::Statx>,
+        /// Its type and permissions (`st_mode`).
+        mode: u32,
     },
     /// It does not exist; its directory does: create `rel` there.
     Create { mount: usize, rel: Vec<u8> },
@@ -909,8 +907,7 @@ pub fn open_plan(
                 return Ok(OpenPlan::Exists {
                     mount,
                     rel: relative(mount, &guest),
-                    st: stx.to_stat(),
-                    cached: Some(stx),
+                    mode: stx.mode(),
                 });
             }
             Some(Ok(super::dcache::Resolved::Missing { parent, name, dir })) => {
@@ -949,8 +946,7 @@ pub fn open_plan_walk(
             Ok(OpenPlan::Exists {
                 mount: i,
                 rel: relative(i, &guest),
-                st,
-                cached: None,
+                mode: st.st_mode,
             })
         }
         Walked::Missing { parent, name, dir } => Ok(create_plan(parent, name, dir)),
