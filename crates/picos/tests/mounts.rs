@@ -610,6 +610,43 @@ fn files_of_exclusive_mounts_read_as_native() {
     assert!(rest.contains("after, past the new end pread(4096, 200000) = 0 "), "{rest}");
 }
 
+/// /proc/self/maps under mounts lists the program's mappings and none of
+/// the runtime's (tests/fs/procmaps.c prints the same as natively: its own
+/// mapping, program and stack listed, nothing named picos, no huge
+/// inaccessible reservation), through four spellings, fopen and a fork.
+/// Without the library OS's view, the runtime's image and reservations
+/// show (4 lines and 2 reservations).
+#[test]
+fn proc_self_maps_shows_the_program_only() {
+    let work = tempfile::tempdir().unwrap();
+    let prog = work.path().join("procmaps");
+    let st = Command::new("gcc")
+        .args(["-O1", "-o"])
+        .arg(&prog)
+        .arg(workspace().join("tests/fs/procmaps.c"))
+        .status()
+        .expect("gcc");
+    assert!(st.success(), "compiling tests/fs/procmaps.c");
+    let native = Command::new(&prog).output().unwrap();
+    assert!(native.status.success());
+    assert!(text(&native).contains("runtime's 0, huge reservations 0"));
+    let manifest = work.path().join("m.toml");
+    std::fs::write(
+        &manifest,
+        "[loader]\ninsecure__use_cmdline_argv = true\n\n\
+         [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\n",
+    )
+    .unwrap();
+    let out = Command::new(PICOS)
+        .args(["run", "-m"])
+        .arg(&manifest)
+        .arg(&prog)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(text(&out), text(&native));
+}
+
 /// sqlite3 on a writable mount under a read-only root: the same output as
 /// natively (its journal files live beside the database).
 #[test]

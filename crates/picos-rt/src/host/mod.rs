@@ -916,6 +916,18 @@ pub fn pwrite(fd: i32, buf: &[u8], off: u64) -> HostResult {
     unsafe { sc!(nr::PWRITE64, fd, buf.as_ptr(), buf.len(), off) }
 }
 
+/// memfd_create(2): an anonymous file named `name`.
+pub fn memfd_create(name: &core::ffi::CStr, flags: u32) -> HostResult {
+    // SAFETY: `name` is NUL-terminated.
+    unsafe { sc!(nr::MEMFD_CREATE, name.as_ptr(), flags) }
+}
+
+/// dup3(2).
+pub fn dup3(oldfd: i32, newfd: i32, flags: i32) -> HostResult {
+    // SAFETY: integer arguments only.
+    unsafe { sc!(nr::DUP3, oldfd, newfd, flags) }
+}
+
 /// getcwd(2): the working directory into `buf`; its length with the NUL.
 pub fn getcwd(buf: &mut [u8]) -> HostResult {
     // SAFETY: `buf` is writable for its length.

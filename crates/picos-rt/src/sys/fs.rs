@@ -19,6 +19,7 @@ use crate::host;
 use crate::host::errno::Errno;
 use crate::host::nr;
 use crate::kernel::fs::dcache;
+use crate::kernel::fs::procview as kernel_procview;
 use crate::kernel::fs::mount::{self, active, root_fd, table};
 use crate::kernel::fs::walk::{self, Entry, Found, HostFd, OpenPlan};
 use crate::kernel::fs::FdTable;
@@ -377,6 +378,9 @@ fn open_path(
                 }
                 if let Some(f) = file {
                     fds.note_file(fd as i32, f);
+                }
+                if flags & host::O_PATH == 0 && kernel_procview::may_be_maps(&path) {
+                    kernel_procview::replace_maps(fd as i32, flags & host::O_CLOEXEC != 0);
                 }
                 return Ok(fd);
             }

@@ -5,6 +5,7 @@
 
 pub mod dcache;
 pub mod file;
+pub mod procview;
 pub mod mount;
 pub mod walk;
 

@@ -1,0 +1,162 @@
+//! /proc as the program's view: its own `/proc/self/maps` (and
+//! `/proc/PID/maps`, `/proc/thread-self/maps`, `/proc/PID/task/TID/maps`)
+//! opened under mounts lists the program's mappings only. The runtime's
+//! (its image, its reservation with the heap, stacks and file views, the
+//! patcher's trampoline regions: `mm::runtime::owns`) are left out.
+//!
+//! Linux makes the listing as it is read; this one is made at the open,
+//! from the host's, and handed to the program as an anonymous file in the
+//! same descriptor (a snapshot: mappings made after the open are not in
+//! it; `fstat` shows a regular file with a size; the descriptor's /proc
+//! link names a memfd). Other /proc files of the process (`smaps`,
+//! `numa_maps`, `status`) are still the host's.
+#![deny(unsafe_code)]
+
+use crate::host;
+use crate::host::errno::Errno;
+use alloc::vec::Vec;
+
+/// Could a path the program opened name a maps file? (Only those are
+/// checked further, by what the host opened.)
+pub fn may_be_maps(path: &[u8]) -> bool {
+    path == b"maps" || path.ends_with(b"/maps")
+}
+
+/// Is the host object open at `fd` (the program's, just opened) this
+/// process's maps file?
+fn is_own_maps(fd: i32) -> bool {
+    let mut link = [0u8; 64];
+    let mut name = [0u8; 40];
+    let n = fmt_into(&mut name, b"/proc/self/fd/", fd as u64);
+    let mut path = [0u8; 41];
+    path[..n].copy_from_slice(&name[..n]);
+    let Ok(cpath) = core::ffi::CStr::from_bytes_until_nul(&path[..=n]) else {
+        return false;
+    };
+    let Ok(len) = host::readlink(cpath, &mut link) else {
+        return false;
+    };
+    let link = &link[..len];
+    let mut own = [0u8; 32];
+    let k = fmt_into(&mut own, b"/proc/", host::getpid() as u64);
+    let Some(rest) = link.strip_prefix(&own[..k]) else {
+        return false;
+    };
+    if rest == b"/maps" {
+        return true;
+    }
+    // /proc/PID/task/TID/maps: a thread of this process.
+    rest.strip_prefix(b"/task/")
+        .and_then(|r| r.strip_suffix(b"/maps"))
+        .is_some_and(|tid| !tid.is_empty() && tid.iter().all(u8::is_ascii_digit))
+}
+
+/// Writes `prefix` and `n` in decimal into `out`; returns the length.
+fn fmt_into(out: &mut [u8], prefix: &[u8], n: u64) -> usize {
+    out[..prefix.len()].copy_from_slice(prefix);
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut v = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let d = &digits[i..];
+    out[prefix.len()..prefix.len() + d.len()].copy_from_slice(d);
+    prefix.len() + d.len()
+}
+
+/// The lines of a maps listing for which `keep(start, end)` holds.
+pub fn filter(listing: &[u8], keep: impl Fn(usize, usize) -> bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(listing.len());
+    for line in listing.split_inclusive(|&c| c == b'\n') {
+        let range = line.split(|&c| c == b' ').next().unwrap_or(b"");
+        let mut ends = range.split(|&c| c == b'-');
+        let parse = |h: Option<&[u8]>| {
+            let h = core::str::from_utf8(h?).ok()?;
+            usize::from_str_radix(h, 16).ok()
+        };
+        match (parse(ends.next()), parse(ends.next())) {
+            (Some(s), Some(e)) if !keep(s, e) => {}
+            _ => out.extend_from_slice(line),
+        }
+    }
+    out
+}
+
+/// If `fd` (the program's, just opened for reading, close-on-exec as
+/// `cloexec`) is this process's maps file, puts the program's view of it
+/// in its place. Errors leave the host's file there.
+pub fn replace_maps(fd: i32, cloexec: bool) {
+    if !is_own_maps(fd) {
+        return;
+    }
+    let r = (|| -> Result<(), Errno> {
+        let mut listing = Vec::new();
+        let mut chunk = alloc::vec![0u8; 16 << 10];
+        loop {
+            let n = host::pread(fd, &mut chunk, listing.len() as u64)?;
+            if n == 0 {
+                break;
+            }
+            listing.extend_from_slice(&chunk[..n]);
+        }
+        let view = filter(&listing, |s, e| {
+            !crate::mm::runtime::owns(s, e.saturating_sub(s))
+        });
+        const MFD_CLOEXEC: u32 = 1;
+        let m = host::memfd_create(c"maps", MFD_CLOEXEC)? as i32;
+        let done = (|| -> Result<(), Errno> {
+            let mut off = 0;
+            while off < view.len() {
+                off += host::pwrite(m, &view[off..], off as u64)?;
+            }
+            let flags = if cloexec { host::O_CLOEXEC } else { 0 };
+            host::dup3(m, fd, flags).map(|_| ())
+        })();
+        let _ = host::close(m);
+        done
+    })();
+    if let Err(e) = r {
+        crate::log!(Debug, "/proc maps view of descriptor {}: {}", fd, e);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_programs_lines() {
+        let l = b"00400000-00401000 r-xp 00000000 08:01 12 /bin/x\n\
+7f0000000000-7f0400000000 ---p 00000000 00:00 0 \n\
+7ffd0000-7ffd1000 rw-p 00000000 00:00 0                          [stack]\n";
+        let out = filter(l, |s, _| s != 0x7f00_0000_0000);
+        assert_eq!(
+            out,
+            b"00400000-00401000 r-xp 00000000 08:01 12 /bin/x\n\
+7ffd0000-7ffd1000 rw-p 00000000 00:00 0                          [stack]\n"
+        );
+        assert_eq!(filter(b"garbage\n", |_, _| false), b"garbage\n");
+    }
+
+    #[test]
+    fn formats_numbers() {
+        let mut b = [0u8; 32];
+        let n = fmt_into(&mut b, b"/proc/", 12345);
+        assert_eq!(&b[..n], b"/proc/12345");
+        let n = fmt_into(&mut b, b"x", 0);
+        assert_eq!(&b[..n], b"x0");
+    }
+
+    #[test]
+    fn maps_names() {
+        assert!(may_be_maps(b"/proc/self/maps"));
+        assert!(may_be_maps(b"maps"));
+        assert!(!may_be_maps(b"/proc/self/smaps"));
+    }
+}
