@@ -5,7 +5,8 @@
  * mapping it made is listed, its program and stack are, and nothing names
  * the runtime (its memfd image) or is one of its huge inaccessible
  * reservations; through /proc/self, /proc/PID, /proc/thread-self and
- * /proc/PID/task/TID, with open and with fopen, and after a fork. */
+ * /proc/PID/task/TID, with open and with fopen, and after a fork; and
+ * the same of /proc/self/smaps. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -69,6 +70,25 @@ int main(void)
     check("/proc/thread-self/maps", "/proc/thread-self/maps");
     snprintf(p, sizeof p, "/proc/%d/task/%d/maps", getpid(), gettid());
     check("/proc/PID/task/TID/maps", p);
+    /* smaps: the runtime's records (header and fields) are gone too. */
+    FILE *sm = fopen("/proc/self/smaps", "r");
+    char l2[4096];
+    int sruntime = 0, sizes = 0, huge = 0, own = 0;
+    char want[32];
+    snprintf(want, sizeof want, "%lx-", (unsigned long)mine);
+    while (sm && fgets(l2, sizeof l2, sm)) {
+        unsigned long a, b;
+        char perms[8];
+        sruntime += strstr(l2, "picos") != NULL;
+        sizes += strncmp(l2, "Size:", 5) == 0;
+        own += strncmp(l2, want, strlen(want)) == 0;
+        if (sscanf(l2, "%lx-%lx %7s", &a, &b, perms) == 3 && strcmp(perms, "---p") == 0 && b - a >= (4UL << 30))
+            huge++;
+    }
+    if (sm)
+        fclose(sm);
+    printf("smaps: records %s, own mapping %d, runtime's %d, huge reservations %d\n", sizes > 5 ? "several" : "few",
+           own, sruntime, huge);
     FILE *f = fopen("/proc/self/maps", "r");
     char line[4096];
     int runtime = 0, lines = 0;

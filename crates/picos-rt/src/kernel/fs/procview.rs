@@ -1,6 +1,7 @@
-//! /proc as the program's view: its own `/proc/self/maps` (and
-//! `/proc/PID/maps`, `/proc/thread-self/maps`, `/proc/PID/task/TID/maps`)
-//! opened under mounts lists the program's mappings only. The runtime's
+//! /proc as the program's view: its own `/proc/self/maps` and
+//! `/proc/self/smaps` (and the same under `/proc/PID`, `/proc/thread-self`,
+//! `/proc/PID/task/TID`) opened under mounts list the program's mappings
+//! only. The runtime's
 //! (its image, its reservation with the heap, stacks and file views, the
 //! patcher's trampoline regions: `mm::runtime::owns`) are left out.
 //!
@@ -8,7 +9,7 @@
 //! from the host's, and handed to the program as an anonymous file in the
 //! same descriptor (a snapshot: mappings made after the open are not in
 //! it; `fstat` shows a regular file with a size; the descriptor's /proc
-//! link names a memfd). Other /proc files of the process (`smaps`,
+//! link names a memfd). Other /proc files of the process (`smaps_rollup`,
 //! `numa_maps`, `status`) are still the host's.
 #![deny(unsafe_code)]
 
@@ -19,7 +20,15 @@ use alloc::vec::Vec;
 /// Could a path the program opened name a maps file? (Only those are
 /// checked further, by what the host opened.)
 pub fn may_be_maps(path: &[u8]) -> bool {
-    path == b"maps" || path.ends_with(b"/maps")
+    [&b"maps"[..], b"smaps"]
+        .iter()
+        .any(|n| path == *n || path.strip_suffix(*n).is_some_and(|p| p.ends_with(b"/")))
+}
+
+/// The maps files a process has: `maps` and `smaps`.
+fn maps_name(rest: &[u8]) -> Option<&[u8]> {
+    rest.strip_suffix(b"/maps")
+        .or_else(|| rest.strip_suffix(b"/smaps"))
 }
 
 /// Is the host object open at `fd` (the program's, just opened) this
@@ -42,13 +51,14 @@ fn is_own_maps(fd: i32) -> bool {
     let Some(rest) = link.strip_prefix(&own[..k]) else {
         return false;
     };
-    if rest == b"/maps" {
-        return true;
+    match maps_name(rest) {
+        Some(b"") => true,
+        // /proc/PID/task/TID/maps: a thread of this process.
+        Some(dir) => dir
+            .strip_prefix(b"/task/")
+            .is_some_and(|tid| !tid.is_empty() && tid.iter().all(u8::is_ascii_digit)),
+        None => false,
     }
-    // /proc/PID/task/TID/maps: a thread of this process.
-    rest.strip_prefix(b"/task/")
-        .and_then(|r| r.strip_suffix(b"/maps"))
-        .is_some_and(|tid| !tid.is_empty() && tid.iter().all(u8::is_ascii_digit))
 }
 
 /// Writes `prefix` and `n` in decimal into `out`; returns the length.
@@ -70,19 +80,24 @@ fn fmt_into(out: &mut [u8], prefix: &[u8], n: u64) -> usize {
     prefix.len() + d.len()
 }
 
-/// The lines of a maps listing for which `keep(start, end)` holds.
+/// The records of a maps or smaps listing for which `keep(start, end)`
+/// holds: a record is a line that starts with an address range, and (in
+/// smaps) the lines that follow it up to the next.
 pub fn filter(listing: &[u8], keep: impl Fn(usize, usize) -> bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(listing.len());
+    let mut keeping = true;
     for line in listing.split_inclusive(|&c| c == b'\n') {
         let range = line.split(|&c| c == b' ').next().unwrap_or(b"");
         let mut ends = range.split(|&c| c == b'-');
         let parse = |h: Option<&[u8]>| {
-            let h = core::str::from_utf8(h?).ok()?;
-            usize::from_str_radix(h, 16).ok()
+            let h = h.filter(|h| !h.is_empty() && h.iter().all(u8::is_ascii_hexdigit))?;
+            usize::from_str_radix(core::str::from_utf8(h).ok()?, 16).ok()
         };
-        match (parse(ends.next()), parse(ends.next())) {
-            (Some(s), Some(e)) if !keep(s, e) => {}
-            _ => out.extend_from_slice(line),
+        if let (Some(s), Some(e)) = (parse(ends.next()), parse(ends.next())) {
+            keeping = keep(s, e);
+        }
+        if keeping {
+            out.extend_from_slice(line);
         }
     }
     out
@@ -142,6 +157,15 @@ mod tests {
 7ffd0000-7ffd1000 rw-p 00000000 00:00 0                          [stack]\n"
         );
         assert_eq!(filter(b"garbage\n", |_, _| false), b"garbage\n");
+        // smaps: a record's lines go with it.
+        let sm = b"00400000-00401000 r-xp 00000000 08:01 12 /bin/x\nSize: 4 kB\nRss: 4 kB\n\
+7f0000000000-7f0400000000 ---p 00000000 00:00 0 \nSize: 16777216 kB\nVmFlags: mr mw\n\
+7ffd0000-7ffd1000 rw-p 00000000 00:00 0 [stack]\nSize: 4 kB\n";
+        assert_eq!(
+            filter(sm, |s, _| s != 0x7f00_0000_0000),
+            b"00400000-00401000 r-xp 00000000 08:01 12 /bin/x\nSize: 4 kB\nRss: 4 kB\n\
+7ffd0000-7ffd1000 rw-p 00000000 00:00 0 [stack]\nSize: 4 kB\n"
+        );
     }
 
     #[test]
@@ -157,6 +181,9 @@ mod tests {
     fn maps_names() {
         assert!(may_be_maps(b"/proc/self/maps"));
         assert!(may_be_maps(b"maps"));
-        assert!(!may_be_maps(b"/proc/self/smaps"));
+        assert!(may_be_maps(b"/proc/self/smaps"));
+        assert!(!may_be_maps(b"/proc/self/smaps_rollup"));
+        assert!(!may_be_maps(b"/proc/self/numa_maps"));
+        assert!(!may_be_maps(b"/proc/self/xmaps"));
     }
 }
