@@ -647,6 +647,46 @@ fn proc_self_maps_shows_the_program_only() {
     assert_eq!(text(&out), text(&native));
 }
 
+/// Calls with several things wrong give the error Linux gives first
+/// (tests/fs/errorder.c; both found by tools/fuzz.py under mounts):
+/// utimensat looks its path up before it checks the nanoseconds, and
+/// name_to_handle_at checks its flags before its path.
+#[test]
+fn errors_come_in_linuxs_order_under_mounts() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = work.path().join("errorder");
+    let st = Command::new("gcc")
+        .args(["-O1", "-o"])
+        .arg(&prog)
+        .arg(workspace().join("tests/fs/errorder.c"))
+        .status()
+        .expect("gcc");
+    assert!(st.success(), "compiling tests/fs/errorder.c");
+    let native = Command::new(&prog).arg(dir.path()).output().unwrap();
+    assert!(native.status.success());
+    let manifest = work.path().join("m.toml");
+    let d = dir.path().display();
+    std::fs::write(
+        &manifest,
+        format!(
+            "[loader]\ninsecure__use_cmdline_argv = true\n\n\
+             [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\n\n\
+             [[fs.mounts]]\npath = \"{d}\"\nuri = \"file:{d}\"\n"
+        ),
+    )
+    .unwrap();
+    let out = Command::new(PICOS)
+        .args(["run", "-m"])
+        .arg(&manifest)
+        .arg(&prog)
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(text(&out), text(&native));
+}
+
 /// sqlite3 on a writable mount under a read-only root: the same output as
 /// natively (its journal files live beside the database).
 #[test]

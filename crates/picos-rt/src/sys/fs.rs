@@ -1323,8 +1323,11 @@ pub fn utimensat(
     if pathname == 0 {
         return fd_write_check(c, dirfd);
     }
-    // The times are read and checked first (both UTIME_OMIT: done,
-    // nothing looked up), then the flags, then the path.
+    // As Linux: the times are read first (both UTIME_OMIT: done, nothing
+    // looked up), then the flags are checked, then the path looked up,
+    // and only then the times' nanoseconds (vfs_utimes), before the
+    // file system's checks (EROFS, permissions).
+    let mut bad_nsec = false;
     if times != 0 {
         const UTIME_NOW: i64 = (1 << 30) - 1;
         const UTIME_OMIT: i64 = (1 << 30) - 2;
@@ -1334,18 +1337,24 @@ pub fn utimensat(
         if nsec(0) == UTIME_OMIT && nsec(1) == UTIME_OMIT {
             return Ok(0);
         }
-        if (0..2).any(|i| {
+        bad_nsec = (0..2).any(|i| {
             let n = nsec(i);
             n != UTIME_NOW && n != UTIME_OMIT && !(0..1_000_000_000).contains(&n)
-        }) {
-            return Err(Errno::EINVAL);
-        }
+        });
     }
     if flags & !(host::AT_SYMLINK_NOFOLLOW | host::AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
     let follow = flags & host::AT_SYMLINK_NOFOLLOW == 0;
-    match object_at(c, dirfd, pathname, flags, follow)? {
+    let object = object_at(c, dirfd, pathname, flags, follow)?;
+    if bad_nsec {
+        if object.is_none() {
+            // The descriptor itself: looked up (EBADF) before the times.
+            host::fcntl(dirfd, 1 /* F_GETFD */, 0)?;
+        }
+        return Err(Errno::EINVAL);
+    }
+    match object {
         None => fd_write_check(c, dirfd),
         Some(o) => {
             o.check_writable()?;
@@ -1645,8 +1654,22 @@ pub fn mount_tree(c: &mut Ctx<'_>) -> SysResult {
     }
     if c.nr == nr::NAME_TO_HANDLE_AT {
         // Its flags are checked, and its path looked up, before the file
-        // system says it has no handles.
+        // system says it has no handles. The flags as
+        // do_sys_name_to_handle_at checks them, first.
         let flags = c.arg(4) as u32 as i32;
+        const AT_HANDLE_MNT_ID_UNIQUE: i32 = 0x1;
+        const AT_HANDLE_CONNECTABLE: i32 = 0x2;
+        const AT_HANDLE_FID: i32 = 0x200;
+        let known = host::AT_SYMLINK_FOLLOW
+            | host::AT_EMPTY_PATH
+            | AT_HANDLE_FID
+            | AT_HANDLE_MNT_ID_UNIQUE
+            | AT_HANDLE_CONNECTABLE;
+        if flags & !known != 0
+            || flags & AT_HANDLE_CONNECTABLE != 0 && flags & (AT_HANDLE_FID | host::AT_EMPTY_PATH) != 0
+        {
+            return Err(Errno::EINVAL);
+        }
         if flags & host::AT_EMPTY_PATH == 0 {
             probe(c, &[1])?;
         }
