@@ -326,14 +326,25 @@ mod tests {
         // A writable /tmp of the host over an exclusive host tree hides
         // the host's /tmp there: fine.
         assert!(ok(&[ro_x("/", "/"), spec("/tmp", "/tmp")]));
-        assert!(ok(&[ro_x("/", "/srv/root"), spec("/data", "/srv/root/data")]));
+        assert!(ok(&[
+            ro_x("/", "/srv/root"),
+            spec("/data", "/srv/root/data")
+        ]));
         // ... or a directory below it, which the exclusive mount would show
         // under /tmp: the writable mount holds that path.
         assert!(ok(&[ro_x("/", "/"), spec("/tmp", "/tmp/x")]));
         // A mount between them hides it too.
-        assert!(ok(&[ro_x("/", "/"), spec("/data", "/srv/a"), spec("/srv", "/srv/b")]));
+        assert!(ok(&[
+            ro_x("/", "/"),
+            spec("/data", "/srv/a"),
+            spec("/srv", "/srv/b")
+        ]));
         // Disjoint host directories.
-        assert!(ok(&[spec("/", "/"), ro_x("/usr", "/usr"), spec("/srv", "/srv")]));
+        assert!(ok(&[
+            spec("/", "/"),
+            ro_x("/usr", "/usr"),
+            spec("/srv", "/srv")
+        ]));
         // The exclusive mount also shows the writable directory elsewhere.
         assert_eq!(
             err(&[ro_x("/", "/"), spec("/data", "/srv")]),
@@ -349,7 +360,11 @@ mod tests {
              fs.mounts[0] read-only, or drop `exclusive`"
         );
         // The same host directory twice.
-        assert!(!ok(&[spec("/", "/"), ro_x("/a", "/srv"), spec("/b", "/srv")]));
+        assert!(!ok(&[
+            spec("/", "/"),
+            ro_x("/a", "/srv"),
+            spec("/b", "/srv")
+        ]));
         // A read-only mount changes nothing.
         let ro = MountSpec {
             readonly: true,

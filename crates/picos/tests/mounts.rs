@@ -506,10 +506,18 @@ fn files_of_exclusive_mounts_read_as_native() {
         .status()
         .expect("gcc");
     assert!(st.success(), "compiling tests/fs/views.c");
-    let st = Command::new(&prog).arg("--setup").arg(&fx).status().unwrap();
+    let st = Command::new(&prog)
+        .arg("--setup")
+        .arg(&fx)
+        .status()
+        .unwrap();
     assert!(st.success());
     let native = Command::new(&prog).arg(&fx).output().unwrap();
-    assert!(native.status.success(), "{}", String::from_utf8_lossy(&native.stderr));
+    assert!(
+        native.status.success(),
+        "{}",
+        String::from_utf8_lossy(&native.stderr)
+    );
     assert!(text(&native).contains("threads: 0 bad reads"));
     let fxs = fx.display();
     let tree = format!(
@@ -518,7 +526,10 @@ fn files_of_exclusive_mounts_read_as_native() {
     );
     let host = "[[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\nexclusive = true\n";
     let manifest = work.path().join("m.toml");
-    for (name, mounts) in [("the files exclusive", tree.as_str()), ("the host's tree exclusive", host)] {
+    for (name, mounts) in [
+        ("the files exclusive", tree.as_str()),
+        ("the host's tree exclusive", host),
+    ] {
         std::fs::write(
             &manifest,
             format!("[loader]\ninsecure__use_cmdline_argv = true\n\n{mounts}"),
@@ -531,7 +542,11 @@ fn files_of_exclusive_mounts_read_as_native() {
             .arg(&fx)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let (a, b) = (text(&out), text(&native));
         if let Some(i) = a.lines().zip(b.lines()).position(|(x, y)| x != y) {
             panic!(
@@ -555,20 +570,30 @@ fn files_of_exclusive_mounts_read_as_native() {
             .args(["--loop", "2000"])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let json = std::fs::read_to_string(&stats).unwrap();
         let line: serde_json::Value =
             serde_json::from_str(json.lines().next().unwrap_or("")).expect("a JSON line");
         let host_calls = line["host_calls"]
             .as_u64()
             .unwrap_or_else(|| panic!("{name}: no host_calls in {json}"));
-        assert!(host_calls < 500, "{name}: {host_calls} host calls for 2000 preads: {json}");
+        assert!(
+            host_calls < 500,
+            "{name}: {host_calls} host calls for 2000 preads: {json}"
+        );
     }
     // A broken promise: the host truncates a file the program reads
     // through its view. The runtime must not crash (the copy's SIGBUS is
     // recovered), and a read past the new end gets the host's answer.
-    std::fs::write(&manifest, format!("[loader]\ninsecure__use_cmdline_argv = true\n\n{tree}"))
-        .unwrap();
+    std::fs::write(
+        &manifest,
+        format!("[loader]\ninsecure__use_cmdline_argv = true\n\n{tree}"),
+    )
+    .unwrap();
     let mut child = Command::new(PICOS)
         .args(["run", "-m"])
         .arg(&manifest)
@@ -607,7 +632,10 @@ fn files_of_exclusive_mounts_read_as_native() {
         "{rest}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(rest.contains("after, past the new end pread(4096, 200000) = 0 "), "{rest}");
+    assert!(
+        rest.contains("after, past the new end pread(4096, 200000) = 0 "),
+        "{rest}"
+    );
 }
 
 /// /proc/self/maps under mounts lists the program's mappings and none of
@@ -643,7 +671,11 @@ fn proc_self_maps_shows_the_program_only() {
         .arg(&prog)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(text(&out), text(&native));
 }
 
@@ -683,7 +715,11 @@ fn errors_come_in_linuxs_order_under_mounts() {
         .arg(dir.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(text(&out), text(&native));
 }
 

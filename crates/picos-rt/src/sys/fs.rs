@@ -19,8 +19,8 @@ use crate::host;
 use crate::host::errno::Errno;
 use crate::host::nr;
 use crate::kernel::fs::dcache;
-use crate::kernel::fs::procview as kernel_procview;
 use crate::kernel::fs::mount::{self, active, root_fd, table};
+use crate::kernel::fs::procview as kernel_procview;
 use crate::kernel::fs::walk::{self, Entry, Found, HostFd, OpenPlan};
 use crate::kernel::fs::FdTable;
 use crate::mm::user;
@@ -307,11 +307,7 @@ fn open_path(
                 }
                 (walk::is_proc_fd_dir_guest(&guest), (from, how), rel)
             }
-            OpenPlan::Exists {
-                mount,
-                rel,
-                mode,
-            } => {
+            OpenPlan::Exists { mount, rel, mode } => {
                 if creat_excl {
                     return Err(Errno::EEXIST);
                 }
@@ -1666,7 +1662,8 @@ pub fn mount_tree(c: &mut Ctx<'_>) -> SysResult {
             | AT_HANDLE_MNT_ID_UNIQUE
             | AT_HANDLE_CONNECTABLE;
         if flags & !known != 0
-            || flags & AT_HANDLE_CONNECTABLE != 0 && flags & (AT_HANDLE_FID | host::AT_EMPTY_PATH) != 0
+            || flags & AT_HANDLE_CONNECTABLE != 0
+                && flags & (AT_HANDLE_FID | host::AT_EMPTY_PATH) != 0
         {
             return Err(Errno::EINVAL);
         }

@@ -98,7 +98,10 @@ impl Ctx<'_> {
     pub fn regs(&mut self) -> &mut UContext {
         match self.uc.as_deref_mut() {
             Some(uc) => uc,
-            None => panic!("system call {} needs the full context but came by the fast entry", self.nr),
+            None => panic!(
+                "system call {} needs the full context but came by the fast entry",
+                self.nr
+            ),
         }
     }
     /// Passes the call to the host unchanged.

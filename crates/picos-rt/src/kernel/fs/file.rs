@@ -90,8 +90,16 @@ impl OpenFile {
         }
         const S_IFMT: u32 = 0o170000;
         const S_IFREG: u32 = 0o100000;
-        match host::statx(fd as isize, c"", host::AT_EMPTY_PATH, super::dcache::STATX_CACHED) {
-            Ok(s) if s.mode() & S_IFMT == S_IFREG && super::dcache::on_mount_fs(fds, self.mount, &s) => {
+        match host::statx(
+            fd as isize,
+            c"",
+            host::AT_EMPTY_PATH,
+            super::dcache::STATX_CACHED,
+        ) {
+            Ok(s)
+                if s.mode() & S_IFMT == S_IFREG
+                    && super::dcache::on_mount_fs(fds, self.mount, &s) =>
+            {
                 Some(self.stx.call_once(|| s))
             }
             _ => {

@@ -5,8 +5,8 @@
 
 pub mod dcache;
 pub mod file;
-pub mod procview;
 pub mod mount;
+pub mod procview;
 pub mod walk;
 
 use crate::host;
