@@ -265,7 +265,7 @@ NOTES.update({
   'sendmmsg': 'with mounts: a Unix socket path resolved by the library OS',
   'close': 'the runtime\'s own descriptors (mount directories): EBADF',
   'getdents64': '/proc/self/fd listings leave out the runtime\'s descriptors',
-  'fstat': 'a file of an exclusive mount: from the attributes the open found',
+  'fstat': 'a file of an exclusive mount: its attributes, asked of the host once',
   'pread64': 'a file of an exclusive mount: copied from a read-only view of it',
   'close_range': 'the runtime\'s own descriptors stay open',
   'dup2': 'moves a runtime descriptor at newfd out of the way',

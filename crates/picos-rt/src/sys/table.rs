@@ -113,7 +113,7 @@ const DEFS: [SyscallDef; COUNT] = [
         fd_passthrough: true,
         host_unmounted: false,
         sandbox: Sandbox::Allow,
-        note: "a file of an exclusive mount: from the attributes the open found",
+        note: "a file of an exclusive mount: its attributes, asked of the host once",
     },
     SyscallDef {
         nr: 6,

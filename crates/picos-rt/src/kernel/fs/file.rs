@@ -2,9 +2,10 @@
 //!
 //! An exclusive mount is read-only and nothing outside the picoprocess tree
 //! changes it (docs/FILESYSTEM.md, "The directory cache"), so a regular
-//! file opened there keeps the attributes the open found and the content it
-//! had. The library OS then answers `fstat` (and `statx`/`newfstatat` with
-//! `AT_EMPTY_PATH`) from those attributes, and `pread64` from a read-only
+//! file opened there keeps its attributes and its content while it is
+//! open. The library OS then answers `fstat` (and `statx`/`newfstatat` with
+//! `AT_EMPTY_PATH`) from the attributes (asked of the host once), and
+//! `pread64` from a read-only
 //! view of the whole file in the runtime's memory (`mm::runtime::FileView`),
 //! mapped at the first read: a copy instead of a host call. The
 //! descriptor's table notes the file (`FdTable::note_file`) and clears its
