@@ -86,6 +86,7 @@ pub const O_CREAT: i32 = 0o100;
 pub const O_APPEND: i32 = 0o2000;
 pub const O_CLOEXEC: i32 = 0o2000000;
 pub const O_DIRECTORY: i32 = 0o200000;
+pub const O_DIRECT: i32 = 0o40000;
 pub const O_NOFOLLOW: i32 = 0o400000;
 pub const O_PATH: i32 = 0o10000000;
 pub const O_TRUNC: i32 = 0o1000;

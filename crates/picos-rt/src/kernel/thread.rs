@@ -129,6 +129,16 @@ impl Thread {
         self.process.get()
     }
 
+    /// Makes `table` this thread's descriptor-table state, and the one
+    /// its direct entries read the pass-through map of.
+    pub fn use_fd_table(&self, table: &'static FdTable) {
+        self.fd_table.set(table);
+        self.entry.passthrough.store(
+            &table.passthrough as *const crate::arch::PassThrough as *mut crate::arch::PassThrough,
+            Ordering::Relaxed,
+        );
+    }
+
     /// Records a signal the host delivered while the runtime ran (or one
     /// the program blocks that the host cannot hold), in the private or
     /// the shared queue as Linux would have queued it.

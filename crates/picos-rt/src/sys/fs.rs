@@ -284,10 +284,16 @@ fn open_path(
     let mut plan = walk::open_plan(fds, dirfd, &path, follow, resolve, true)?;
     // A symlink appearing between the walk and the open makes the host
     // refuse (ELOOP): walk again, a few times.
-    const O_DIRECT: i32 = 0o40000;
+    // A regular file of an exclusive mount opened for reading becomes the
+    // library OS's to stat and read (`kernel::fs::file`). (A one-call open
+    // learns its type at the first call that needs it.)
+    let reads_file = |mount: usize| {
+        (flags & (host::O_PATH | host::O_DIRECT) == 0
+            && flags & host::O_ACCMODE == host::O_RDONLY
+            && dcache::exclusive(mount))
+        .then(|| crate::kernel::fs::file::OpenFile::new(mount))
+    };
     for _ in 0..4 {
-        // A regular file of an exclusive mount opened for reading becomes
-        // the library OS's to stat and read (`kernel::fs::file`).
         let mut file = None;
         let (proc_fd_dir, anchor, rel) = match plan {
             OpenPlan::Direct {
@@ -301,10 +307,7 @@ fn open_path(
                     plan = walk::open_plan_walk(fds, dirfd, &path, follow, resolve)?;
                     continue;
                 }
-                if !writes && flags & (host::O_PATH | O_DIRECT) == 0 && dcache::exclusive(mount) {
-                    // Its type is known at the first call that needs it.
-                    file = Some(crate::kernel::fs::file::OpenFile::new(mount));
-                }
+                file = reads_file(mount);
                 (walk::is_proc_fd_dir_guest(&guest), (from, how), rel)
             }
             OpenPlan::Exists { mount, rel, mode } => {
@@ -323,12 +326,8 @@ fn open_path(
                     // A symlink not followed (O_NOFOLLOW).
                     return Err(Errno::ELOOP);
                 }
-                if mode & S_IFMT == S_IFREG
-                    && flags & (host::O_PATH | O_DIRECT) == 0
-                    && flags & host::O_ACCMODE == host::O_RDONLY
-                    && dcache::exclusive(mount)
-                {
-                    file = Some(crate::kernel::fs::file::OpenFile::new(mount));
+                if mode & S_IFMT == S_IFREG {
+                    file = reads_file(mount);
                 }
                 (walk::is_proc_fd_dir(mount, &rel), root(mount, &rel), rel)
             }
@@ -488,14 +487,11 @@ fn cached_at(
     user::copy_in(buf, path_addr)?;
     let path: &[u8] = buf;
     if path.is_empty() && flags & host::AT_EMPTY_PATH != 0 {
-        // The descriptor itself: a file of an exclusive mount has the
-        // attributes its open found.
+        // The descriptor itself: a file of an exclusive mount has its
+        // attributes (`kernel::fs::file`).
         let fds = fds(c);
-        return match fds.file(dirfd) {
-            Some(f) => match f.statx(fds, dirfd) {
-                Some(stx) => sink(stx).map(|_| true),
-                None => Ok(false),
-            },
+        return match fds.file(dirfd).as_deref().and_then(|f| f.statx(fds, dirfd)) {
+            Some(stx) => sink(stx).map(|_| true),
             None => Ok(false),
         };
     }
@@ -516,8 +512,8 @@ fn stat_common(c: &Ctx<'_>, dirfd: i32, path: usize, buf: usize, flags: i32) -> 
         if fds.is_hidden(dirfd) {
             return Err(Errno::EBADF);
         }
-        if let Some(stx) = fds.file(dirfd).as_deref().and_then(|f| f.statx(fds, dirfd)) {
-            return user::write(buf, &stx.to_stat()).map(|_| 0);
+        if let Some(r) = noted_file_stat(fds, dirfd, buf) {
+            return r;
         }
         return host_call(
             nr::NEWFSTATAT,
@@ -643,11 +639,15 @@ pub fn statx(
 /// host's.
 #[syscall]
 pub fn fstat(c: &mut Ctx<'_>, fd: i32, statbuf: usize) -> SysResult {
-    let fds = fds(c);
-    match fds.file(fd).as_deref().and_then(|f| f.statx(fds, fd)) {
-        Some(stx) => user::write(statbuf, &stx.to_stat()).map(|_| 0),
-        None => c.host(),
-    }
+    noted_file_stat(fds(c), fd, statbuf).unwrap_or_else(|| c.host())
+}
+
+/// Writes the `struct stat` of descriptor `fd` to `buf` if it is a file of
+/// an exclusive mount (`kernel::fs::file`); None for any other.
+fn noted_file_stat(fds: &FdTable, fd: i32, buf: usize) -> Option<SysResult> {
+    let f = fds.file(fd)?;
+    let stx = f.statx(fds, fd)?;
+    Some(user::write(buf, &stx.to_stat()).map(|_| 0))
 }
 
 /// Implements pread64(2): a file of an exclusive mount is copied from its
@@ -1697,8 +1697,7 @@ pub fn close(c: &mut Ctx<'_>, fd: i32) -> SysResult {
     }
     let r = c.host();
     if r.is_ok() {
-        t.forget_proc_fd_dir(fd);
-        t.forget_files_in(fd as u32, fd as u32);
+        t.forget_closed(fd as u32, fd as u32);
     }
     r
 }
@@ -1714,8 +1713,7 @@ pub fn close_range(c: &mut Ctx<'_>, first: u32, last: u32, flags: u32) -> SysRes
     // everything" (Python's subprocess, systemd), spans 2^32 numbers.
     const CLOSE_RANGE_CLOEXEC: u32 = 4;
     if flags & CLOSE_RANGE_CLOEXEC == 0 && first <= last {
-        t.forget_proc_fd_dirs_in(first, last);
-        t.forget_files_in(first, last);
+        t.forget_closed(first, last);
     }
     let mut hidden: Vec<u32> = t
         .roots
@@ -1773,8 +1771,7 @@ fn dup_to(c: &Ctx<'_>, oldfd: i32, newfd: i32) -> SysResult {
     }
     let r = c.host();
     if r.is_ok() && oldfd != newfd {
-        t.forget_proc_fd_dir(newfd);
-        t.forget_files_in(newfd as u32, newfd as u32);
+        t.forget_closed(newfd as u32, newfd as u32);
     }
     r
 }

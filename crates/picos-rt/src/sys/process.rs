@@ -200,13 +200,7 @@ pub fn unshare(c: &mut Ctx<'_>, flags: u64) -> SysResult {
         // The thread now has a descriptor table of its own: so does its
         // state in the library OS (which descriptors pass through, which
         // are files of exclusive mounts), a copy of the shared one's.
-        let t = c.t;
-        let own = t.fd_table.get().for_child();
-        t.fd_table.set(own);
-        t.entry.passthrough.store(
-            &own.passthrough as *const crate::arch::PassThrough as *mut crate::arch::PassThrough,
-            core::sync::atomic::Ordering::Relaxed,
-        );
+        c.t.use_fd_table(c.t.fd_table.get().for_child());
     }
     Ok(r)
 }

@@ -89,8 +89,7 @@ impl OpenFile {
         if self.stx_started.swap(true, Ordering::Acquire) {
             return None;
         }
-        const S_IFMT: u32 = 0o170000;
-        const S_IFREG: u32 = 0o100000;
+        use super::walk::{S_IFMT, S_IFREG};
         match host::statx(
             fd as isize,
             c"",

@@ -210,8 +210,17 @@ impl FdTable {
         }
     }
 
+    /// Descriptors `first` to `last` were closed or replaced (close,
+    /// close_range, dup2/dup3 onto them): every note of them goes (/proc
+    /// descriptor directories, files of exclusive mounts), and their
+    /// numbers pass through again.
+    pub fn forget_closed(&self, first: u32, last: u32) {
+        self.forget_proc_fd_dirs_in(first, last);
+        self.forget_files_in(first, last);
+    }
+
     /// Every noted descriptor from `first` to `last` was closed.
-    pub fn forget_proc_fd_dirs_in(&self, first: u32, last: u32) {
+    fn forget_proc_fd_dirs_in(&self, first: u32, last: u32) {
         use core::sync::atomic::Ordering::Relaxed;
         for s in &self.proc_fd_dirs {
             let fd = s.load(Relaxed);
@@ -231,7 +240,7 @@ impl FdTable {
     }
 
     /// Descriptor `fd` was closed or replaced: no longer a noted one.
-    pub fn forget_proc_fd_dir(&self, fd: i32) {
+    fn forget_proc_fd_dir(&self, fd: i32) {
         use core::sync::atomic::Ordering::Relaxed;
         // Loads first: a compare-exchange per slot on every close cost
         // ~50 ns.

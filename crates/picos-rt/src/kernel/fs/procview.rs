@@ -32,23 +32,13 @@ fn maps_name(rest: &[u8]) -> Option<&[u8]> {
 }
 
 /// Is the host object open at `fd` (the program's, just opened) this
-/// process's maps file?
+/// process's maps or smaps file?
 fn is_own_maps(fd: i32) -> bool {
-    let mut link = [0u8; 64];
-    let mut name = [0u8; 40];
-    let n = fmt_into(&mut name, b"/proc/self/fd/", fd as u64);
-    let mut path = [0u8; 41];
-    path[..n].copy_from_slice(&name[..n]);
-    let Ok(cpath) = core::ffi::CStr::from_bytes_until_nul(&path[..=n]) else {
+    let Ok(link) = super::walk::fd_host_path(fd) else {
         return false;
     };
-    let Ok(len) = host::readlink(cpath, &mut link) else {
-        return false;
-    };
-    let link = &link[..len];
-    let mut own = [0u8; 32];
-    let k = fmt_into(&mut own, b"/proc/", host::getpid() as u64);
-    let Some(rest) = link.strip_prefix(&own[..k]) else {
+    let own = alloc::format!("/proc/{}", host::getpid());
+    let Some(rest) = link.strip_prefix(own.as_bytes()) else {
         return false;
     };
     match maps_name(rest) {
@@ -59,25 +49,6 @@ fn is_own_maps(fd: i32) -> bool {
             .is_some_and(|tid| !tid.is_empty() && tid.iter().all(u8::is_ascii_digit)),
         None => false,
     }
-}
-
-/// Writes `prefix` and `n` in decimal into `out`; returns the length.
-fn fmt_into(out: &mut [u8], prefix: &[u8], n: u64) -> usize {
-    out[..prefix.len()].copy_from_slice(prefix);
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut v = n;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    let d = &digits[i..];
-    out[prefix.len()..prefix.len() + d.len()].copy_from_slice(d);
-    prefix.len() + d.len()
 }
 
 /// The records of a maps or smaps listing for which `keep(start, end)`
@@ -126,9 +97,13 @@ pub fn replace_maps(fd: i32, cloexec: bool) {
         const MFD_CLOEXEC: u32 = 1;
         let m = host::memfd_create(c"maps", MFD_CLOEXEC)? as i32;
         let done = (|| -> Result<(), Errno> {
+            // (pwrite: the descriptor's offset stays at the start.)
             let mut off = 0;
             while off < view.len() {
-                off += host::pwrite(m, &view[off..], off as u64)?;
+                match host::pwrite(m, &view[off..], off as u64)? {
+                    0 => return Err(Errno::EIO),
+                    n => off += n,
+                }
             }
             let flags = if cloexec { host::O_CLOEXEC } else { 0 };
             host::dup3(m, fd, flags).map(|_| ())
@@ -166,15 +141,6 @@ mod tests {
             b"00400000-00401000 r-xp 00000000 08:01 12 /bin/x\nSize: 4 kB\nRss: 4 kB\n\
 7ffd0000-7ffd1000 rw-p 00000000 00:00 0 [stack]\nSize: 4 kB\n"
         );
-    }
-
-    #[test]
-    fn formats_numbers() {
-        let mut b = [0u8; 32];
-        let n = fmt_into(&mut b, b"/proc/", 12345);
-        assert_eq!(&b[..n], b"/proc/12345");
-        let n = fmt_into(&mut b, b"x", 0);
-        assert_eq!(&b[..n], b"x0");
     }
 
     #[test]

@@ -39,6 +39,7 @@ pub(super) const PATH_MAX: usize = 4096;
 
 pub(super) const S_IFMT: u32 = 0o170000;
 pub(super) const S_IFDIR: u32 = 0o040000;
+pub(super) const S_IFREG: u32 = 0o100000;
 pub(super) const S_IFLNK: u32 = 0o120000;
 
 /// openat2 resolve flags a program may give (RESOLVE_CACHED is answered
