@@ -216,6 +216,29 @@ pub fn covers(prefix: &[u8], path: &[u8]) -> bool {
         || path.starts_with(prefix) && (path.len() == prefix.len() || path[prefix.len()] == b'/')
 }
 
+/// What follows `prefix` in `path` ("" or "/a/b") if `prefix` holds it
+/// ([`covers`]).
+pub fn rest_after<'a>(prefix: &[u8], path: &'a [u8]) -> Option<&'a [u8]> {
+    if !covers(prefix, path) {
+        return None;
+    }
+    Some(match (prefix, path) {
+        (b"/", b"/") => &b""[..],
+        (b"/", p) => p,
+        (d, p) => &p[d.len()..],
+    })
+}
+
+/// Directory `dir` followed by `rest` (what [`rest_after`] gives): the
+/// inverse of that split.
+pub fn join_rest(dir: &[u8], rest: &[u8]) -> Vec<u8> {
+    match (dir, rest) {
+        (d, b"") => d.to_vec(),
+        (b"/", r) => r.to_vec(),
+        (d, r) => [d, r].concat(),
+    }
+}
+
 /// The index of the deepest of `mounts` whose guest path holds guest path
 /// `path` (normalized, absolute), leaving out mount `skip`.
 pub fn deepest_mount(mounts: &[MountSpec], path: &[u8], skip: Option<usize>) -> Option<usize> {
@@ -238,21 +261,7 @@ pub fn host_to_guest(mounts: &[MountSpec], host: &[u8]) -> Option<Vec<u8>> {
         .enumerate()
         .filter(|(_, m)| covers(&m.host, host))
         .max_by_key(|(_, m)| m.host.len())?;
-    // What follows the mount's directory: "" or "/a/b".
-    let rest = match (m.host.as_slice(), host) {
-        (b"/", b"/") => &b""[..],
-        (b"/", h) => h,
-        (d, h) => &h[d.len()..],
-    };
-    let mut v = if m.guest == b"/" {
-        Vec::new()
-    } else {
-        m.guest.clone()
-    };
-    v.extend_from_slice(rest);
-    if v.is_empty() {
-        v.push(b'/');
-    }
+    let v = join_rest(&m.guest, rest_after(&m.host, host)?);
     (deepest_mount(mounts, &v, None) == Some(i)).then_some(v)
 }
 
@@ -387,6 +396,25 @@ impl LaunchConfig {
 mod tests {
     use super::*;
     use alloc::vec;
+
+    #[test]
+    fn splits_and_joins_below_a_directory() {
+        assert_eq!(rest_after(b"/", b"/"), Some(&b""[..]));
+        assert_eq!(rest_after(b"/", b"/a/b"), Some(&b"/a/b"[..]));
+        assert_eq!(rest_after(b"/a", b"/a"), Some(&b""[..]));
+        assert_eq!(rest_after(b"/a", b"/a/b"), Some(&b"/b"[..]));
+        assert_eq!(rest_after(b"/a", b"/ab"), None);
+        for (dir, path) in [
+            (&b"/"[..], &b"/"[..]),
+            (b"/", b"/x"),
+            (b"/a", b"/a"),
+            (b"/a", b"/a/x/y"),
+        ] {
+            assert_eq!(join_rest(dir, rest_after(dir, path).unwrap()), path);
+        }
+        assert_eq!(join_rest(b"/srv", b"/x"), b"/srv/x");
+        assert_eq!(join_rest(b"/", b"/x"), b"/x");
+    }
 
     #[test]
     fn round_trip() {

@@ -62,25 +62,6 @@ pub enum MountError {
     },
 }
 
-/// Does host path `inner` lie in host directory `outer` (or is it)? Then
-/// the rest of `inner` after it ("" or "/a/b").
-fn within<'a>(outer: &[u8], inner: &'a [u8]) -> Option<&'a [u8]> {
-    if outer == b"/" {
-        return Some(if inner == b"/" { b"" } else { inner });
-    }
-    let rest = inner.strip_prefix(outer)?;
-    (rest.is_empty() || rest[0] == b'/').then_some(rest)
-}
-
-/// `guest` (a mount point) followed by `rest` ("" or "/a/b").
-fn guest_join(guest: &[u8], rest: &[u8]) -> Vec<u8> {
-    match (guest, rest) {
-        (g, b"") => g.to_vec(),
-        (b"/", r) => r.to_vec(),
-        (g, r) => [g, r].concat(),
-    }
-}
-
 /// The coherence rule of exclusive mounts, as far as the manifest can
 /// break it: no writable mount may change what an exclusive mount shows.
 /// That is, where one's host directory lies in the other's, the guest path
@@ -88,41 +69,33 @@ fn guest_join(guest: &[u8], rest: &[u8]) -> Vec<u8> {
 /// mount (which hides it there). Compared by canonical host paths; host
 /// bind mounts and hard links are beyond it.
 fn check_exclusive(out: &[MountSpec]) -> Result<(), MountError> {
+    use picos_abi::{deepest_mount, join_rest, rest_after};
     let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     for (i, x) in out.iter().enumerate().filter(|(_, m)| m.exclusive) {
         for (j, w) in out.iter().enumerate().filter(|(_, m)| !m.readonly) {
-            // The writable directory inside the exclusive one: the
-            // exclusive mount shows it at `shown`, which must be the
-            // writable mount's own point (so that it hides it).
-            let holder = |p: &[u8]| picos_abi::deepest_mount(out, p, None);
-            if let Some(rest) = within(&x.host, &w.host) {
-                let shown = guest_join(&x.guest, rest);
-                if holder(&shown) == Some(i) {
-                    return Err(MountError::ExclusiveOverlap {
-                        index: i,
-                        guest: lossy(&x.guest),
-                        writable: j,
-                        writable_guest: lossy(&w.guest),
-                        through: lossy(&w.guest),
-                        shown: lossy(&shown),
-                    });
-                }
-            }
-            // The exclusive directory inside the writable one: the writable
-            // mount shows it at `through`, which the exclusive mount must
-            // hide (be mounted at).
-            if let Some(rest) = within(&w.host, &x.host) {
-                let through = guest_join(&w.guest, rest);
-                if holder(&through) == Some(j) {
-                    return Err(MountError::ExclusiveOverlap {
-                        index: i,
-                        guest: lossy(&x.guest),
-                        writable: j,
-                        writable_guest: lossy(&w.guest),
-                        through: lossy(&through),
-                        shown: lossy(&x.guest),
-                    });
-                }
+            // The writable directory inside the exclusive one, which shows
+            // it at `shown`: another mount must hold that path. Or the
+            // exclusive directory inside the writable one, which shows it
+            // at `through`: the exclusive mount must be mounted there.
+            let overlap = rest_after(&x.host, &w.host)
+                .and_then(|rest| {
+                    let shown = join_rest(&x.guest, rest);
+                    (deepest_mount(out, &shown, None) == Some(i)).then(|| (w.guest.clone(), shown))
+                })
+                .or_else(|| {
+                    let through = join_rest(&w.guest, rest_after(&w.host, &x.host)?);
+                    (deepest_mount(out, &through, None) == Some(j))
+                        .then(|| (through, x.guest.clone()))
+                });
+            if let Some((through, shown)) = overlap {
+                return Err(MountError::ExclusiveOverlap {
+                    index: i,
+                    guest: lossy(&x.guest),
+                    writable: j,
+                    writable_guest: lossy(&w.guest),
+                    through: lossy(&through),
+                    shown: lossy(&shown),
+                });
             }
         }
     }
@@ -191,24 +164,13 @@ fn parent_mount<'a>(specs: &'a [MountSpec], path: &[u8], skip: Option<usize>) ->
     &specs[i]
 }
 
-/// The host path of guest path `path` (normalized) under mount `m`.
+/// The host path of guest path `path` (normalized) under mount `m`, which
+/// holds it.
 fn to_host(m: &MountSpec, path: &[u8]) -> PathBuf {
-    // What follows the mount point: "" or "/a/b".
-    let rest: &[u8] = if m.guest == b"/" {
-        if path == b"/" {
-            b""
-        } else {
-            path
-        }
-    } else {
-        &path[m.guest.len()..]
-    };
-    let v = match (m.host.as_slice(), rest) {
-        (b"/", b"") => b"/".to_vec(),
-        (b"/", r) => r.to_vec(),
-        (h, r) => [h, r].concat(),
-    };
-    PathBuf::from(std::ffi::OsStr::from_bytes(&v))
+    let rest = picos_abi::rest_after(&m.guest, path).expect("the mount holds the path");
+    PathBuf::from(std::ffi::OsStr::from_bytes(&picos_abi::join_rest(
+        &m.host, rest,
+    )))
 }
 
 /// `path` made absolute against `cwd` (a guest path) and normalized
