@@ -32,22 +32,11 @@
 
 static const char *dir;
 
+/* The errno's name (glibc's, as errorder.c prints them). */
 static const char *err(int e)
 {
-    switch (e) {
-    case EINVAL: return "EINVAL";
-    case EFAULT: return "EFAULT";
-    case EBADF: return "EBADF";
-    case EISDIR: return "EISDIR";
-    case ESPIPE: return "ESPIPE";
-    case ENOENT: return "ENOENT";
-    case EROFS: return "EROFS";
-    default: {
-        static char b[32];
-        snprintf(b, sizeof b, "errno %d", e);
-        return b;
-    }
-    }
+    const char *n = strerrorname_np(e);
+    return n ? n : "unknown errno";
 }
 
 static void die(const char *what)
@@ -114,16 +103,22 @@ static unsigned long sum(const unsigned char *b, long n)
 
 static unsigned char big[1 << 20];
 
-/* One pread, printed: its result and a checksum of what it read. */
-static void pread_print(const char *tag, int fd, size_t count, off_t off)
+/* One pread into `buf`, printed: its result and a checksum of what it
+ * read. */
+static void pread_into(const char *tag, int fd, unsigned char *buf, size_t count, off_t off)
 {
-    memset(big, 0xee, count < sizeof big ? count : sizeof big);
     errno = 0;
-    ssize_t r = pread(fd, big, count, off);
+    ssize_t r = pread(fd, buf, count, off);
     if (r < 0)
         printf("%s pread(%zu, %lld) = %s\n", tag, count, (long long)off, err(errno));
     else
-        printf("%s pread(%zu, %lld) = %zd sum %lx\n", tag, count, (long long)off, r, sum(big, r));
+        printf("%s pread(%zu, %lld) = %zd sum %lx\n", tag, count, (long long)off, r, sum(buf, r));
+}
+
+static void pread_print(const char *tag, int fd, size_t count, off_t off)
+{
+    memset(big, 0xee, count < sizeof big ? count : sizeof big);
+    pread_into(tag, fd, big, count, off);
 }
 
 static void print_fstat(const char *tag, int fd)
@@ -174,21 +169,20 @@ static void edges(const char *name)
     pread_print(name, fd, 16, (off_t)((1ULL << 63) - 1));
     /* Bad buffers: NULL, one that ends past the address space, one whose
      * second page is not mapped. */
-    errno = 0;
-    printf("%s pread NULL = %zd %s\n", name, pread(fd, NULL, 16, 0), errno ? err(errno) : "");
-    errno = 0;
-    printf("%s pread NULL at the end = %zd %s\n", name, pread(fd, NULL, 16, size), errno ? err(errno) : "");
-    errno = 0;
-    printf("%s pread to the top = %zd %s\n", name,
-           pread(fd, (void *)0x7ffffffff000UL, 8192, 0), errno ? err(errno) : "");
+    /* (Each result is taken before errno is read: printf's arguments have
+     * no order.) */
+    char tag[64];
+    snprintf(tag, sizeof tag, "%s into NULL", name);
+    pread_into(tag, fd, NULL, 16, 0);
+    pread_into(tag, fd, NULL, 16, size);
+    snprintf(tag, sizeof tag, "%s to the top", name);
+    pread_into(tag, fd, (unsigned char *)0x7ffffffff000UL, 8192, 0);
     unsigned char *two = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (two == MAP_FAILED)
         die("mmap");
     munmap(two + 4096, 4096);
-    errno = 0;
-    ssize_t r = pread(fd, two + 100, 8192, 0);
-    printf("%s pread into a half-mapped buffer = %zd %s sum %lx\n", name, r, errno ? err(errno) : "",
-           r > 0 ? sum(two + 100, r) : 0);
+    snprintf(tag, sizeof tag, "%s into a half-mapped buffer", name);
+    pread_into(tag, fd, two + 100, 8192, 0);
     munmap(two, 4096);
     /* read and lseek keep the host's offset; pread moves none. */
     char a[10], b[10];

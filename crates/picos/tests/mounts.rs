@@ -102,14 +102,46 @@ impl Tree {
     }
 }
 
-fn compile_static(src: &str, out: &Path) {
+/// Compiles C program `src` (relative to the workspace) to `out` with
+/// `-O1` and `flags`.
+fn compile(src: &str, out: &Path, flags: &[&str]) {
     let st = Command::new("gcc")
-        .args(["-O1", "-static", "-o"])
+        .arg("-O1")
+        .args(flags)
+        .arg("-o")
         .arg(out)
         .arg(workspace().join(src))
         .status()
         .expect("gcc");
     assert!(st.success(), "compiling {src}");
+}
+
+fn compile_static(src: &str, out: &Path) {
+    compile(src, out, &["-static"]);
+}
+
+/// Asserts that a run under picos (`out`) succeeded and printed what the
+/// native run printed; otherwise names the first line that differs.
+fn assert_same_output(name: &str, out: &Output, native: &Output) {
+    assert!(
+        out.status.success(),
+        "{name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (a, b) = (text(out), text(native));
+    if a != b {
+        let first = a
+            .lines()
+            .zip(b.lines())
+            .position(|(x, y)| x != y)
+            .unwrap_or_else(|| a.lines().count().min(b.lines().count()));
+        panic!(
+            "{name}: picos and native differ from line {}:\npicos:  {:?}\nnative: {:?}",
+            first + 1,
+            a.lines().nth(first),
+            b.lines().nth(first)
+        );
+    }
 }
 
 /// What each attack of tests/fs/escape.c gives under picos.
@@ -415,13 +447,7 @@ fn lookups_through_the_directory_cache_are_as_native() {
     let parent = tempfile::tempdir().unwrap();
     let fx = parent.path().join("fx");
     let prog = work.path().join("lookups");
-    let st = Command::new("gcc")
-        .args(["-O1", "-pthread", "-o"])
-        .arg(&prog)
-        .arg(workspace().join("tests/fs/lookups.c"))
-        .status()
-        .expect("gcc");
-    assert!(st.success(), "compiling tests/fs/lookups.c");
+    compile("tests/fs/lookups.c", &prog, &["-pthread"]);
     let st = Command::new(&prog)
         .arg("--setup")
         .arg(&fx)
@@ -452,38 +478,9 @@ fn lookups_through_the_directory_cache_are_as_native() {
                 .to_string(),
         ),
     ] {
-        let manifest = work.path().join("m.toml");
-        std::fs::write(
-            &manifest,
-            format!("[loader]\ninsecure__use_cmdline_argv = true\n\n{mounts}"),
-        )
-        .unwrap();
-        let out = Command::new(PICOS)
-            .args(["run", "-m"])
-            .arg(&manifest)
-            .arg(&prog)
-            .args(&args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let (a, b) = (text(&out), text(&native));
-        if a != b {
-            let first = a
-                .lines()
-                .zip(b.lines())
-                .position(|(x, y)| x != y)
-                .unwrap_or(0);
-            panic!(
-                "{name}: picos and native differ from line {}:\npicos:  {:?}\nnative: {:?}",
-                first + 1,
-                a.lines().nth(first),
-                b.lines().nth(first)
-            );
-        }
+        let manifest = format!("[loader]\ninsecure__use_cmdline_argv = true\n\n{mounts}");
+        let out = picos_run_with(&manifest, &prog, &args);
+        assert_same_output(name, &out, &native);
     }
 }
 
@@ -499,13 +496,7 @@ fn files_of_exclusive_mounts_read_as_native() {
     let parent = tempfile::tempdir().unwrap();
     let fx = parent.path().join("fx");
     let prog = work.path().join("views");
-    let st = Command::new("gcc")
-        .args(["-O1", "-pthread", "-o"])
-        .arg(&prog)
-        .arg(workspace().join("tests/fs/views.c"))
-        .status()
-        .expect("gcc");
-    assert!(st.success(), "compiling tests/fs/views.c");
+    compile("tests/fs/views.c", &prog, &["-pthread"]);
     let st = Command::new(&prog)
         .arg("--setup")
         .arg(&fx)
@@ -542,21 +533,7 @@ fn files_of_exclusive_mounts_read_as_native() {
             .arg(&fx)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let (a, b) = (text(&out), text(&native));
-        if let Some(i) = a.lines().zip(b.lines()).position(|(x, y)| x != y) {
-            panic!(
-                "{name}: picos and native differ at line {}:\npicos:  {:?}\nnative: {:?}",
-                i + 1,
-                a.lines().nth(i),
-                b.lines().nth(i)
-            );
-        }
-        assert_eq!(a.lines().count(), b.lines().count(), "{name}: line counts");
+        assert_same_output(name, &out, &native);
         // The preads are the library OS's: without it, each is a host call.
         let stats = work.path().join("stats.json");
         let _ = std::fs::remove_file(&stats);
@@ -648,35 +625,17 @@ fn files_of_exclusive_mounts_read_as_native() {
 fn proc_self_maps_shows_the_program_only() {
     let work = tempfile::tempdir().unwrap();
     let prog = work.path().join("procmaps");
-    let st = Command::new("gcc")
-        .args(["-O1", "-o"])
-        .arg(&prog)
-        .arg(workspace().join("tests/fs/procmaps.c"))
-        .status()
-        .expect("gcc");
-    assert!(st.success(), "compiling tests/fs/procmaps.c");
+    compile("tests/fs/procmaps.c", &prog, &[]);
     let native = Command::new(&prog).output().unwrap();
     assert!(native.status.success());
     assert!(text(&native).contains("runtime's 0, huge reservations 0"));
-    let manifest = work.path().join("m.toml");
-    std::fs::write(
-        &manifest,
+    let out = picos_run_with(
         "[loader]\ninsecure__use_cmdline_argv = true\n\n\
          [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\n",
-    )
-    .unwrap();
-    let out = Command::new(PICOS)
-        .args(["run", "-m"])
-        .arg(&manifest)
-        .arg(&prog)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        &prog,
+        &[] as &[&str],
     );
-    assert_eq!(text(&out), text(&native));
+    assert_same_output("procmaps", &out, &native);
 }
 
 /// Calls with several things wrong give the error Linux gives first
@@ -688,39 +647,17 @@ fn errors_come_in_linuxs_order_under_mounts() {
     let work = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let prog = work.path().join("errorder");
-    let st = Command::new("gcc")
-        .args(["-O1", "-o"])
-        .arg(&prog)
-        .arg(workspace().join("tests/fs/errorder.c"))
-        .status()
-        .expect("gcc");
-    assert!(st.success(), "compiling tests/fs/errorder.c");
+    compile("tests/fs/errorder.c", &prog, &[]);
     let native = Command::new(&prog).arg(dir.path()).output().unwrap();
     assert!(native.status.success());
-    let manifest = work.path().join("m.toml");
     let d = dir.path().display();
-    std::fs::write(
-        &manifest,
-        format!(
-            "[loader]\ninsecure__use_cmdline_argv = true\n\n\
-             [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\n\n\
-             [[fs.mounts]]\npath = \"{d}\"\nuri = \"file:{d}\"\n"
-        ),
-    )
-    .unwrap();
-    let out = Command::new(PICOS)
-        .args(["run", "-m"])
-        .arg(&manifest)
-        .arg(&prog)
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let manifest = format!(
+        "[loader]\ninsecure__use_cmdline_argv = true\n\n\
+         [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\n\n\
+         [[fs.mounts]]\npath = \"{d}\"\nuri = \"file:{d}\"\n"
     );
-    assert_eq!(text(&out), text(&native));
+    let out = picos_run_with(&manifest, &prog, &[dir.path()]);
+    assert_same_output("errorder", &out, &native);
 }
 
 /// sqlite3 on a writable mount under a read-only root: the same output as
@@ -771,6 +708,16 @@ fn sqlite3_on_a_chroot_mount() {
 }
 
 fn picos_run(manifest: &str, prog: &str) -> Output {
+    picos_run_with(manifest, prog, &[] as &[&str])
+}
+
+/// Runs `prog` with `args` under picos with the manifest `manifest` (its
+/// text, written to a file of its own).
+fn picos_run_with(
+    manifest: &str,
+    prog: impl AsRef<std::ffi::OsStr>,
+    args: &[impl AsRef<std::ffi::OsStr>],
+) -> Output {
     let dir = tempfile::tempdir().unwrap();
     let m = dir.path().join("m.toml");
     std::fs::write(&m, manifest).unwrap();
@@ -778,6 +725,7 @@ fn picos_run(manifest: &str, prog: &str) -> Output {
         .args(["run", "-m"])
         .arg(&m)
         .arg(prog)
+        .args(args)
         .output()
         .unwrap()
 }
