@@ -8,11 +8,16 @@
  * view, bad offsets and buffers, a buffer that ends in an unmapped page,
  * descriptors that are not files), and that the descriptor's identity is
  * followed: dup, close and reuse of its number, dup2 over it, close_range,
- * read and lseek beside pread, a forked child, threads.
+ * read and lseek beside pread, a forked child, threads. read, readv,
+ * preadv and preadv2 are the library OS's too (they claim their range of
+ * the host's file offset with one lseek): their results, what they read
+ * and the offset after each are printed, through a dup, a forked child and
+ * threads sharing the offset.
  *
  *   views --setup DIR       makes the files in DIR (natively, before)
  *   views DIR               prints the answers
- *   views DIR --loop N      only N preads of 256 bytes (for --stats)
+ *   views DIR --loop N      only N preads of 256 bytes, then N reads of 30
+ *                           bytes and lseeks (for --stats)
  *
  * crates/picos/tests/mounts.rs runs it natively and under picos with DIR
  * on an exclusive read-only mount and compares the outputs. */
@@ -27,6 +32,10 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/ioctl.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -102,6 +111,9 @@ static unsigned long sum(const unsigned char *b, long n)
 }
 
 static unsigned char big[1 << 20];
+
+/* The descriptor the threads read. */
+static int shared_fd;
 
 /* One pread into `buf`, printed: its result and a checksum of what it
  * read. */
@@ -204,6 +216,296 @@ static void edges(const char *name)
     close(fd);
 }
 
+static void print_offset(const char *tag, int fd)
+{
+    printf("%s offset %lld\n", tag, (long long)lseek(fd, 0, SEEK_CUR));
+}
+
+/* One read into `buf`, printed with the offset after it. */
+static void read_into(const char *tag, int fd, unsigned char *buf, size_t count)
+{
+    errno = 0;
+    ssize_t r = read(fd, buf, count);
+    if (r < 0)
+        printf("%s read(%zu) = %s", tag, count, err(errno));
+    else
+        printf("%s read(%zu) = %zd sum %lx", tag, count, r, sum(buf, r));
+    printf(", offset %lld\n", (long long)lseek(fd, 0, SEEK_CUR));
+}
+
+/* readv/preadv/preadv2 into three buffers of `a`, `b` and `c` bytes. */
+static void vec_print(const char *tag, int fd, int how, size_t a, size_t b, size_t c, off_t off, int flags)
+{
+    memset(big, 0xee, a + b + c + 64);
+    struct iovec iov[3] = {{big, a}, {big + a + 32, b}, {big + a + b + 64, c}};
+    errno = 0;
+    ssize_t r = how == 0 ? readv(fd, iov, 3)
+              : how == 1 ? preadv(fd, iov, 3, off)
+                         : preadv2(fd, iov, 3, off, flags);
+    const char *name = how == 0 ? "readv" : how == 1 ? "preadv" : "preadv2";
+    if (r < 0)
+        printf("%s %s(%zu,%zu,%zu @%lld) = %s", tag, name, a, b, c, (long long)off, err(errno));
+    else
+        printf("%s %s(%zu,%zu,%zu @%lld) = %zd sums %lx %lx %lx", tag, name, a, b, c, (long long)off, r,
+               sum(big, a), sum(big + a + 32, b), sum(big + a + b + 64, c));
+    printf(", offset %lld\n", (long long)lseek(fd, 0, SEEK_CUR));
+}
+
+static void reads(const char *name)
+{
+    int fd = open(path_of(name), O_RDONLY);
+    if (fd < 0)
+        die(name);
+    printf("== reads of %s\n", name);
+    struct stat st;
+    fstat(fd, &st);
+    /* Through the file in uneven steps, to its end and past it. */
+    size_t steps[] = {0, 1, 255, 4096, 5000, 100, 65536, 3};
+    for (int round = 0; round < 40; round++) {
+        read_into(name, fd, big, steps[round % 8]);
+        if (lseek(fd, 0, SEEK_CUR) >= st.st_size && round % 8 == 7)
+            break;
+    }
+    read_into(name, fd, big, 16);
+    /* From just before the end, from past it (the offset stays). */
+    lseek(fd, st.st_size > 3 ? st.st_size - 3 : 0, SEEK_SET);
+    read_into(name, fd, big, 100);
+    lseek(fd, st.st_size + 1000, SEEK_SET);
+    read_into(name, fd, big, 100);
+    lseek(fd, 1LL << 40, SEEK_SET);
+    read_into(name, fd, big, 100);
+    lseek(fd, 0, SEEK_SET);
+    read_into(name, fd, big, sizeof big);
+    /* Vectors: at the offset, at an offset, preadv2 at -1 and with a flag,
+     * a negative offset, and across the end. */
+    lseek(fd, 10, SEEK_SET);
+    vec_print(name, fd, 0, 5, 0, 300, 0, 0);
+    vec_print(name, fd, 1, 100, 5000, 7, 4000, 0);
+    vec_print(name, fd, 2, 1, 2, 3, -1, 0);
+    vec_print(name, fd, 2, 1, 2, 3, 0, RWF_HIPRI);
+    vec_print(name, fd, 1, 1, 2, 3, -2, 0);
+    vec_print(name, fd, 2, 1, 2, 3, -2, 0);
+    lseek(fd, st.st_size > 10 ? st.st_size - 10 : 0, SEEK_SET);
+    vec_print(name, fd, 0, 4, 4, 4, 0, 0);
+    vec_print(name, fd, 0, 4, 4, 4, 0, 0);
+    /* Zero and bad counts, NULL and half-mapped buffers: the offset is
+     * where Linux leaves it. */
+    lseek(fd, 0, SEEK_SET);
+    struct iovec none[1] = {{big, 0}};
+    /* (Through syscall(): glibc's readv is declared to read `count`
+     * iovecs.) */
+    int counts[] = {0, -1, 1025, 17};
+    for (int i = 0; i < 4; i++) {
+        errno = 0;
+        long r = syscall(SYS_readv, fd, none, counts[i]);
+        printf("%s readv of %d buffers = %ld (%s)\n", name, counts[i], r, r < 0 ? err(errno) : "-");
+    }
+    read_into(name, fd, NULL, 16);
+    unsigned char *two = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (two == MAP_FAILED)
+        die("mmap");
+    munmap(two + 4096, 4096);
+    read_into(name, fd, two + 100, 8192);
+    munmap(two, 4096);
+    struct iovec bad[2] = {{big, 8}, {NULL, 8}};
+    errno = 0;
+    ssize_t r = readv(fd, bad, 2);
+    printf("%s readv into NULL second = %zd (%s)", name, r, r < 0 ? err(errno) : "-");
+    print_offset("", fd);
+    /* A dup shares the offset; so does a forked child. */
+    lseek(fd, 100, SEEK_SET);
+    int d = dup(fd);
+    read_into("dup", d, big, 50);
+    read_into("original after the dup's read", fd, big, 50);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        read_into("child", fd, big, 1000);
+        fflush(stdout);
+        _exit(0);
+    }
+    waitpid(pid, NULL, 0);
+    print_offset("parent after the child's read", fd);
+    close(d);
+    close(fd);
+}
+
+/* Threads reading one descriptor's offset in turn: every byte read once,
+ * each where it belongs. */
+static void *offset_reader(void *arg)
+{
+    (void)arg;
+    long bad = 0, got = 0;
+    unsigned char b[1000];
+    for (;;) {
+        /* The offset before the read is not known to this thread: the
+         * data is checked against itself (each 1000-byte read of "large"
+         * must be one contiguous run of the pattern). */
+        ssize_t n = read(shared_fd, b, sizeof b);
+        if (n <= 0)
+            break;
+        got += n;
+        long start = -1;
+        for (long o = 0; o < 300 * 1024 && start < 0; o++)
+            if (b[0] == pattern("large", o) && (n < 2 || b[1] == pattern("large", o + 1)) &&
+                (n < 3 || b[n - 1] == pattern("large", o + n - 1)))
+                start = o;
+        bad += start < 0;
+    }
+    return (void *)(got * 1000 + bad);
+}
+
+static int open_at(const char *name, off_t skip)
+{
+    int fd = open(path_of(name), O_RDONLY);
+    if (fd < 0)
+        die(name);
+    if (skip > 0 && read(fd, big, (size_t)skip) != skip)
+        die("read");
+    return fd;
+}
+
+static void seek_print(const char *tag, int fd, off_t off, int whence)
+{
+    errno = 0;
+    off_t r = lseek(fd, off, whence);
+    if (r < 0)
+        printf("%s lseek(%lld, %d) = %s\n", tag, (long long)off, whence, err(errno));
+    else
+        printf("%s lseek(%lld, %d) = %lld\n", tag, (long long)off, whence, (long long)r);
+}
+
+/* The file offset after every way something can use or share it: the
+ * library OS keeps it until then, the host after. */
+static void offsets(const char *self)
+{
+    printf("== offsets\n");
+    int fd = open_at("pages", 10);
+    seek_print("seek", fd, 0, SEEK_CUR);
+    seek_print("seek", fd, -5, SEEK_CUR);
+    read_into("seek", fd, big, 3);
+    seek_print("seek", fd, -1, SEEK_SET);
+    seek_print("seek", fd, -200000, SEEK_END);
+    seek_print("seek", fd, -20, SEEK_CUR);
+    seek_print("seek", fd, 5, SEEK_END);
+    read_into("seek", fd, big, 10);
+    seek_print("seek", fd, 1LL << 41, SEEK_SET);
+    read_into("seek", fd, big, 10);
+    seek_print("seek", fd, 100, SEEK_SET);
+    seek_print("seek", fd, 0, SEEK_DATA);
+    read_into("seek", fd, big, 10);
+    seek_print("seek", fd, 0, 7);
+    seek_print("seek", fd, (off_t)((1ULL << 63) - 1), SEEK_SET);
+    close(fd);
+
+    fd = open_at("pages", 100);
+    int avail = -1;
+    int r = ioctl(fd, FIONREAD, &avail);
+    printf("FIONREAD %d = %d\n", r, avail);
+    read_into("FIONREAD", fd, big, 10);
+    printf("F_GETFL %o\n", fcntl(fd, F_GETFL) & ~0100000);
+    read_into("F_GETFL", fd, big, 10);
+    int d = fcntl(fd, F_DUPFD, 0);
+    read_into("F_DUPFD copy", d, big, 10);
+    read_into("F_DUPFD original", fd, big, 10);
+    close(d);
+    close(fd);
+
+    /* Passed to another process over a socket. */
+    fd = open_at("pages", 123);
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+        die("socketpair");
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd);
+        char c;
+        char ctl[CMSG_SPACE(sizeof(int))];
+        struct iovec io = {&c, 1};
+        struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
+        if (recvmsg(sv[1], &m, 0) != 1)
+            _exit(2);
+        int got;
+        memcpy(&got, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof got);
+        read_into("received", got, big, 7);
+        fflush(stdout);
+        _exit(0);
+    }
+    {
+        char c = 'x';
+        char ctl[CMSG_SPACE(sizeof(int))];
+        memset(ctl, 0, sizeof ctl);
+        struct iovec io = {&c, 1};
+        struct msghdr m = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
+        struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(h), &fd, sizeof fd);
+        if (sendmsg(sv[0], &m, 0) != 1)
+            die("sendmsg");
+    }
+    waitpid(pid, NULL, 0);
+    read_into("sender after the receiver's read", fd, big, 1);
+    close(sv[0]);
+    close(sv[1]);
+    close(fd);
+
+    /* sendfile from it, at its offset. */
+    fd = open_at("pages", 77);
+    int p[2];
+    if (pipe(p) < 0)
+        die("pipe");
+    printf("sendfile = %zd\n", sendfile(p[1], fd, NULL, 10));
+    read_into("after sendfile", fd, big, 10);
+    read_into("the pipe", p[0], big, 10);
+    close(p[0]);
+    close(p[1]);
+    close(fd);
+
+    /* Its /proc/self/fdinfo. */
+    fd = open_at("pages", 33);
+    char info[64];
+    snprintf(info, sizeof info, "/proc/self/fdinfo/%d", fd);
+    FILE *f = fopen(info, "r");
+    char line[256];
+    if (f && fgets(line, sizeof line, f))
+        printf("fdinfo %s", line);
+    if (f)
+        fclose(f);
+    read_into("after fdinfo", fd, big, 1);
+    close(fd);
+
+    /* Inherited by a new program. */
+    fd = open_at("pages", 55);
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        char num[16];
+        snprintf(num, sizeof num, "%d", fd);
+        execl(self, self, dir, "--read-fd", num, (char *)NULL);
+        _exit(127);
+    }
+    waitpid(pid, NULL, 0);
+    read_into("after the new program's read", fd, big, 1);
+    close(fd);
+    fd = open_at("pages", 66);
+    fflush(stdout);
+    pid = vfork();
+    if (pid == 0) {
+        char num[16];
+        snprintf(num, sizeof num, "%d", fd);
+        execl(self, self, dir, "--read-fd", num, (char *)NULL);
+        _exit(127);
+    }
+    waitpid(pid, NULL, 0);
+    read_into("after the vforked program's read", fd, big, 1);
+    close(fd);
+}
+
+static void threads_sharing_an_offset(void);
+
 static void identities(void)
 {
     printf("== descriptors\n");
@@ -255,7 +557,6 @@ static void identities(void)
     close(dd);
 }
 
-static int shared_fd;
 static void *reader(void *arg)
 {
     long bad = 0;
@@ -387,19 +688,51 @@ int main(int argc, char **argv)
         printf("done\n");
         return 0;
     }
+    if (argc == 4 && strcmp(argv[2], "--read-fd") == 0) {
+        int fd = atoi(argv[3]);
+        print_offset("new program", fd);
+        read_into("new program", fd, big, 5);
+        return 0;
+    }
     if (argc == 4 && strcmp(argv[2], "--loop") == 0) {
         int fd = open(path_of("small"), O_RDONLY);
         long n = atol(argv[3]), bad = 0;
         char b[256];
         for (long i = 0; i < n; i++)
             bad += pread(fd, b, sizeof b, 0) != 100;
+        /* And as many reads, each with an lseek back to the start. */
+        for (long i = 0; i < n; i++)
+            bad += read(fd, b, 30) != 30 || lseek(fd, 0, SEEK_SET) != 0;
         printf("%ld bad\n", bad);
         return bad != 0;
     }
     const char *names[] = {"small", "pages", "large", "empty", "sparse"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         edges(names[i]);
+    /* (Before `processes`, whose CLONE_FILES child makes picos stop
+     * noting files.) */
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        reads(names[i]);
+    offsets(argv[0]);
+    threads_sharing_an_offset();
     identities();
     processes();
     return 0;
+}
+
+static void threads_sharing_an_offset(void)
+{
+    shared_fd = open(path_of("large"), O_RDONLY);
+    pthread_t t[4];
+    long got = 0, bad = 0;
+    for (long i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, offset_reader, (void *)i);
+    for (int i = 0; i < 4; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        got += (long)r / 1000;
+        bad += (long)r % 1000;
+    }
+    printf("threads sharing an offset: %ld bytes read, %ld bad reads\n", got, bad);
+    close(shared_fd);
 }

@@ -313,6 +313,23 @@ static void op_fstat(long i)
         if (pwrite(fd, buf, n, 0) != n)                         \
             die("pwrite");                                      \
     }
+/* read(2) of n bytes at the file offset, through the 16 KiB file and
+ * back to its start (one lseek per 64 reads of 256 B). */
+#define READ(n)                                                 \
+    static void op_read_##n(long i)                             \
+    {                                                           \
+        (void)i;                                                \
+        ssize_t r = read(fd, buf, n);                           \
+        if (r == 0) {                                           \
+            if (lseek(fd, 0, SEEK_SET) != 0)                    \
+                die("lseek");                                   \
+            r = read(fd, buf, n);                               \
+        }                                                       \
+        if (r != n)                                             \
+            die("read");                                        \
+    }
+READ(256)
+READ(1024)
 PREAD(256)
 PREAD(1024)
 PREAD(4096)
@@ -618,6 +635,8 @@ static const struct row rows[] = {
     {"stat_4",        NS,   0,          setup_paths,   op_stat4,         NULL,                NULL},
     {"stat_8",        NS,   0,          setup_paths,   op_stat8,         NULL,                NULL},
     {"fstat",         NS,   0,          setup_fstat,   op_fstat,         NULL,                close_fd},
+    {"read_256",      NS,   0,          setup_rw,      op_read_256,      NULL,                close_fd},
+    {"read_1k",       NS,   0,          setup_rw,      op_read_1024,     NULL,                close_fd},
     {"pread_256",     NS,   0,          setup_rw,      op_pread_256,     NULL,                close_fd},
     {"pread_1k",      NS,   0,          setup_rw,      op_pread_1024,    NULL,                close_fd},
     {"pread_4k",      NS,   0,          setup_rw,      op_pread_4096,    NULL,                close_fd},

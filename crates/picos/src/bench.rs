@@ -199,6 +199,8 @@ impl RowSpec {
             || self.key.starts_with("stat_")
             || self.key == "fstat"
             || self.key.starts_with("pread_")
+            || self.key == "read_256"
+            || self.key == "read_1k"
     }
 }
 
@@ -254,6 +256,8 @@ pub const ROWS: &[RowSpec] = &[
     row("stat_4", "stat, 4 components", Ns, Files),
     row("stat_8", "stat, 8 components", Ns, Files),
     row("fstat", "fstat", Ns, Files),
+    row("read_256", "read 256 B", Ns, Files),
+    row("read_1k", "read 1 KiB", Ns, Files),
     row("pread_256", "pread 256 B", Ns, Files),
     row("pread_1k", "pread 1 KiB", Ns, Files),
     row("pread_4k", "pread 4 KiB", Ns, Files),
@@ -998,7 +1002,7 @@ fn run(opts: &Options) -> Result<bool, Stop> {
                     c.name
                 ),
                 Launch::PicosCache => println!(
-                    "  {:<12} picos run -m CACHE -- guest (CACHE: as MOUNTS, the files directory read-only and exclusive; open, stat, fstat and pread rows only)",
+                    "  {:<12} picos run -m CACHE -- guest (CACHE: as MOUNTS, the files directory read-only and exclusive; open, stat, fstat, read and pread rows only)",
                     c.name
                 ),
                 Launch::NotImplemented => {

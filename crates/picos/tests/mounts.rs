@@ -333,6 +333,76 @@ fn busybox_sees_the_mounts_as_in_a_real_chroot() {
     assert!(native.contains("guest\n"), "{native}");
 }
 
+/// python3 with the host's tree read-only and exclusive: it reads the
+/// standard library's own files in every way Python has (whole, by line,
+/// seek and read, `os.read`, `os.pread`, `readinto`, a file object over a
+/// `dup`, `os.sendfile`, a forked child reading the parent's file), which
+/// the library OS answers from its views and the offsets it keeps
+/// (docs/FILESYSTEM.md, "Files of exclusive mounts"). The output is the
+/// same as natively.
+#[test]
+fn python3_reads_files_of_an_exclusive_root() {
+    const T: &str = "python3_reads_files_of_an_exclusive_root";
+    let python = "/usr/bin/python3";
+    if !Path::new(python).is_file() {
+        println!("SKIP {T}: {python} not installed: apt-get install python3");
+        return;
+    }
+    let script = r#"
+import hashlib, os, sys, sysconfig
+lib = os.path.dirname(os.__file__)
+h = hashlib.sha256()
+n = 0
+for name in sorted(os.listdir(os.path.join(lib, "email")))[:40]:
+    p = os.path.join(lib, "email", name)
+    if not os.path.isfile(p):
+        continue
+    with open(p, "rb") as f:
+        d = f.read(); h.update(d); n += len(d)
+    with open(p, "r", errors="replace") as f:
+        lines = sum(1 for _ in f)
+        f.seek(0); a = f.read(10); f.seek(5); b = f.readline()
+        h.update(f"{lines}{a}{b}{f.tell()}".encode())
+    fd = os.open(p, os.O_RDONLY)
+    parts = []
+    while True:
+        c = os.read(fd, 777)
+        if not c:
+            break
+        parts.append(len(c))
+    h.update(repr(parts).encode())
+    h.update(os.pread(fd, 100, 3))
+    os.lseek(fd, -50, os.SEEK_END)
+    buf = bytearray(64)
+    with os.fdopen(os.dup(fd), "rb", buffering=0) as g:
+        h.update(bytes(buf[:g.readinto(buf)]))
+    h.update(str(os.lseek(fd, 0, os.SEEK_CUR)).encode())
+    os.close(fd)
+print(n, h.hexdigest())
+fd = os.open(os.path.join(lib, "os.py"), os.O_RDONLY)
+os.read(fd, 1000)
+r, w = os.pipe()
+print("sendfile", os.sendfile(w, fd, None, 100), len(os.read(r, 200)), os.lseek(fd, 0, os.SEEK_CUR))
+sys.stdout.flush()
+pid = os.fork()
+if pid == 0:
+    os.write(1, f"child {len(os.read(fd, 10))} {os.lseek(fd, 0, os.SEEK_CUR)}\n".encode())
+    os._exit(0)
+os.waitpid(pid, 0)
+print("parent", os.lseek(fd, 0, os.SEEK_CUR), len(os.read(fd, 5)), os.lseek(fd, 0, os.SEEK_CUR))
+"#;
+    let native = Command::new(python).args(["-c", script]).output().unwrap();
+    assert!(
+        native.status.success(),
+        "{}",
+        String::from_utf8_lossy(&native.stderr)
+    );
+    let manifest = "[loader]\ninsecure__use_cmdline_argv = true\n\n\
+        [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\nexclusive = true\n";
+    let out = picos_run_with(manifest, python, &["-c", script]);
+    assert_same_output(T, &out, &native);
+}
+
 /// python3 with `/` read-only from the host and a writable /tmp: the
 /// standard library's file functions give the same output as natively in
 /// a directory of the host, and writing elsewhere is refused.
@@ -488,8 +558,9 @@ fn lookups_through_the_directory_cache_are_as_native() {
 /// exclusive mounts"): tests/fs/views.c's preads and fstats at the edges,
 /// and across dup, close, dup2, close_range, fork and threads, print the
 /// same as natively, with the files' directory exclusive under a writable
-/// root and with the host's whole tree exclusive. Then 2000 preads under
-/// `--stats` make (almost) no host calls: the library OS answers them.
+/// root and with the host's whole tree exclusive. Then 2000 preads, reads
+/// and lseeks under `--stats` make (almost) no host calls: the library OS
+/// answers them.
 #[test]
 fn files_of_exclusive_mounts_read_as_native() {
     let work = tempfile::tempdir().unwrap();
@@ -560,7 +631,7 @@ fn files_of_exclusive_mounts_read_as_native() {
             .unwrap_or_else(|| panic!("{name}: no host_calls in {json}"));
         assert!(
             host_calls < 500,
-            "{name}: {host_calls} host calls for 2000 preads: {json}"
+            "{name}: {host_calls} host calls for 2000 preads, reads and lseeks: {json}"
         );
     }
     // A broken promise: the host truncates a file the program reads

@@ -56,6 +56,13 @@ fn serve(
     ctx: &mut Ctx<'_>,
     def: Option<&'static crate::sys::def::SyscallDef>,
 ) -> (SysResult, Served, bool) {
+    if let Some(d) = def {
+        if d.args.as_bytes().first() == Some(&b'f') {
+            // A file whose offset the library OS owns gives it back to the
+            // host before a call that may use or share it.
+            crate::sys::fs::before_fd_call(ctx);
+        }
+    }
     let (res, served, restart) = match def.map(|d| d.support) {
         Some(Support::Emulated(h)) => (h(ctx), Served::Emulated, false),
         Some(Support::Mediated(h)) => (h(ctx), Served::Mediated, false),

@@ -163,6 +163,15 @@ pub fn fcntl(fd: i32, cmd: i32, arg: usize) -> HostResult {
     unsafe { sc!(nr::FCNTL, fd, cmd, arg) }
 }
 
+/// lseek(2) of host fd `fd`: the new offset.
+pub fn lseek(fd: i32, offset: i64, whence: i32) -> HostResult {
+    // SAFETY: integer arguments only.
+    unsafe { sc!(nr::LSEEK, fd, offset, whence) }
+}
+
+pub const SEEK_SET: i32 = 0;
+pub const SEEK_CUR: i32 = 1;
+
 /// write(2) to a host fd.
 pub fn write(fd: i32, buf: &[u8]) -> HostResult {
     // SAFETY: `buf` is a live slice.

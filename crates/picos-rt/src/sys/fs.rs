@@ -19,6 +19,7 @@ use crate::host;
 use crate::host::errno::Errno;
 use crate::host::nr;
 use crate::kernel::fs::dcache;
+use crate::kernel::fs::file;
 use crate::kernel::fs::mount::{self, active, root_fd, table};
 use crate::kernel::fs::procview as kernel_procview;
 use crate::kernel::fs::walk::{self, Entry, Found, HostFd, OpenPlan};
@@ -264,6 +265,10 @@ fn open_path(
             || flags & (host::O_TRUNC | host::O_CREAT) != 0
             || tmpfile);
     let fds = fds(c);
+    if flags & host::O_PATH == 0 && kernel_procview::may_be_fdinfo(&path) {
+        // It shows the offsets: the host's must be right.
+        fds.share_offsets();
+    }
     // From where the plan says: the mount's root, or (a relative path's
     // one-call open) its starting directory.
     let open = |(from, resolve): (isize, u64), rel: &[u8]| -> SysResult {
@@ -659,6 +664,165 @@ pub fn pread64(c: &mut Ctx<'_>, fd: i32, buf: usize, count: usize, offset: i64) 
     if let Some(f) = fds.file(fd) {
         if let Some(r) = f.pread(fds, fd, buf, count, offset) {
             return r;
+        }
+    }
+    c.host_blocking()
+}
+
+/// Implements read(2): a file of an exclusive mount is copied from its
+/// view (`kernel::fs::file`), moving the host's file offset; every other
+/// descriptor is the host's.
+#[syscall]
+pub fn read(c: &mut Ctx<'_>, fd: i32, buf: usize, count: usize) -> SysResult {
+    let fds = fds(c);
+    if let Some(f) = fds.file(fd) {
+        if let Some(r) = file::Segments::one(buf, count).and_then(|s| f.read_segments(fds, fd, &s))
+        {
+            return r;
+        }
+        // The host reads, from its offset.
+        f.share_offset(fd);
+    }
+    c.host_blocking()
+}
+
+/// Implements lseek(2): the offset of a file of an exclusive mount while
+/// the library OS owns it (`kernel::fs::file`); every other descriptor's
+/// is the host's.
+#[syscall]
+pub fn lseek(c: &mut Ctx<'_>, fd: i32, offset: i64, whence: i32) -> SysResult {
+    let fds = fds(c);
+    if let Some(f) = fds.file(fd) {
+        if let Some(r) = f.lseek(fds, fd, offset, whence) {
+            return r;
+        }
+        f.share_offset(fd);
+    }
+    c.host()
+}
+
+/// Implements sendfile(2): a file of an exclusive mount read from its
+/// offset gives that offset back to the host first (`kernel::fs::file`).
+#[syscall]
+pub fn sendfile(c: &mut Ctx<'_>, _out_fd: i32, in_fd: i32) -> SysResult {
+    fds(c).share_offset(in_fd);
+    c.host_blocking()
+}
+
+/// Before a call on descriptor `fd` that the library OS does not serve
+/// itself (`dup`, `fcntl`, `ioctl`, `splice`, ...; the dispatcher's hook,
+/// for calls whose first argument is a descriptor): if it is a file whose
+/// offset the library OS owns, the host gets the offset back, as the call
+/// may use or share it. The calls that keep it are those served from the
+/// offset the library OS keeps, and those that do not use it.
+#[inline]
+pub fn before_fd_call(c: &Ctx<'_>) {
+    let fds = fds(c);
+    if !fds.has_files() {
+        return;
+    }
+    const FIONREAD: usize = 0x541b;
+    const F_SETFL: usize = 4;
+    match c.nr {
+        nr::READ
+        | nr::READV
+        | nr::PREAD64
+        | nr::PREADV
+        | nr::PREADV2
+        | nr::LSEEK
+        | nr::FSTAT
+        | nr::NEWFSTATAT
+        | nr::STATX
+        | nr::CLOSE
+        | nr::SENDFILE
+        | nr::FSYNC
+        | nr::FDATASYNC
+        | nr::FADVISE64
+        | nr::FLOCK
+        | nr::FSTATFS
+        | nr::FGETXATTR
+        | nr::FLISTXATTR => {}
+        // isatty's TCGETS (Python's open asks it of every file); FIONREAD
+        // is the size less the offset.
+        nr::IOCTL if c.args[1] as u32 as usize != FIONREAD => {}
+        // The descriptor's and the description's flags; not F_DUPFD, nor
+        // the locks (whose SEEK_CUR is the offset).
+        nr::FCNTL if (1..=F_SETFL).contains(&(c.args[1] as u32 as usize)) => {}
+        _ => fds.share_offset(c.args[0] as i32),
+    }
+}
+
+/// The program's `iovec` array at `iov` with `iovcnt` entries, for the
+/// library OS to read into; None when the host should take the call
+/// (more than `file::MAX_SEGMENTS`, a count Linux refuses, an array or a
+/// buffer it cannot read or would refuse).
+fn segments(iov: usize, iovcnt: i32) -> Option<file::Segments> {
+    let n = usize::try_from(iovcnt)
+        .ok()
+        .filter(|&n| n <= file::MAX_SEGMENTS)?;
+    let mut raw = [0u8; 16 * file::MAX_SEGMENTS];
+    user::copy_in(&mut raw[..16 * n], iov).ok()?;
+    file::Segments::from_buffers(raw[..16 * n].chunks_exact(16).map(|e| {
+        let word = |i: usize| u64::from_ne_bytes(e[i..i + 8].try_into().unwrap()) as usize;
+        (word(0), word(8))
+    }))
+}
+
+/// Implements readv(2): as `read`, into each buffer in turn.
+#[syscall]
+pub fn readv(c: &mut Ctx<'_>, fd: i32, iov: usize, iovcnt: i32) -> SysResult {
+    let fds = fds(c);
+    if let Some(f) = fds.file(fd) {
+        if let Some(r) = segments(iov, iovcnt).and_then(|s| f.read_segments(fds, fd, &s)) {
+            return r;
+        }
+        f.share_offset(fd);
+    }
+    c.host_blocking()
+}
+
+/// Implements preadv(2): as `pread64`, into each buffer in turn.
+#[syscall]
+pub fn preadv(c: &mut Ctx<'_>, fd: i32, iov: usize, iovcnt: i32, pos_l: i64) -> SysResult {
+    preadv_common(c, fd, iov, iovcnt, pos_l, 0)
+}
+
+/// Implements preadv2(2): `preadv`, or with offset -1 `readv`; with flags
+/// (`RWF_*`) the host's.
+#[syscall]
+pub fn preadv2(
+    c: &mut Ctx<'_>,
+    fd: i32,
+    iov: usize,
+    iovcnt: i32,
+    pos_l: i64,
+    _pos_h: i64,
+    flags: i32,
+) -> SysResult {
+    preadv_common(c, fd, iov, iovcnt, pos_l, flags)
+}
+
+/// preadv and preadv2 (on x86-64 the offset is its low word whole).
+fn preadv_common(c: &Ctx<'_>, fd: i32, iov: usize, iovcnt: i32, pos: i64, flags: i32) -> SysResult {
+    let fds = fds(c);
+    if flags != 0 {
+        // The host's (at offset -1, from its offset).
+        fds.share_offset(fd);
+    } else {
+        if let Some(f) = fds.file(fd) {
+            // do_preadv refuses a negative offset first; preadv2 reads at
+            // the file offset for -1.
+            let r = if pos == -1 && c.nr == nr::PREADV2 {
+                segments(iov, iovcnt).and_then(|s| f.read_segments(fds, fd, &s))
+            } else if pos < 0 {
+                Some(Err(Errno::EINVAL))
+            } else {
+                segments(iov, iovcnt).and_then(|s| f.pread_segments(fds, fd, &s, pos))
+            };
+            if let Some(r) = r {
+                return r;
+            }
+            f.share_offset(fd);
         }
     }
     c.host_blocking()

@@ -235,6 +235,9 @@ fn do_clone(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
         crate::kernel::fs::file::stop_noting(c.t.fd_table.get());
     }
     if a.flags & CLONE_VM == 0 {
+        // The child shares the open file descriptions, not the library
+        // OS's offsets of them (`kernel::fs::file`).
+        c.t.fd_table.get().share_offsets();
         fork_process(c, a)
     } else {
         clone_vm(c, a)
@@ -407,6 +410,8 @@ fn exec_common(
         }
     }
     let full = crate::kernel::exec::exec_path(dirfd, &path, flags & AT_EMPTY_PATH != 0)?;
+    // The new program's descriptors keep the host's offsets only.
+    c.t.fd_table.get().share_offsets();
     // The check opens the files of the chain: in a table of its own, so
     // that a full table does not fail the exec (the kernel's execve needs
     // no descriptor) and other threads never see the descriptors.

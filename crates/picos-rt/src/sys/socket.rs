@@ -206,6 +206,9 @@ fn msg_path(msg: usize) -> Result<Option<Vec<u8>>, Errno> {
 /// Implements sendmsg(2).
 #[syscall]
 pub fn sendmsg(c: &mut Ctx<'_>, sockfd: i32, msg: usize, flags: i32) -> SysResult {
+    // It may pass descriptors (SCM_RIGHTS): their offsets become the
+    // host's (`kernel::fs::file`).
+    c.t.fd_table.get().share_offsets();
     if !active() || !sends_to_paths(sockfd) {
         return c.host_blocking();
     }
@@ -230,6 +233,7 @@ const UIO_MAXIOV: usize = 1024;
 /// Implements sendmmsg(2).
 #[syscall]
 pub fn sendmmsg(c: &mut Ctx<'_>, sockfd: i32, msgvec: usize, vlen: u32, flags: i32) -> SysResult {
+    c.t.fd_table.get().share_offsets();
     if !active() || !sends_to_paths(sockfd) {
         return c.host_blocking();
     }

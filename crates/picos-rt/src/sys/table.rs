@@ -49,13 +49,16 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 0,
         name: "read",
-        support: Support::HostBlocking { restart: true },
+        support: Support::MediatedBlocking {
+            handler: sys::fs::read,
+            restart: true,
+        },
         args: "fpu",
         full_context: false,
-        fd_passthrough: false,
+        fd_passthrough: true,
         host_unmounted: false,
         sandbox: Sandbox::Allow,
-        note: "may block: runs in the interruptible window",
+        note: "a file of an exclusive mount: copied from its view, at the offset (file.rs)",
     },
     SyscallDef {
         nr: 1,
@@ -140,13 +143,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 8,
         name: "lseek",
-        support: Support::Host,
+        support: Support::Mediated(sys::fs::lseek),
         args: "fdd",
         full_context: false,
-        fd_passthrough: false,
+        fd_passthrough: true,
         host_unmounted: false,
         sandbox: Sandbox::Allow,
-        note: "",
+        note: "a file of an exclusive mount: the library OS keeps its offset while none shares it",
     },
     SyscallDef {
         nr: 9,
@@ -264,13 +267,16 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 19,
         name: "readv",
-        support: Support::HostBlocking { restart: true },
+        support: Support::MediatedBlocking {
+            handler: sys::fs::readv,
+            restart: true,
+        },
         args: "fpd",
         full_context: false,
-        fd_passthrough: false,
+        fd_passthrough: true,
         host_unmounted: false,
         sandbox: Sandbox::Allow,
-        note: "may block: runs in the interruptible window",
+        note: "a file of an exclusive mount: copied from its view, at the offset (file.rs)",
     },
     SyscallDef {
         nr: 20,
@@ -495,13 +501,16 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 40,
         name: "sendfile",
-        support: Support::HostBlocking { restart: true },
+        support: Support::MediatedBlocking {
+            handler: sys::fs::sendfile,
+            restart: true,
+        },
         args: "ffpu",
         full_context: false,
         fd_passthrough: false,
-        host_unmounted: false,
+        host_unmounted: true,
         sandbox: Sandbox::Allow,
-        note: "may block: runs in the interruptible window",
+        note: "from a file of an exclusive mount: its offset given back to the host first",
     },
     SyscallDef {
         nr: 41,
@@ -3327,13 +3336,16 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 295,
         name: "preadv",
-        support: Support::HostBlocking { restart: true },
+        support: Support::MediatedBlocking {
+            handler: sys::fs::preadv,
+            restart: true,
+        },
         args: "fpdd",
         full_context: false,
-        fd_passthrough: false,
+        fd_passthrough: true,
         host_unmounted: false,
         sandbox: Sandbox::Allow,
-        note: "may block: runs in the interruptible window",
+        note: "a file of an exclusive mount: copied from a read-only view of it",
     },
     SyscallDef {
         nr: 296,
@@ -3682,13 +3694,16 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 327,
         name: "preadv2",
-        support: Support::HostBlocking { restart: true },
+        support: Support::MediatedBlocking {
+            handler: sys::fs::preadv2,
+            restart: true,
+        },
         args: "fpddx",
         full_context: false,
-        fd_passthrough: false,
+        fd_passthrough: true,
         host_unmounted: false,
         sandbox: Sandbox::Allow,
-        note: "may block: runs in the interruptible window",
+        note: "a file of an exclusive mount, no flags: copied from a read-only view of it",
     },
     SyscallDef {
         nr: 328,

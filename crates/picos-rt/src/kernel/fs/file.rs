@@ -12,16 +12,25 @@
 //! pass-through bit, so that the direct entries send these calls to the
 //! handlers; every other call on it still goes to the host.
 //!
-//! `read`, `readv` and `preadv` go to the host: `read` moves the file
-//! offset, which the host keeps, shared with every `dup` and every process
-//! the descriptor was passed to.
+//! `read`, `readv`, `preadv2` at offset -1 and `lseek` use the file
+//! offset, which belongs to the open file description: shared with every
+//! `dup` of the descriptor and every process it went to. The library OS
+//! keeps it itself (**owns** it) for as long as only this descriptor, in
+//! this process's memory, refers to the description: from the open until
+//! something could share it (`OpenFile::share_offset`: a call on the
+//! descriptor the library OS does not serve itself, such as `dup` or
+//! `fcntl`; `fork`; `execve`; `sendmsg`, which may pass it; `sendfile` from
+//! it). It then writes the offset back to the host (one `lseek`) and the
+//! host keeps it from then on: a read claims its range by moving the host's
+//! offset forward by its length with one `lseek(SEEK_CUR)`, atomic on the
+//! description, and back to the end of the file if the read was short.
 #![deny(unsafe_code)]
 
 use crate::host;
 use crate::host::errno::Errno;
 use crate::host::Statx;
 use crate::mm::runtime::FileView;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Are files noted at all? Not once two processes share a descriptor
 /// table (`CLONE_FILES` without `CLONE_VM`), each with its own copy of the
@@ -37,6 +46,7 @@ pub fn noting() -> bool {
 /// Notes no more files, and forgets those of `fds` (called before a clone
 /// that shares the table with a new process, which inherits this).
 pub fn stop_noting(fds: &super::FdTable) {
+    fds.share_offsets();
     NOTING.store(false, Ordering::Relaxed);
     fds.forget_files_in(0, u32::MAX);
 }
@@ -62,7 +72,18 @@ pub struct OpenFile {
     view: spin::Once<Option<FileView>>,
     /// As `stx_started`, for the view.
     started: AtomicBool,
+    /// The file offset while the library OS owns it, else [`HOST`] (or
+    /// [`MOVING`] while it is being written back).
+    pos: AtomicU64,
 }
+
+/// [`OpenFile::pos`]: the host keeps the offset.
+const HOST: u64 = u64::MAX;
+/// [`OpenFile::pos`]: the offset is being written back to the host.
+const MOVING: u64 = u64::MAX - 1;
+/// The largest offset the library OS sets itself: beyond, the host (whose
+/// file systems differ in their largest offset) says whether it may.
+const MAX_OWN_OFFSET: u64 = 1 << 40;
 
 impl OpenFile {
     /// A file opened on mount `mount`. Its attributes are asked of the host
@@ -75,6 +96,85 @@ impl OpenFile {
             stx_started: AtomicBool::new(false),
             view: spin::Once::new(),
             started: AtomicBool::new(false),
+            // Just opened (not O_APPEND: opened for reading only, and the
+            // offset of a read is where it is): at 0, as the host's.
+            pos: AtomicU64::new(0),
+        }
+    }
+
+    /// The offset, if the library OS owns it (waits while another thread
+    /// writes it back).
+    fn owned_pos(&self) -> Option<u64> {
+        loop {
+            match self.pos.load(Ordering::Acquire) {
+                HOST => return None,
+                MOVING => core::hint::spin_loop(),
+                p => return Some(p),
+            }
+        }
+    }
+
+    /// Something may share the open file description open at `fd` (or
+    /// use its offset behind the library OS): if the library OS owns the
+    /// offset, it writes it back to the host, which keeps it from now on.
+    pub fn share_offset(&self, fd: i32) {
+        loop {
+            let p = match self.owned_pos() {
+                None => return,
+                Some(p) => p,
+            };
+            if self
+                .pos
+                .compare_exchange(p, MOVING, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                let _ = seek(fd, p as i64, host::SEEK_SET);
+                self.pos.store(HOST, Ordering::Release);
+                return;
+            }
+        }
+    }
+
+    /// lseek(2) of descriptor `fd` (this file's) while the library OS owns
+    /// its offset: None when the host should answer (it then owns the
+    /// offset).
+    pub fn lseek(
+        &self,
+        fds: &super::FdTable,
+        fd: i32,
+        offset: i64,
+        whence: i32,
+    ) -> Option<Result<usize, Errno>> {
+        const SEEK_END: i32 = 2;
+        self.owned_pos()?;
+        if !(host::SEEK_SET..=SEEK_END).contains(&whence) {
+            // SEEK_DATA, SEEK_HOLE and the invalid ones.
+            self.share_offset(fd);
+            return None;
+        }
+        let size = self.statx(fds, fd)?.size();
+        loop {
+            let p = self.owned_pos()?;
+            let base = match whence {
+                host::SEEK_SET => 0,
+                host::SEEK_CUR => p as i128,
+                _ => size as i128,
+            };
+            let new = base + offset as i128;
+            if new < 0 {
+                return Some(Err(Errno::EINVAL));
+            }
+            if new > MAX_OWN_OFFSET as i128 {
+                self.share_offset(fd);
+                return None;
+            }
+            if self
+                .pos
+                .compare_exchange(p, new as u64, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return Some(Ok(new as usize));
+            }
         }
     }
 
@@ -147,20 +247,195 @@ impl OpenFile {
         if offset < 0 {
             return Some(Err(Errno::EINVAL));
         }
-        if buf.checked_add(count).is_none_or(|end| end > USER_END) {
-            return None;
-        }
+        let segs = Segments::one(buf, count)?;
+        // vfs_read checks the count before capping it (preadv checks the
+        // capped total).
         if offset.checked_add(count as i64).is_none() {
             return Some(Err(Errno::EINVAL));
         }
-        let count = count.min(MAX_RW_COUNT);
+        self.pread_segments(fds, fd, &segs, offset)
+    }
+
+    /// preadv (and pread64) of `segs` at `offset` (not negative), which
+    /// Linux checks after the buffers, as [`Segments`] did.
+    pub fn pread_segments(
+        &self,
+        fds: &super::FdTable,
+        fd: i32,
+        segs: &Segments,
+        offset: i64,
+    ) -> Option<Result<usize, Errno>> {
+        let total = segs.total();
+        if offset.checked_add(total as i64).is_none() {
+            return Some(Err(Errno::EINVAL));
+        }
         let size = self.statx(fds, fd)?.size();
-        if count == 0 || offset as u64 >= size {
+        if total == 0 || offset as u64 >= size {
             return Some(Ok(0));
         }
-        let n = count.min((size - offset as u64) as usize);
+        let n = total.min((size - offset as u64) as usize);
         let view = self.view(fd)?;
-        view.copy_to_user(offset as usize, n, buf).ok()?;
+        segs.copy_from(view, offset as usize, n).ok()?;
         Some(Ok(n))
+    }
+
+    /// read (readv; preadv with offset -1) of `segs` at the descriptor's
+    /// file offset, which it moves: None when the host should answer
+    /// (then nothing was changed).
+    pub fn read_segments(
+        &self,
+        fds: &super::FdTable,
+        fd: i32,
+        segs: &Segments,
+    ) -> Option<Result<usize, Errno>> {
+        let total = segs.total();
+        if total == 0 {
+            // Linux checks the offset (rw_verify_area), which for a
+            // regular file is never negative, and reads nothing.
+            return Some(Ok(0));
+        }
+        let size = self.statx(fds, fd)?.size();
+        let view = self.view(fd)?;
+        while let Some(p) = self.owned_pos() {
+            let n = if p >= size {
+                0
+            } else {
+                total.min((size - p) as usize)
+            };
+            if segs.copy_from(view, p as usize, n).is_err() {
+                // The host answers a buffer that faults (a partial count
+                // or EFAULT), from the offset it now owns.
+                self.share_offset(fd);
+                return None;
+            }
+            if self
+                .pos
+                .compare_exchange(p, p + n as u64, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return Some(Ok(n));
+            }
+        }
+        // Claim [old, old + total) of the offset: one atomic move on the
+        // open file description, whoever shares it. It fails (EINVAL) only
+        // past the file system's largest offset; the host then answers.
+        let new = seek(fd, total as i64, host::SEEK_CUR).ok()?;
+        let old = (new - total) as u64;
+        let n = if old >= size {
+            0
+        } else {
+            total.min((size - old) as usize)
+        };
+        if segs.copy_from(view, old as usize, n).is_err() {
+            // A buffer that faults: put the offset back; the host reads
+            // (and returns what Linux returns: a partial count or EFAULT).
+            let _ = seek(fd, old as i64, host::SEEK_SET);
+            return None;
+        }
+        if n < total {
+            // Short (the end of the file): the offset ends where the data
+            // did, as Linux leaves it.
+            let _ = seek(fd, (old + n as u64) as i64, host::SEEK_SET);
+        }
+        Some(Ok(n))
+    }
+}
+
+/// lseek of the program's descriptor `fd` by the runtime, counted as a
+/// host call made on the program's behalf (`--stats`).
+fn seek(fd: i32, offset: i64, whence: i32) -> Result<usize, Errno> {
+    if crate::diag::stats::on() {
+        if let Some(t) = crate::kernel::thread::current_checked() {
+            crate::diag::stats::host_call(&t.stats);
+        }
+    }
+    host::lseek(fd, offset, whence)
+}
+
+/// The most buffers of a `readv`/`preadv` the library OS serves itself
+/// (more go to the host).
+pub const MAX_SEGMENTS: usize = 16;
+
+/// The program's buffers of one read, checked as Linux's `import_iovec`
+/// checks them (each length at most `SSIZE_MAX`, each buffer inside the
+/// address space; the total capped at `MAX_RW_COUNT`, the last buffers
+/// shortened to fit).
+pub struct Segments {
+    segs: [(usize, usize); MAX_SEGMENTS],
+    len: usize,
+}
+
+impl Segments {
+    /// One buffer: None when Linux would refuse it (EFAULT: the host
+    /// says so).
+    pub fn one(buf: usize, count: usize) -> Option<Segments> {
+        Segments::from_buffers([(buf, count)])
+    }
+
+    /// Buffers (base, length) as an `iovec` array gives them: None when
+    /// there are more than [`MAX_SEGMENTS`] or Linux would refuse one
+    /// (EINVAL, EFAULT: the host answers).
+    pub fn from_buffers(it: impl IntoIterator<Item = (usize, usize)>) -> Option<Segments> {
+        let mut s = Segments {
+            segs: [(0, 0); MAX_SEGMENTS],
+            len: 0,
+        };
+        let mut left = MAX_RW_COUNT;
+        for (base, len) in it {
+            if s.len == MAX_SEGMENTS
+                || len > isize::MAX as usize
+                || base.checked_add(len).is_none_or(|end| end > USER_END)
+            {
+                return None;
+            }
+            let len = len.min(left);
+            left -= len;
+            s.segs[s.len] = (base, len);
+            s.len += 1;
+        }
+        Some(s)
+    }
+
+    /// Their total length (at most `MAX_RW_COUNT`).
+    pub fn total(&self) -> usize {
+        self.segs[..self.len].iter().map(|s| s.1).sum()
+    }
+
+    /// Copies `n` bytes of `view` from `off` into the buffers in order.
+    fn copy_from(&self, view: &FileView, off: usize, n: usize) -> Result<(), Errno> {
+        let mut done = 0;
+        for &(base, len) in &self.segs[..self.len] {
+            if done == n {
+                break;
+            }
+            let k = len.min(n - done);
+            if k > 0 {
+                view.copy_to_user(off + done, k, base)?;
+            }
+            done += k;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_are_checked_as_linux_imports_them() {
+        // A length above SSIZE_MAX, a buffer past the address space, too
+        // many: the host answers.
+        assert!(Segments::one(0x1000, usize::MAX).is_none());
+        assert!(Segments::one(USER_END - 10, 11).is_none());
+        assert!(Segments::one(USER_END - 10, 10).is_some());
+        assert!(Segments::from_buffers((0..MAX_SEGMENTS + 1).map(|i| (0x1000 * i, 1))).is_none());
+        // The total is capped at MAX_RW_COUNT, the last buffers shortened.
+        let s = Segments::from_buffers([(0x1000, MAX_RW_COUNT - 5), (0x2000, 100), (0x3000, 7)])
+            .unwrap();
+        assert_eq!(s.total(), MAX_RW_COUNT);
+        assert_eq!(s.segs[1], (0x2000, 5));
+        assert_eq!(s.segs[2], (0x3000, 0));
+        assert_eq!(Segments::from_buffers([]).unwrap().total(), 0);
     }
 }

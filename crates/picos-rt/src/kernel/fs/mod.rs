@@ -154,6 +154,12 @@ impl FdTable {
         self.passthrough.set(fd, false);
     }
 
+    /// Does the table note any file (one load)?
+    #[inline]
+    pub fn has_files(&self) -> bool {
+        self.nfiles.load(Ordering::Relaxed) != 0
+    }
+
     /// The file of an exclusive mount open at `fd`, if it is one.
     #[inline]
     pub fn file(&self, fd: i32) -> Option<Arc<file::OpenFile>> {
@@ -162,6 +168,28 @@ impl FdTable {
         }
         let files = self.files.lock();
         files.iter().find(|(n, _)| *n == fd).map(|(_, f)| f.clone())
+    }
+
+    /// Something may share (or use behind the library OS) the open file
+    /// description at `fd`: if it is a noted file whose offset the library
+    /// OS owns, the host gets it back (`file::OpenFile::share_offset`).
+    #[inline]
+    pub fn share_offset(&self, fd: i32) {
+        if let Some(f) = self.file(fd) {
+            f.share_offset(fd);
+        }
+    }
+
+    /// As [`FdTable::share_offset`], for every noted file (before a fork,
+    /// an execve, a message that may carry descriptors).
+    pub fn share_offsets(&self) {
+        if self.nfiles.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let files = self.files.lock().clone();
+        for (fd, f) in files {
+            f.share_offset(fd);
+        }
     }
 
     /// Descriptors `first` to `last` were closed or replaced: none of them

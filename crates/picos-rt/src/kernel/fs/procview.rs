@@ -25,6 +25,13 @@ pub fn may_be_maps(path: &[u8]) -> bool {
         .any(|n| path == *n || path.strip_suffix(*n).is_some_and(|p| p.ends_with(b"/")))
 }
 
+/// Might `path` (as the program gave it) name a file of a /proc
+/// `fdinfo` directory (which shows descriptors' offsets), or the directory
+/// (whose descriptor's `openat` would name one)?
+pub fn may_be_fdinfo(path: &[u8]) -> bool {
+    path.windows(6).any(|w| w == b"fdinfo")
+}
+
 /// The maps files a process has: `maps` and `smaps`.
 fn maps_name(rest: &[u8]) -> Option<&[u8]> {
     rest.strip_suffix(b"/maps")
