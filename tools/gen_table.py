@@ -122,6 +122,7 @@ MEDIATED = {
   'stat': 'fs::stat', 'lstat': 'fs::lstat', 'newfstatat': 'fs::newfstatat', 'statx': 'fs::statx',
   'fstat': 'fs::fstat', 'pread64': 'fs::pread64', 'read': 'fs::read', 'readv': 'fs::readv',
   'preadv': 'fs::preadv', 'preadv2': 'fs::preadv2', 'lseek': 'fs::lseek', 'sendfile': 'fs::sendfile',
+  'write': 'fs::write', 'writev': 'fs::writev',
   'statfs': 'fs::statfs', 'access': 'fs::access', 'faccessat': 'fs::faccessat',
   'faccessat2': 'fs::faccessat2', 'symlink': 'fs::symlink', 'symlinkat': 'fs::symlinkat',
   'link': 'fs::link', 'linkat': 'fs::linkat', 'mkdir': 'fs::mkdir', 'mkdirat': 'fs::mkdirat',
@@ -165,7 +166,7 @@ MEDIATED = {k: v for k, v in MEDIATED.items() if v}
 # Mediated calls whose first argument is a descriptor the host serves
 # unchanged when the descriptor is passed through (a patched site calls the
 # host directly, as for a Host call); the handler sees the others.
-FD_PASSTHROUGH = ['close', 'getdents64', 'fstat', 'pread64', 'read', 'readv', 'preadv', 'preadv2', 'lseek']
+FD_PASSTHROUGH = ['close', 'getdents64', 'fstat', 'pread64', 'read', 'readv', 'preadv', 'preadv2', 'lseek', 'write', 'writev']
 # Mediated calls the host serves unchanged when the manifest mounts nothing
 # (sys::fs: each handler's first test): patched sites then go to the host
 # directly, as for a Host call.
@@ -274,6 +275,8 @@ NOTES.update({
   'preadv2': 'a file of an exclusive mount, no flags: copied from a read-only view of it',
   'lseek': 'a file of an exclusive mount: the library OS keeps its offset while none shares it',
   'sendfile': 'from a file of an exclusive mount: its offset given back to the host first',
+  'write': 'a file of a write-back mount: under 4 KiB into its buffer (file.rs)',
+  'writev': 'a file of a write-back mount: under 4 KiB into its buffer (file.rs)',
   'close_range': 'the runtime\'s own descriptors stay open',
   'dup2': 'moves a runtime descriptor at newfd out of the way',
   'dup3': 'moves a runtime descriptor at newfd out of the way',

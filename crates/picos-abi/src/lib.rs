@@ -114,6 +114,10 @@ pub struct MountSpec {
     /// there (`kernel::fs::dcache`, docs/FILESYSTEM.md "The directory
     /// cache").
     pub exclusive: bool,
+    /// Small writes to the mount's regular files are buffered by the
+    /// library OS (`writeback = true`, writable mounts only;
+    /// `kernel::fs::file`, docs/FILESYSTEM.md "Write-back mounts").
+    pub writeback: bool,
 }
 
 impl Default for LaunchConfig {
@@ -265,14 +269,16 @@ pub fn host_to_guest(mounts: &[MountSpec], host: &[u8]) -> Option<Vec<u8>> {
     (deepest_mount(mounts, &v, None) == Some(i)).then_some(v)
 }
 
-/// `ro,GUEST,HOST`, `rox,GUEST,HOST` (read-only, exclusive) or
-/// `rw,GUEST,HOST` (paths hex-encoded, both absolute).
+/// `ro,GUEST,HOST`, `rox,GUEST,HOST` (read-only, exclusive),
+/// `rw,GUEST,HOST` or `rwb,GUEST,HOST` (read-write, write-back) (paths
+/// hex-encoded, both absolute).
 fn decode_mount(value: &[u8]) -> Option<MountSpec> {
     let mut parts = value.split(|&c| c == b',');
-    let (readonly, exclusive) = match parts.next()? {
-        b"ro" => (true, false),
-        b"rox" => (true, true),
-        b"rw" => (false, false),
+    let (readonly, exclusive, writeback) = match parts.next()? {
+        b"ro" => (true, false, false),
+        b"rox" => (true, true, false),
+        b"rw" => (false, false, false),
+        b"rwb" => (false, false, true),
         _ => return None,
     };
     let guest = hex_decode(parts.next()?)?;
@@ -288,6 +294,7 @@ fn decode_mount(value: &[u8]) -> Option<MountSpec> {
         host,
         readonly,
         exclusive,
+        writeback,
     })
 }
 
@@ -316,12 +323,13 @@ impl LaunchConfig {
             push_u64(&mut s, self.root_pid.into());
         }
         for m in &self.mounts {
-            s.push_str(match (m.readonly, m.exclusive) {
-                (true, true) => ";mount=rox,",
-                (true, false) => ";mount=ro,",
+            s.push_str(match (m.readonly, m.exclusive, m.writeback) {
+                (true, true, _) => ";mount=rox,",
+                (true, false, _) => ";mount=ro,",
+                (false, _, true) => ";mount=rwb,",
                 // Not made by the CLI (it refuses exclusive writable
                 // mounts); encoded as plain read-write.
-                (false, _) => ";mount=rw,",
+                (false, _, false) => ";mount=rw,",
             });
             hex_encode(&mut s, &m.guest);
             s.push(',');
@@ -432,18 +440,28 @@ mod tests {
                     host: b"/srv/r,o;ot".to_vec(),
                     readonly: true,
                     exclusive: false,
+                    writeback: false,
                 },
                 MountSpec {
                     guest: b"/usr".to_vec(),
                     host: b"/usr".to_vec(),
                     readonly: true,
                     exclusive: true,
+                    writeback: false,
                 },
                 MountSpec {
                     guest: b"/data".to_vec(),
                     host: b"/srv/data".to_vec(),
                     readonly: false,
                     exclusive: false,
+                    writeback: false,
+                },
+                MountSpec {
+                    guest: b"/out".to_vec(),
+                    host: b"/srv/out".to_vec(),
+                    readonly: false,
+                    exclusive: false,
+                    writeback: true,
                 },
             ],
         };
@@ -508,6 +526,7 @@ mod tests {
             host: host.into(),
             readonly: false,
             exclusive: false,
+            writeback: false,
         };
         let mounts = [m("/", "/srv/root"), m("/data", "/"), m("/tmp", "/srv/t")];
         let g = |h: &str| host_to_guest(&mounts, h.as_bytes());

@@ -40,18 +40,20 @@ pub enum Rank {
     /// `kernel::fs::FdTable::files` (the files of exclusive mounts a
     /// descriptor table holds open).
     FdFiles = 10,
+    /// `kernel::fs::file::WriteBack::buf` (a write-back file's buffer).
+    WriteBuffer = 11,
     /// `kernel::fs::dcache::CACHE` (the directory cache).
-    Dcache = 11,
+    Dcache = 12,
     /// `patch::STATE`.
-    Patch = 12,
+    Patch = 13,
     /// `mm::runtime::VIEWS` (the address space of the views of files).
-    FileViews = 13,
+    FileViews = 14,
     /// The runtime heap: always last (code under any other lock may allocate).
-    Heap = 14,
+    Heap = 15,
 }
 
 impl Rank {
-    const ALL: [Rank; 14] = [
+    const ALL: [Rank; 15] = [
         Rank::Actions,
         Rank::Brk,
         Rank::Exited,
@@ -62,6 +64,7 @@ impl Rank {
         Rank::SpareProcesses,
         Rank::SpareTables,
         Rank::FdFiles,
+        Rank::WriteBuffer,
         Rank::Dcache,
         Rank::Patch,
         Rank::FileViews,
@@ -80,6 +83,7 @@ impl Rank {
             Rank::SpareTables => "spare descriptor tables",
             Rank::Dcache => "directory cache",
             Rank::FdFiles => "descriptor table's files",
+            Rank::WriteBuffer => "write-back buffer",
             Rank::FileViews => "file views",
             Rank::Patch => "patcher state",
             Rank::Heap => "heap",

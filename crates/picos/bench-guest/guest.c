@@ -330,6 +330,18 @@ static void op_fstat(long i)
     }
 READ(256)
 READ(1024)
+/* write(2) of n bytes at the file offset, through the 16 KiB file and
+ * back to its start (one lseek per 64 writes of 256 B). */
+#define WRITE(n)                                                \
+    static void op_write_##n(long i)                            \
+    {                                                           \
+        if ((i * n) % (16 * 1024) == 0 && lseek(fd, 0, SEEK_SET) != 0) \
+            die("lseek");                                       \
+        if (write(fd, buf, n) != n)                             \
+            die("write");                                       \
+    }
+WRITE(256)
+WRITE(1024)
 PREAD(256)
 PREAD(1024)
 PREAD(4096)
@@ -635,6 +647,8 @@ static const struct row rows[] = {
     {"stat_4",        NS,   0,          setup_paths,   op_stat4,         NULL,                NULL},
     {"stat_8",        NS,   0,          setup_paths,   op_stat8,         NULL,                NULL},
     {"fstat",         NS,   0,          setup_fstat,   op_fstat,         NULL,                close_fd},
+    {"write_256",     NS,   0,          setup_rw,      op_write_256,     NULL,                close_fd},
+    {"write_1k",      NS,   0,          setup_rw,      op_write_1024,    NULL,                close_fd},
     {"read_256",      NS,   0,          setup_rw,      op_read_256,      NULL,                close_fd},
     {"read_1k",       NS,   0,          setup_rw,      op_read_1024,     NULL,                close_fd},
     {"pread_256",     NS,   0,          setup_rw,      op_pread_256,     NULL,                close_fd},

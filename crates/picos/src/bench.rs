@@ -66,6 +66,11 @@ pub enum Launch {
     /// (docs/FILESYSTEM.md, "The directory cache"). Only the rows that read
     /// paths run there ([`RowSpec::reads_paths_only`]).
     PicosCache,
+    /// `picos run -m WRITEBACK -- guest ...`: as `picos+mounts`, with the
+    /// files directory a write-back mount (docs/FILESYSTEM.md, "Write-back
+    /// mounts"). Only the rows that write files at their offset run there
+    /// ([`RowSpec::writes_at_offset`]).
+    PicosWriteBack,
     /// A configuration of the seed papers that picos does not have yet:
     /// shown as "n/a (not implemented)", never measured.
     NotImplemented,
@@ -100,6 +105,10 @@ pub const CONFIGS: &[Config] = &[
     Config {
         name: "picos+cache",
         launch: Launch::PicosCache,
+    },
+    Config {
+        name: "picos+wb",
+        launch: Launch::PicosWriteBack,
     },
     Config {
         name: "native+SUD",
@@ -202,6 +211,11 @@ impl RowSpec {
             || self.key == "read_256"
             || self.key == "read_1k"
     }
+    /// Does the row write a file at its offset (so it runs on a write-back
+    /// mount)?
+    pub fn writes_at_offset(&self) -> bool {
+        self.key == "write_256" || self.key == "write_1k"
+    }
 }
 
 /// Is row `spec` measured in column `c`?
@@ -209,6 +223,7 @@ pub fn runs(c: &Config, spec: &RowSpec) -> bool {
     match c.launch {
         Launch::NotImplemented => false,
         Launch::PicosCache => spec.reads_paths_only(),
+        Launch::PicosWriteBack => spec.writes_at_offset(),
         _ => true,
     }
 }
@@ -258,6 +273,8 @@ pub const ROWS: &[RowSpec] = &[
     row("fstat", "fstat", Ns, Files),
     row("read_256", "read 256 B", Ns, Files),
     row("read_1k", "read 1 KiB", Ns, Files),
+    row("write_256", "write 256 B", Ns, Files),
+    row("write_1k", "write 1 KiB", Ns, Files),
     row("pread_256", "pread 256 B", Ns, Files),
     row("pread_1k", "pread 1 KiB", Ns, Files),
     row("pread_4k", "pread 4 KiB", Ns, Files),
@@ -643,6 +660,7 @@ struct Ctx {
     mounts_manifest: PathBuf,
     /// The manifest of the `picos+cache` column.
     cache_manifest: PathBuf,
+    writeback_manifest: PathBuf,
     timeout: Duration,
 }
 
@@ -673,6 +691,12 @@ fn cache_manifest_text(dir: &Path) -> String {
     )
 }
 
+/// The manifest of the `picos+wb` column: as `picos+mounts`, with the files
+/// directory a write-back mount.
+fn writeback_manifest_text(dir: &Path) -> String {
+    format!("{}writeback = true\n", mounts_manifest_text(dir))
+}
+
 /// Runs the guest once: `row` with `iters` operations, in column `cfg`.
 fn run_guest(ctx: &Ctx, cfg: &Config, spec: &RowSpec, iters: u64) -> Result<Sample, Stop> {
     let guest = if spec.builtin_guest() {
@@ -692,11 +716,11 @@ fn run_guest(ctx: &Ctx, cfg: &Config, spec: &RowSpec, iters: u64) -> Result<Samp
             c.arg("run").args(args).arg("--").arg(guest);
             c
         }
-        Launch::PicosMounts | Launch::PicosCache => {
-            let manifest = if cfg.launch == Launch::PicosCache {
-                &ctx.cache_manifest
-            } else {
-                &ctx.mounts_manifest
+        Launch::PicosMounts | Launch::PicosCache | Launch::PicosWriteBack => {
+            let manifest = match cfg.launch {
+                Launch::PicosCache => &ctx.cache_manifest,
+                Launch::PicosWriteBack => &ctx.writeback_manifest,
+                _ => &ctx.mounts_manifest,
             };
             let mut c = std::process::Command::new(&ctx.picos);
             c.arg("run").arg("-m").arg(manifest).arg("--").arg(guest);
@@ -1005,6 +1029,10 @@ fn run(opts: &Options) -> Result<bool, Stop> {
                     "  {:<12} picos run -m CACHE -- guest (CACHE: as MOUNTS, the files directory read-only and exclusive; open, stat, fstat, read and pread rows only)",
                     c.name
                 ),
+                Launch::PicosWriteBack => println!(
+                    "  {:<12} picos run -m WRITEBACK -- guest (WRITEBACK: as MOUNTS, the files directory a write-back mount; write rows only)",
+                    c.name
+                ),
                 Launch::NotImplemented => {
                     println!("  {:<12} not implemented (shown as n/a)", c.name)
                 }
@@ -1056,12 +1084,16 @@ fn run(opts: &Options) -> Result<bool, Stop> {
     let cache_manifest = manifest_dir.0.join("cache.toml");
     std::fs::write(&cache_manifest, cache_manifest_text(&canonical))
         .map_err(|e| Stop::Error(format!("{}: {e}", cache_manifest.display())))?;
+    let writeback_manifest = manifest_dir.0.join("writeback.toml");
+    std::fs::write(&writeback_manifest, writeback_manifest_text(&canonical))
+        .map_err(|e| Stop::Error(format!("{}: {e}", writeback_manifest.display())))?;
     let ctx = Ctx {
         picos,
         guest,
         dir: dir.0.clone(),
         mounts_manifest,
         cache_manifest,
+        writeback_manifest,
         timeout: opts.timeout,
     };
     let mut progress = Progress {

@@ -117,6 +117,11 @@ pub struct Mount {
     /// the library OS may cache what it finds there (gVisor's
     /// `--file-access=exclusive`).
     pub exclusive: bool,
+    /// `writeback` (default false; writable mounts only): small writes to
+    /// the mount's regular files are buffered by the library OS and reach
+    /// the host at the flush points docs/FILESYSTEM.md lists ("Write-back
+    /// mounts"); a process killed by SIGKILL loses what was buffered.
+    pub writeback: bool,
 }
 
 impl Mount {
@@ -417,6 +422,7 @@ const SCHEMA: &[&str] = &[
     "fs.mounts[].uri",
     "fs.mounts[].readonly",
     "fs.mounts[].exclusive",
+    "fs.mounts[].writeback",
     "sys",
     "sys.stack",
     "sys.stack.size",
@@ -1027,6 +1033,23 @@ impl Checker<'_> {
                 }
                 None => false,
             };
+            let writeback = match fields.get("writeback") {
+                Some(n) => {
+                    let v = self.bool(n)?;
+                    if v && readonly {
+                        return Err(self.invalid(
+                            n,
+                            format!(
+                                "`{}` needs a writable mount: a read-only mount has no writes to buffer \
+                                 (drop `readonly = true` or `writeback`)",
+                                n.path
+                            ),
+                        ));
+                    }
+                    v
+                }
+                None => false,
+            };
             let uri_node = required("uri", "the host path, like \"file:/srv/data\"")?;
             let uri = self.string(uri_node)?;
             match uri.strip_prefix("file:") {
@@ -1047,6 +1070,7 @@ impl Checker<'_> {
                 uri: uri.to_string(),
                 readonly,
                 exclusive,
+                writeback,
             });
         }
         Ok(mounts)
@@ -1138,6 +1162,7 @@ mod tests {
             uri: "file:/".into(),
             readonly: false,
             exclusive: false,
+            writeback: false,
         }
     }
 
@@ -1209,6 +1234,7 @@ stack.size = "8M"
                     uri: "file:/srv/data".into(),
                     readonly: false,
                     exclusive: false,
+                    writeback: false,
                 },
             ],
         }
@@ -1337,6 +1363,7 @@ stack = { size = "1K" }
                 uri: "file:lib".into(),
                 readonly: false,
                 exclusive: false,
+                writeback: false,
             }]
         );
         assert_eq!(m.mounts[0].host_path(), "lib");
@@ -1536,7 +1563,7 @@ stack = { size = "1K" }
         assert_eq!(allowed_keys(""), ["libos", "loader", "fs", "sys"]);
         assert_eq!(
             allowed_keys("fs.mounts[]"),
-            ["type", "path", "uri", "readonly", "exclusive"]
+            ["type", "path", "uri", "readonly", "exclusive", "writeback"]
         );
         assert_eq!(allowed_keys("loader.env.*"), ["value", "passthrough"]);
         assert_eq!(allowed_keys("sys"), ["stack"]);
@@ -1733,6 +1760,26 @@ stack = { size = "1K" }
         assert_eq!(
             err("[[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\nexclusive = 1\n"),
             "manifest.toml:5:13: `fs.mounts[0].exclusive` must be true or false, found integer 1"
+        );
+    }
+
+    #[test]
+    fn writeback_mounts() {
+        let m = parse(
+            "[[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\n\n\
+             [[fs.mounts]]\npath = \"/out\"\nuri = \"file:/srv\"\nwriteback = true\n",
+        )
+        .unwrap();
+        assert!(!m.mounts[0].writeback);
+        assert!(m.mounts[1].writeback);
+        assert_eq!(
+            err("[[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\nwriteback = true\n"),
+            "manifest.toml:5:13: `fs.mounts[0].writeback` needs a writable mount: a read-only mount \
+             has no writes to buffer (drop `readonly = true` or `writeback`)"
+        );
+        assert_eq!(
+            err("[[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nwriteback = \"yes\"\n"),
+            "manifest.toml:4:13: `fs.mounts[0].writeback` must be true or false, found \"yes\""
         );
     }
 

@@ -130,6 +130,7 @@ pub fn specs(mounts: &[Mount]) -> Result<Vec<MountSpec>, MountError> {
             host: host.as_os_str().as_bytes().to_vec(),
             readonly: m.readonly,
             exclusive: m.exclusive,
+            writeback: m.writeback,
         });
     }
     if !out.iter().any(|s| s.guest == b"/") {
@@ -227,6 +228,7 @@ mod tests {
             host: host.into(),
             readonly: false,
             exclusive: false,
+            writeback: false,
         }
     }
 
@@ -281,6 +283,7 @@ mod tests {
         let ro_x = |g: &str, h: &str| MountSpec {
             readonly: true,
             exclusive: true,
+            writeback: false,
             ..spec(g, h)
         };
         let ok = |s: &[MountSpec]| check_exclusive(s).is_ok();

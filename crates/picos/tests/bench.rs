@@ -100,6 +100,7 @@ fn quick_bench_covers_every_row_and_column() {
             "picos-trap",
             "picos+mounts",
             "picos+cache",
+            "picos+wb",
             "native+SUD"
         ]
     );
@@ -110,19 +111,29 @@ fn quick_bench_covers_every_row_and_column() {
         let key = row["key"].as_str().unwrap();
         let cols = row["columns"].as_array().unwrap();
         // picos+cache (a read-only files directory) measures only the rows
-        // that read paths and files, and lists no other.
+        // that read paths and files, and lists no other; picos+wb (a
+        // write-back files directory) only those that write at the offset.
         let reads_paths = key.starts_with("open_")
             || key.starts_with("stat_")
             || key == "fstat"
-            || key.starts_with("pread_");
+            || key.starts_with("pread_")
+            || key == "read_256"
+            || key == "read_1k";
+        let writes = key == "write_256" || key == "write_1k";
         assert_eq!(
             cols.iter().any(|c| c["name"] == "picos+cache"),
             reads_paths,
             "{key}"
         );
+        assert_eq!(
+            cols.iter().any(|c| c["name"] == "picos+wb"),
+            writes,
+            "{key}"
+        );
         for name in available
             .iter()
             .filter(|&&n| n != "picos+cache" || reads_paths)
+            .filter(|&&n| n != "picos+wb" || writes)
         {
             let col = cols
                 .iter()

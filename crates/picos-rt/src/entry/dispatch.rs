@@ -59,8 +59,14 @@ fn serve(
     if let Some(d) = def {
         if d.args.as_bytes().first() == Some(&b'f') {
             // A file whose offset the library OS owns gives it back to the
-            // host before a call that may use or share it.
-            crate::sys::fs::before_fd_call(ctx);
+            // host before a call that may use or share it; a write-back
+            // file is flushed (`sys::fs::before_fd_call`).
+            if let Err(e) = crate::sys::fs::before_fd_call(ctx) {
+                return (Err(e), Served::Mediated, false);
+            }
+        }
+        if crate::kernel::fs::file::any_pending() && crate::sys::fs::flushes_writes(d) {
+            ctx.t.fd_table.get().flush_writes();
         }
     }
     let (res, served, restart) = match def.map(|d| d.support) {

@@ -87,6 +87,8 @@ pub const O_APPEND: i32 = 0o2000;
 pub const O_CLOEXEC: i32 = 0o2000000;
 pub const O_DIRECTORY: i32 = 0o200000;
 pub const O_DIRECT: i32 = 0o40000;
+/// O_DSYNC, which O_SYNC includes.
+pub const O_DSYNC: i32 = 0o10000;
 pub const O_NOFOLLOW: i32 = 0o400000;
 pub const O_PATH: i32 = 0o10000000;
 pub const O_TRUNC: i32 = 0o1000;

@@ -245,6 +245,13 @@ fn plain_action(handler: usize, extra: u64) -> KSigaction {
 /// Runs signal `sig`'s default action on the host (terminate, core, stop),
 /// returning only if the action does not end the process.
 pub fn die_by_signal(sig: i32) {
+    if crate::kernel::fs::file::any_pending() {
+        // What write-back files hold reaches them first (only SIGKILL,
+        // which the runtime never sees, loses it).
+        if let Some(t) = crate::kernel::thread::current_checked() {
+            t.fd_table.get().flush_writes();
+        }
+    }
     let dfl = host_default();
     let mut old = KSigaction::default();
     let _ = host::rt_sigaction(sig, Some(&dfl), Some(&mut old));

@@ -292,11 +292,18 @@ fn open_path(
     // A regular file of an exclusive mount opened for reading becomes the
     // library OS's to stat and read (`kernel::fs::file`). (A one-call open
     // learns its type at the first call that needs it.)
+    // One opened for writing on a write-back mount gets a buffer for its
+    // small writes (not with O_DIRECT or O_SYNC/O_DSYNC, whose writes must
+    // reach the file at once).
     let reads_file = |mount: usize| {
-        (flags & (host::O_PATH | host::O_DIRECT) == 0
-            && flags & host::O_ACCMODE == host::O_RDONLY
-            && dcache::exclusive(mount))
-        .then(|| crate::kernel::fs::file::OpenFile::new(mount))
+        if flags & (host::O_PATH | host::O_DIRECT) != 0 {
+            None
+        } else if flags & host::O_ACCMODE == host::O_RDONLY {
+            dcache::exclusive(mount).then(|| file::OpenFile::new(mount))
+        } else {
+            (table()[mount].writeback && flags & host::O_DSYNC == 0)
+                .then(|| file::OpenFile::write_back(mount))
+        }
     };
     for _ in 0..4 {
         let mut file = None;
@@ -346,6 +353,7 @@ fn open_path(
                 if readonly(mount) {
                     return Err(Errno::EROFS);
                 }
+                file = reads_file(mount);
                 (false, root(mount, &rel), rel)
             }
             OpenPlan::ProgramFd(n) => {
@@ -681,7 +689,7 @@ pub fn read(c: &mut Ctx<'_>, fd: i32, buf: usize, count: usize) -> SysResult {
             return r;
         }
         // The host reads, from its offset.
-        f.share_offset(fd);
+        f.offset_to_host(fd);
     }
     c.host_blocking()
 }
@@ -696,17 +704,46 @@ pub fn lseek(c: &mut Ctx<'_>, fd: i32, offset: i64, whence: i32) -> SysResult {
         if let Some(r) = f.lseek(fds, fd, offset, whence) {
             return r;
         }
-        f.share_offset(fd);
+        f.offset_to_host(fd);
     }
     c.host()
 }
 
 /// Implements sendfile(2): a file of an exclusive mount read from its
-/// offset gives that offset back to the host first (`kernel::fs::file`).
+/// offset gives that offset back to the host first, a write-back file is
+/// flushed first (`kernel::fs::file`).
 #[syscall]
 pub fn sendfile(c: &mut Ctx<'_>, _out_fd: i32, in_fd: i32) -> SysResult {
-    fds(c).share_offset(in_fd);
+    let fds = fds(c);
+    if let Some(f) = fds.file(in_fd) {
+        f.flush(in_fd);
+        f.offset_to_host(in_fd);
+    }
     c.host_blocking()
+}
+
+/// Is call `d` a flush point of write-back buffers (docs/FILESYSTEM.md,
+/// "Write-back mounts")? Every call that takes a path or a socket address
+/// (the table's `host_unmounted` calls: open, stat, rename, unlink,
+/// connect, sendmsg, ...), those that map or sync files, and those that
+/// end, copy or replace the process (exit_group, fork, clone, vfork,
+/// execve).
+pub fn flushes_writes(d: &crate::sys::def::SyscallDef) -> bool {
+    d.host_unmounted
+        || matches!(
+            d.nr as usize,
+            nr::MMAP
+                | nr::MREMAP
+                | nr::MSYNC
+                | nr::SYNC
+                | nr::EXIT_GROUP
+                | nr::FORK
+                | nr::VFORK
+                | nr::CLONE
+                | nr::CLONE3
+                | nr::EXECVE
+                | nr::EXECVEAT
+        )
 }
 
 /// Before a call on descriptor `fd` that the library OS does not serve
@@ -715,14 +752,35 @@ pub fn sendfile(c: &mut Ctx<'_>, _out_fd: i32, in_fd: i32) -> SysResult {
 /// offset the library OS owns, the host gets the offset back, as the call
 /// may use or share it. The calls that keep it are those served from the
 /// offset the library OS keeps, and those that do not use it.
+///
+/// A write-back file (docs/FILESYSTEM.md, "Write-back mounts") is flushed
+/// before every call on it but `write`/`writev` (and `close`, which
+/// flushes itself); one that may be shared (`dup`, `F_DUPFD`) stops
+/// buffering. `fsync` and `fdatasync` return a flush's error.
 #[inline]
-pub fn before_fd_call(c: &Ctx<'_>) {
+pub fn before_fd_call(c: &Ctx<'_>) -> Result<(), Errno> {
     let fds = fds(c);
     if !fds.has_files() {
-        return;
+        return Ok(());
     }
     const FIONREAD: usize = 0x541b;
     const F_SETFL: usize = 4;
+    let fd = c.args[0] as i32;
+    if let Some(f) = fds.file(fd).filter(|f| f.is_write_back()) {
+        match c.nr {
+            nr::WRITE | nr::WRITEV | nr::CLOSE => {}
+            nr::FCNTL if (1..=F_SETFL).contains(&(c.args[1] as u32 as usize)) => f.flush(fd),
+            nr::DUP | nr::DUP2 | nr::DUP3 | nr::FCNTL => f.share_offset(fd),
+            nr::FSYNC | nr::FDATASYNC | nr::SYNC_FILE_RANGE | nr::SYNCFS => {
+                f.flush(fd);
+                if let Some(e) = f.take_error() {
+                    return Err(e);
+                }
+            }
+            _ => f.flush(fd),
+        }
+        return Ok(());
+    }
     match c.nr {
         nr::READ
         | nr::READV
@@ -748,8 +806,35 @@ pub fn before_fd_call(c: &Ctx<'_>) {
         // The descriptor's and the description's flags; not F_DUPFD, nor
         // the locks (whose SEEK_CUR is the offset).
         nr::FCNTL if (1..=F_SETFL).contains(&(c.args[1] as u32 as usize)) => {}
-        _ => fds.share_offset(c.args[0] as i32),
+        _ => fds.share_offset(fd),
     }
+    Ok(())
+}
+
+/// Implements write(2): a write shorter than 4 KiB to a file of a
+/// write-back mount goes into its buffer (`kernel::fs::file`); every other
+/// write is the host's.
+#[syscall]
+pub fn write(c: &mut Ctx<'_>, fd: i32, buf: usize, count: usize) -> SysResult {
+    let fds = fds(c);
+    if let Some(f) = fds.file(fd) {
+        if let Some(r) = file::Segments::one(buf, count).and_then(|s| f.write(fd, &s)) {
+            return r;
+        }
+    }
+    c.host_blocking()
+}
+
+/// Implements writev(2): as `write`, from each buffer in turn.
+#[syscall]
+pub fn writev(c: &mut Ctx<'_>, fd: i32, iov: usize, iovcnt: i32) -> SysResult {
+    let fds = fds(c);
+    if let Some(f) = fds.file(fd) {
+        if let Some(r) = segments(iov, iovcnt).and_then(|s| f.write(fd, &s)) {
+            return r;
+        }
+    }
+    c.host_blocking()
 }
 
 /// The program's `iovec` array at `iov` with `iovcnt` entries, for the
@@ -776,7 +861,7 @@ pub fn readv(c: &mut Ctx<'_>, fd: i32, iov: usize, iovcnt: i32) -> SysResult {
         if let Some(r) = segments(iov, iovcnt).and_then(|s| f.read_segments(fds, fd, &s)) {
             return r;
         }
-        f.share_offset(fd);
+        f.offset_to_host(fd);
     }
     c.host_blocking()
 }
@@ -807,7 +892,9 @@ fn preadv_common(c: &Ctx<'_>, fd: i32, iov: usize, iovcnt: i32, pos: i64, flags:
     let fds = fds(c);
     if flags != 0 {
         // The host's (at offset -1, from its offset).
-        fds.share_offset(fd);
+        if let Some(f) = fds.file(fd) {
+            f.offset_to_host(fd);
+        }
     } else {
         if let Some(f) = fds.file(fd) {
             // do_preadv refuses a negative offset first; preadv2 reads at
@@ -822,7 +909,7 @@ fn preadv_common(c: &Ctx<'_>, fd: i32, iov: usize, iovcnt: i32, pos: i64, flags:
             if let Some(r) = r {
                 return r;
             }
-            f.share_offset(fd);
+            f.offset_to_host(fd);
         }
     }
     c.host_blocking()
@@ -1859,11 +1946,20 @@ pub fn close(c: &mut Ctx<'_>, fd: i32) -> SysResult {
     if t.is_hidden(fd) {
         return Err(Errno::EBADF);
     }
+    // A write-back file's buffer is written out first; an error of that
+    // (or of an earlier flush) is close's, as on a network file system.
+    let lost = t.file(fd).and_then(|f| {
+        f.flush(fd);
+        f.take_error()
+    });
     let r = c.host();
     if r.is_ok() {
         t.forget_closed(fd as u32, fd as u32);
     }
-    r
+    match lost {
+        Some(e) if r.is_ok() => Err(e),
+        _ => r,
+    }
 }
 
 /// Implements close_range(2): the runtime's own descriptors in the range
@@ -1877,6 +1973,7 @@ pub fn close_range(c: &mut Ctx<'_>, first: u32, last: u32, flags: u32) -> SysRes
     // everything" (Python's subprocess, systemd), spans 2^32 numbers.
     const CLOSE_RANGE_CLOEXEC: u32 = 4;
     if flags & CLOSE_RANGE_CLOEXEC == 0 && first <= last {
+        t.flush_range(first, last);
         t.forget_closed(first, last);
     }
     let mut hidden: Vec<u32> = t
@@ -1932,6 +2029,10 @@ fn dup_to(c: &Ctx<'_>, oldfd: i32, newfd: i32) -> SysResult {
         // nothing moves.
         host::fcntl(oldfd, 1 /* F_GETFD */, 0).map_err(|_| Errno::EBADF)?;
         mount::relocate(t, newfd)?;
+    }
+    if oldfd != newfd {
+        // (Replaced: its buffer goes to the file it was for.)
+        t.flush_fd(newfd);
     }
     let r = c.host();
     if r.is_ok() && oldfd != newfd {

@@ -195,6 +195,11 @@ pub fn unshare(c: &mut Ctx<'_>, flags: u64) -> SysResult {
     if flags & CLONE_FS != 0 {
         crate::kernel::fs::dcache::stop_caching_cwd();
     }
+    if flags & CLONE_FILES != 0 {
+        // The two tables' descriptors will share open file descriptions:
+        // offsets go back to the host, write-back buffers stop.
+        c.t.fd_table.get().share_offsets();
+    }
     let r = c.host()?;
     if flags & CLONE_FILES != 0 {
         // The thread now has a descriptor table of its own: so does its

@@ -63,13 +63,16 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 1,
         name: "write",
-        support: Support::HostBlocking { restart: true },
+        support: Support::MediatedBlocking {
+            handler: sys::fs::write,
+            restart: true,
+        },
         args: "fpu",
         full_context: false,
-        fd_passthrough: false,
+        fd_passthrough: true,
         host_unmounted: false,
         sandbox: Sandbox::Allow,
-        note: "may block: runs in the interruptible window",
+        note: "a file of a write-back mount: under 4 KiB into its buffer (file.rs)",
     },
     SyscallDef {
         nr: 2,
@@ -281,13 +284,16 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 20,
         name: "writev",
-        support: Support::HostBlocking { restart: true },
+        support: Support::MediatedBlocking {
+            handler: sys::fs::writev,
+            restart: true,
+        },
         args: "fpd",
         full_context: false,
-        fd_passthrough: false,
+        fd_passthrough: true,
         host_unmounted: false,
         sandbox: Sandbox::Allow,
-        note: "may block: runs in the interruptible window",
+        note: "a file of a write-back mount: under 4 KiB into its buffer (file.rs)",
     },
     SyscallDef {
         nr: 21,

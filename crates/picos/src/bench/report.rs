@@ -267,6 +267,7 @@ pub fn json(results: &[RowResult], info: &RunInfo) -> String {
                 Launch::Picos(a) => Some(Some(a)),
                 Launch::PicosMounts => Some(Some(&["-m", "MOUNTS"])),
                 Launch::PicosCache => Some(Some(&["-m", "CACHE"])),
+                Launch::PicosWriteBack => Some(Some(&["-m", "WRITEBACK"])),
                 Launch::NotImplemented => None,
             },
             why: (c.launch == Launch::NotImplemented).then_some("not implemented"),
@@ -358,12 +359,15 @@ fn xml(s: &str) -> String {
 /// bar per picos column, on a log2 scale of the cost ratio centred on
 /// native (0%), with 95% CI whiskers.
 pub fn svg(results: &[RowResult], info: &RunInfo) -> String {
-    const COLORS: [&str; 4] = ["#4477aa", "#ee6677", "#228833", "#ccbb44"];
+    const COLORS: [&str; 5] = ["#4477aa", "#ee6677", "#228833", "#ccbb44", "#aa3377"];
     let cols: Vec<usize> = (1..CONFIGS.len())
         .filter(|&i| {
             matches!(
                 CONFIGS[i].launch,
-                Launch::Picos(_) | Launch::PicosMounts | Launch::PicosCache
+                Launch::Picos(_)
+                    | Launch::PicosMounts
+                    | Launch::PicosCache
+                    | Launch::PicosWriteBack
             )
         })
         .collect();

@@ -30,7 +30,7 @@ use crate::host;
 use crate::host::errno::Errno;
 use crate::host::Statx;
 use crate::mm::runtime::FileView;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Are files noted at all? Not once two processes share a descriptor
 /// table (`CLONE_FILES` without `CLONE_VM`), each with its own copy of the
@@ -75,6 +75,49 @@ pub struct OpenFile {
     /// The file offset while the library OS owns it, else [`HOST`] (or
     /// [`MOVING`] while it is being written back).
     pos: AtomicU64,
+    /// For a file opened for writing on a write-back mount: its buffer
+    /// (and then none of the above is used).
+    wb: Option<WriteBack>,
+}
+
+/// Writes shorter than this are buffered (the seeds' "under 4 KiB").
+pub const SMALL_WRITE: usize = 4096;
+/// A write-back buffer's size: it is flushed when a write would not fit.
+pub const WRITE_BUFFER: usize = 16 << 10;
+
+/// How many write-back buffers of this process hold data (a flush point
+/// with none costs one load).
+static PENDING: AtomicUsize = AtomicUsize::new(0);
+
+/// Does any write-back buffer of this process hold data?
+#[inline]
+pub fn any_pending() -> bool {
+    PENDING.load(Ordering::Relaxed) != 0
+}
+
+/// The write-back state of a file (docs/FILESYSTEM.md, "Write-back
+/// mounts"). The host keeps the file offset throughout: a buffer holds the
+/// data of consecutive `write`s made at the host's offset, which nothing
+/// moves until the buffer is flushed (every other call on the descriptor
+/// flushes first; anything that could share the description stops the
+/// buffering), and the flush writes it there with one host `write`.
+struct WriteBack {
+    /// Writes go straight to the host (the description may be shared, or
+    /// the file is not a regular file).
+    direct: AtomicBool,
+    /// Whether the object is a regular file: asked of the host (fstat) at
+    /// the first write.
+    regular: spin::Once<bool>,
+    /// A thread is asking it (others write directly meanwhile).
+    asking: AtomicBool,
+    buf: crate::sync::Lock<WriteBuf>,
+}
+
+struct WriteBuf {
+    data: alloc::vec::Vec<u8>,
+    /// The error of a flush (the data it lost), for the next `write`,
+    /// `fsync` or `close` to return.
+    err: Option<Errno>,
 }
 
 /// [`OpenFile::pos`]: the host keeps the offset.
@@ -99,12 +142,126 @@ impl OpenFile {
             // Just opened (not O_APPEND: opened for reading only, and the
             // offset of a read is where it is): at 0, as the host's.
             pos: AtomicU64::new(0),
+            wb: None,
         }
+    }
+
+    /// A file opened for writing on write-back mount `mount`.
+    pub fn write_back(mount: usize) -> OpenFile {
+        OpenFile {
+            pos: AtomicU64::new(HOST),
+            wb: Some(WriteBack {
+                direct: AtomicBool::new(false),
+                regular: spin::Once::new(),
+                asking: AtomicBool::new(false),
+                buf: crate::sync::Lock::new(
+                    crate::sync::Rank::WriteBuffer,
+                    WriteBuf {
+                        data: alloc::vec::Vec::new(),
+                        err: None,
+                    },
+                ),
+            }),
+            ..OpenFile::new(mount)
+        }
+    }
+
+    /// Is it a write-back file (rather than one of an exclusive mount)?
+    #[inline]
+    pub fn is_write_back(&self) -> bool {
+        self.wb.is_some()
+    }
+
+    /// write(2) (writev) of `segs` through descriptor `fd` (this file's): a
+    /// write shorter than [`SMALL_WRITE`] is copied into the buffer; None
+    /// when the host should write (a larger write, after the buffer; a file
+    /// whose writes go straight to the host; a buffer that faults).
+    pub fn write(&self, fd: i32, segs: &Segments) -> Option<Result<usize, Errno>> {
+        let wb = self.wb.as_ref()?;
+        if wb.direct.load(Ordering::Acquire) || !self.regular(wb, fd)? {
+            return None;
+        }
+        let total = segs.total();
+        if total == 0 {
+            return None;
+        }
+        let mut b = wb.buf.lock();
+        if wb.direct.load(Ordering::Acquire) {
+            return None;
+        }
+        if let Some(e) = b.err.take() {
+            return Some(Err(e));
+        }
+        if total >= SMALL_WRITE || b.data.len() + total > WRITE_BUFFER {
+            if let Err(e) = flush_locked(&mut b, fd) {
+                b.err = None;
+                return Some(Err(e));
+            }
+            if total >= SMALL_WRITE {
+                // The host writes it, after what was buffered.
+                return None;
+            }
+        }
+        let old = b.data.len();
+        if old == 0 {
+            b.data.reserve_exact(WRITE_BUFFER);
+        }
+        b.data.resize(old + total, 0);
+        if segs.copy_into(&mut b.data[old..]).is_err() {
+            // The host answers a buffer that faults (a partial write or
+            // EFAULT), after what was buffered before.
+            b.data.truncate(old);
+            let _ = flush_locked(&mut b, fd);
+            return None;
+        }
+        if old == 0 {
+            PENDING.fetch_add(1, Ordering::Relaxed);
+        }
+        Some(Ok(total))
+    }
+
+    /// Is the write-back file a regular file (the host's fstat, once)?
+    /// None while another thread asks.
+    fn regular(&self, wb: &WriteBack, fd: i32) -> Option<bool> {
+        if let Some(&r) = wb.regular.get() {
+            return Some(r);
+        }
+        if wb.asking.swap(true, Ordering::Acquire) {
+            return None;
+        }
+        use super::walk::{S_IFMT, S_IFREG};
+        let r = host::fstat(fd).is_ok_and(|st| st.st_mode & S_IFMT == S_IFREG);
+        if !r {
+            wb.direct.store(true, Ordering::Release);
+        }
+        Some(*wb.regular.call_once(|| r))
+    }
+
+    /// Writes the buffer of a write-back file out (through descriptor
+    /// `fd`): before any other call on the descriptor and at the flush
+    /// points. An error is kept for the next `write`, `fsync` or `close`.
+    pub fn flush(&self, fd: i32) {
+        let Some(wb) = self.wb.as_ref() else {
+            return;
+        };
+        if wb.direct.load(Ordering::Acquire) && wb.regular.get().is_some() {
+            // (A file that stopped buffering flushed then.)
+            return;
+        }
+        let mut b = wb.buf.lock();
+        let _ = flush_locked(&mut b, fd);
+    }
+
+    /// The error the last flush met, if no call has returned it yet
+    /// (`fsync`, `close`).
+    pub fn take_error(&self) -> Option<Errno> {
+        self.wb.as_ref()?.buf.lock().err.take()
     }
 
     /// The offset, if the library OS owns it (waits while another thread
     /// writes it back).
     fn owned_pos(&self) -> Option<u64> {
+        // (A write-back file's offset is always the host's: HOST.)
         loop {
             match self.pos.load(Ordering::Acquire) {
                 HOST => return None,
@@ -114,10 +271,27 @@ impl OpenFile {
         }
     }
 
+    /// The host is about to use the offset of descriptor `fd` (a read the
+    /// library OS left to it): if the library OS owns the offset, the host
+    /// gets it back. (A write-back file's offset is the host's already,
+    /// and its buffer was flushed before the call.)
+    pub fn offset_to_host(&self, fd: i32) {
+        if self.wb.is_none() {
+            self.share_offset(fd);
+        }
+    }
+
     /// Something may share the open file description open at `fd` (or
     /// use its offset behind the library OS): if the library OS owns the
     /// offset, it writes it back to the host, which keeps it from now on.
     pub fn share_offset(&self, fd: i32) {
+        if let Some(wb) = self.wb.as_ref() {
+            // A write-back file: flushed, and written directly from now on.
+            let mut b = wb.buf.lock();
+            let _ = flush_locked(&mut b, fd);
+            wb.direct.store(true, Ordering::Release);
+            return;
+        }
         loop {
             let p = match self.owned_pos() {
                 None => return,
@@ -183,6 +357,9 @@ impl OpenFile {
     /// be on another host file system than its mount, such as /proc under
     /// a mount of `/`, and is then forgotten).
     pub fn statx(&self, fds: &super::FdTable, fd: i32) -> Option<&Statx> {
+        if self.wb.is_some() {
+            return None;
+        }
         if let Some(s) = self.stx.get() {
             return Some(s);
         }
@@ -341,14 +518,47 @@ impl OpenFile {
     }
 }
 
-/// lseek of the program's descriptor `fd` by the runtime, counted as a
-/// host call made on the program's behalf (`--stats`).
-fn seek(fd: i32, offset: i64, whence: i32) -> Result<usize, Errno> {
+/// Writes buffer `b` out through descriptor `fd` at the host's offset and
+/// empties it; on an error the data is lost and the error kept in `b`.
+fn flush_locked(b: &mut WriteBuf, fd: i32) -> Result<(), Errno> {
+    if b.data.is_empty() {
+        return Ok(());
+    }
+    let mut done = 0;
+    let r = loop {
+        if done == b.data.len() {
+            break Ok(());
+        }
+        count_host_call();
+        match host::write(fd, &b.data[done..]) {
+            Ok(0) => break Err(Errno::EIO),
+            Ok(n) => done += n,
+            Err(Errno::EINTR) => {}
+            Err(e) => break Err(e),
+        }
+    };
+    b.data.clear();
+    PENDING.fetch_sub(1, Ordering::Relaxed);
+    if let Err(e) = r {
+        b.err = Some(e);
+    }
+    r
+}
+
+/// Counts a host call the runtime makes on the program's behalf
+/// (`--stats`).
+fn count_host_call() {
     if crate::diag::stats::on() {
         if let Some(t) = crate::kernel::thread::current_checked() {
             crate::diag::stats::host_call(&t.stats);
         }
     }
+}
+
+/// lseek of the program's descriptor `fd` by the runtime, counted as a
+/// host call made on the program's behalf (`--stats`).
+fn seek(fd: i32, offset: i64, whence: i32) -> Result<usize, Errno> {
+    count_host_call();
     host::lseek(fd, offset, whence)
 }
 
@@ -399,6 +609,18 @@ impl Segments {
     /// Their total length (at most `MAX_RW_COUNT`).
     pub fn total(&self) -> usize {
         self.segs[..self.len].iter().map(|s| s.1).sum()
+    }
+
+    /// Copies the buffers' bytes, in order, into `out` (their total long).
+    fn copy_into(&self, out: &mut [u8]) -> Result<(), Errno> {
+        let mut done = 0;
+        for &(base, len) in &self.segs[..self.len] {
+            if len > 0 {
+                crate::mm::user::copy_in(&mut out[done..done + len], base)?;
+            }
+            done += len;
+        }
+        Ok(())
     }
 
     /// Copies `n` bytes of `view` from `off` into the buffers in order.

@@ -180,6 +180,36 @@ impl FdTable {
         }
     }
 
+    /// Writes out the write-back buffer of the file at `fd`, if it is one.
+    #[inline]
+    pub fn flush_fd(&self, fd: i32) {
+        if file::any_pending() {
+            if let Some(f) = self.file(fd) {
+                f.flush(fd);
+            }
+        }
+    }
+
+    /// Writes out every write-back buffer of descriptors `first` to `last`
+    /// (before they are closed or replaced).
+    pub fn flush_range(&self, first: u32, last: u32) {
+        if !file::any_pending() {
+            return;
+        }
+        let files = self.files.lock().clone();
+        for (fd, f) in files {
+            if (first..=last).contains(&(fd as u32)) {
+                f.flush(fd);
+            }
+        }
+    }
+
+    /// Writes out every write-back buffer of this table (a flush point:
+    /// docs/FILESYSTEM.md, "Write-back mounts").
+    pub fn flush_writes(&self) {
+        self.flush_range(0, u32::MAX);
+    }
+
     /// As [`FdTable::share_offset`], for every noted file (before a fork,
     /// an execve, a message that may carry descriptors).
     pub fn share_offsets(&self) {
