@@ -199,6 +199,14 @@ fn set_up_process(t: &'static thread::Thread) {
         );
     }
     take_notices_from_exec(t);
+    if crate::kernel::fs::mount::table()
+        .iter()
+        .any(|m| m.writeback)
+    {
+        // A process killed by a signal writes its write-back buffers out
+        // first.
+        crate::kernel::signal::catch_fatal_defaults(t);
+    }
     let cfg = config();
     if cfg.stack_size_bytes != 0
         && host::setrlimit(RLIMIT_STACK, cfg.stack_size_bytes, u64::MAX).is_err()

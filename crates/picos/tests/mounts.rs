@@ -333,6 +333,132 @@ fn busybox_sees_the_mounts_as_in_a_real_chroot() {
     assert!(native.contains("guest\n"), "{native}");
 }
 
+/// The manifest of a write-back mount of `dir` at itself, under the host's
+/// tree.
+fn writeback_manifest(dir: &Path) -> String {
+    let d = dir.display();
+    format!(
+        "[loader]\ninsecure__use_cmdline_argv = true\n\n\
+         [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\n\n\
+         [[fs.mounts]]\npath = \"{d}\"\nuri = \"file:{d}\"\nwriteback = true\n"
+    )
+}
+
+/// Write-back mounts (docs/FILESYSTEM.md, "Write-back mounts"):
+/// tests/fs/writeback.c sees each flush point from inside the program
+/// (what a descriptor the host serves sees of the file before and after
+/// it): calls on the descriptor, path calls, mmap, dup2 and close_range
+/// over it, fork, a full buffer, a large write, O_APPEND, pwrite over
+/// buffered data, writev, threads, forks while threads write, and a
+/// child's exit, execve, SIGTERM and SIGKILL (which loses what was
+/// buffered, and only that). Natively every
+/// write shows at once; both runs print the same.
+#[test]
+fn write_back_mounts_flush_where_documented() {
+    let work = tempfile::tempdir().unwrap();
+    let prog = work.path().join("writeback");
+    compile("tests/fs/writeback.c", &prog, &["-pthread"]);
+    let native_dir = work.path().join("native");
+    let wb_dir = work.path().join("wb");
+    std::fs::create_dir(&native_dir).unwrap();
+    std::fs::create_dir(&wb_dir).unwrap();
+    let native = Command::new(&prog)
+        .arg(&native_dir)
+        .arg("native")
+        .output()
+        .unwrap();
+    assert!(
+        native.status.success() && text(&native).ends_with("0 wrong\n"),
+        "natively: {}{}",
+        text(&native),
+        String::from_utf8_lossy(&native.stderr)
+    );
+    let out = picos_run_with(
+        &writeback_manifest(&wb_dir),
+        &prog,
+        &[wb_dir.as_os_str(), "buffered".as_ref()],
+    );
+    assert_same_output("write-back mount", &out, &native);
+}
+
+/// The crash test of a write-back mount: a program writing numbered
+/// 10-byte records (printing each number after its write) is killed with
+/// SIGKILL mid-stream. The file must hold records 0 to k-1, whole and in
+/// order, nothing else; what is lost is at most one buffer (16 KiB) of the
+/// records the program had written. Natively nothing is lost.
+#[test]
+fn write_back_mount_loses_at_most_a_buffer_when_killed() {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let work = tempfile::tempdir().unwrap();
+    let prog = work.path().join("writeback");
+    compile("tests/fs/writeback.c", &prog, &["-pthread"]);
+    let manifest = work.path().join("m.toml");
+    for mode in ["natively", "under picos"] {
+        let dir = work.path().join(mode.replace(' ', "-"));
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(&manifest, writeback_manifest(&dir)).unwrap();
+        let mut cmd = if mode == "natively" {
+            Command::new(&prog)
+        } else {
+            let mut c = Command::new(PICOS);
+            c.args(["run", "-m"]).arg(&manifest).arg(&prog);
+            c
+        };
+        let mut child = cmd
+            .arg(&dir)
+            .arg("stream")
+            .stdout(std::process::Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut last: i64 = -1;
+        let mut line = String::new();
+        while last < 20_000 {
+            line.clear();
+            assert!(
+                stdout.read_line(&mut line).unwrap() > 0,
+                "{mode}: the program ended at record {last}"
+            );
+            last = line.trim().parse().unwrap();
+        }
+        // SAFETY: kill(2) of the child's own process group.
+        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+        let _ = child.wait();
+        // Whatever it printed after we stopped reading: it was written too.
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut stdout, &mut rest);
+        if let Some(l) = rest
+            .lines()
+            .filter(|l| l.ends_with(|c: char| c.is_ascii_digit()))
+            .last()
+        {
+            last = l.trim().parse().unwrap_or(last);
+        }
+        let data = std::fs::read(dir.join("stream")).unwrap();
+        assert_eq!(data.len() % 10, 0, "{mode}: a partial record");
+        let k = (data.len() / 10) as i64;
+        for (i, rec) in data.chunks(10).enumerate() {
+            assert_eq!(rec, format!("{i:09}\n").as_bytes(), "{mode}: record {i}");
+        }
+        // The last printed record was written; one more may have been
+        // (written, not yet printed).
+        assert!(
+            k <= last + 2,
+            "{mode}: {k} records, the program wrote {last}"
+        );
+        let lost = (last + 1 - k).max(0);
+        let bound = if mode == "natively" { 0 } else { 16384 / 10 };
+        assert!(
+            lost <= bound,
+            "{mode}: {lost} records lost of {} written (at most {bound})",
+            last + 1
+        );
+        println!("{mode}: {} records written, {lost} lost", last + 1);
+    }
+}
+
 /// python3 with the host's tree read-only and exclusive: it reads the
 /// standard library's own files in every way Python has (whole, by line,
 /// seek and read, `os.read`, `os.pread`, `readinto`, a file object over a
@@ -872,8 +998,8 @@ fn the_program_is_looked_up_in_the_guest_tree() {
 /// write, pread, pwrite, lseek, truncate, rename, unlink, link, symlink,
 /// mkdir, rmdir, readdir, stat, readlink, mmap, fsync, dup, fork, chdir and
 /// relative paths, `..` through symlinks) gives the same output natively
-/// and under picos, on a chroot mount and with the host's tree
-/// (`PICOS_FSX_SEED` and `PICOS_FSX_OPS` change the seed and length).
+/// and under picos, on a chroot mount, with the host's tree and on a
+/// write-back mount (`PICOS_FSX_SEED` and `PICOS_FSX_OPS` change the seed and length).
 #[test]
 fn fsx_sequence_is_the_same_natively_and_under_picos() {
     let seed = std::env::var("PICOS_FSX_SEED").unwrap_or_else(|_| "20261125".into());
@@ -942,6 +1068,29 @@ fn fsx_sequence_is_the_same_natively_and_under_picos() {
     );
     if let Some(d) = first_difference(&text(&host)) {
         panic!("fsx seed {seed}, host tree: {d}");
+    }
+    // On a write-back mount (docs/FILESYSTEM.md, "Write-back mounts"):
+    // its flush points keep every result the same.
+    let wb_root = tempfile::tempdir().unwrap();
+    let wb_manifest = wb_root.path().join("m.toml");
+    let wb_dir = wb_root.path().join("d");
+    std::fs::create_dir(&wb_dir).unwrap();
+    std::fs::write(&wb_manifest, writeback_manifest(&wb_dir)).unwrap();
+    let wb = Command::new(PICOS)
+        .args(["run", "-m"])
+        .arg(&wb_manifest)
+        .arg(&prog)
+        .args([&seed, &ops])
+        .arg(&wb_dir)
+        .output()
+        .unwrap();
+    assert!(
+        wb.status.success(),
+        "{}",
+        String::from_utf8_lossy(&wb.stderr)
+    );
+    if let Some(d) = first_difference(&text(&wb)) {
+        panic!("fsx seed {seed}, write-back mount: {d}");
     }
 }
 

@@ -65,7 +65,7 @@ fn serve(
                 return (Err(e), Served::Mediated, false);
             }
         }
-        if crate::kernel::fs::file::any_pending() && crate::sys::fs::flushes_writes(d) {
+        if crate::kernel::fs::file::any_pending() && crate::sys::fs::flushes_writes(ctx, d) {
             ctx.t.fd_table.get().flush_writes();
         }
     }

@@ -305,9 +305,14 @@ pub(super) extern "C" fn picos_direct_finish(f: &mut FastFrame) {
     let nr = t.entry.direct_nr.load(Ordering::Relaxed);
     f.rcx = site_ret;
     f.r11 = f.entry_flags();
+    // (A blocking call with a handler comes here too when its descriptor
+    // passes through: read, write, readv, writev.)
     let restart = matches!(
         crate::sys::def::lookup(nr as usize).map(|d| d.support),
-        Some(crate::sys::def::Support::HostBlocking { restart: true })
+        Some(
+            crate::sys::def::Support::HostBlocking { restart: true }
+                | crate::sys::def::Support::MediatedBlocking { restart: true, .. }
+        )
     );
     let res = f.rax as i64;
     let err = Errno::from_ret(res as isize).err();

@@ -89,6 +89,7 @@ pub static FORK_HOOKS: &[ForkHook] = &[
     crate::diag::stats::FORK_HOOK,
     FORK_HOOK,
     crate::kernel::fs::FORK_HOOK,
+    crate::kernel::fs::file::FORK_HOOK,
     crate::kernel::fs::dcache::FORK_HOOK,
     crate::patch::FORK_HOOK,
     crate::mm::runtime::FORK_HOOK,

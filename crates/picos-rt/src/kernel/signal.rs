@@ -59,11 +59,39 @@ pub fn sync_host_action(sig: i32, act: &KSigaction) {
         return;
     }
     let host_act = match act.handler {
+        SIG_DFL if CATCH_FATAL.load(Ordering::Relaxed) && fatal_by_default(sig) => {
+            handler_action(PROGRAM_HANDLER.load(Ordering::Relaxed), keep)
+        }
         SIG_DFL | SIG_IGN => plain_action(act.handler, keep),
         _ => handler_action(PROGRAM_HANDLER.load(Ordering::Relaxed), keep),
     };
     if let Err(e) = host::rt_sigaction(sig, Some(&host_act), None) {
         crate::log!(Debug, "host rt_sigaction({}) failed: {}", sig, e);
+    }
+}
+
+/// Does the runtime see every signal whose default action ends the
+/// process (`catch_fatal_defaults`)?
+static CATCH_FATAL: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Does signal `sig`'s default action end the process (terminate or dump
+/// core, rather than ignore or stop)?
+pub const fn fatal_by_default(sig: i32) -> bool {
+    !default_ignored(sig) && !matches!(sig, SIGSTOP | SIGTSTP | SIGTTIN | SIGTTOU)
+}
+
+/// From now on, signals whose default action ends the process come to the
+/// runtime even while the program leaves them at SIG_DFL, so that it can
+/// act before the process ends (write-back buffers: `kernel::fs::file`).
+/// The runtime then carries the default action out itself
+/// (`die_by_signal`).
+pub fn catch_fatal_defaults(t: &Thread) {
+    CATCH_FATAL.store(true, Ordering::Relaxed);
+    for sig in 1..=thread::NSIG as i32 {
+        let act = t.process().get(sig);
+        if act.handler == SIG_DFL && fatal_by_default(sig) {
+            sync_host_action(sig, &act);
+        }
     }
 }
 

@@ -296,17 +296,19 @@ fn open_path(
     // small writes (not with O_DIRECT or O_SYNC/O_DSYNC, whose writes must
     // reach the file at once).
     let reads_file = |mount: usize| {
-        if flags & (host::O_PATH | host::O_DIRECT) != 0 {
-            None
-        } else if flags & host::O_ACCMODE == host::O_RDONLY {
-            dcache::exclusive(mount).then(|| file::OpenFile::new(mount))
-        } else {
-            (table()[mount].writeback && flags & host::O_DSYNC == 0)
-                .then(|| file::OpenFile::write_back(mount))
-        }
+        (flags & (host::O_PATH | host::O_DIRECT) == 0
+            && flags & host::O_ACCMODE == host::O_RDONLY
+            && dcache::exclusive(mount))
+        .then(|| file::OpenFile::new(mount))
     };
+    // Every descriptor of a file of a write-back mount is noted with the
+    // file's identity (one host fstat): those open for writing buffer
+    // their small writes while no other descriptor of the file is known.
+    let write_back =
+        |mount: usize| (table()[mount].writeback && flags & host::O_PATH == 0).then_some(mount);
     for _ in 0..4 {
         let mut file = None;
+        let mut wb = None;
         let (proc_fd_dir, anchor, rel) = match plan {
             OpenPlan::Direct {
                 mount,
@@ -320,6 +322,7 @@ fn open_path(
                     continue;
                 }
                 file = reads_file(mount);
+                wb = write_back(mount);
                 (walk::is_proc_fd_dir_guest(&guest), (from, how), rel)
             }
             OpenPlan::Exists { mount, rel, mode } => {
@@ -340,6 +343,7 @@ fn open_path(
                 }
                 if mode & S_IFMT == S_IFREG {
                     file = reads_file(mount);
+                    wb = write_back(mount);
                 }
                 (walk::is_proc_fd_dir(mount, &rel), root(mount, &rel), rel)
             }
@@ -353,7 +357,7 @@ fn open_path(
                 if readonly(mount) {
                     return Err(Errno::EROFS);
                 }
-                file = reads_file(mount);
+                wb = write_back(mount);
                 (false, root(mount, &rel), rel)
             }
             OpenPlan::ProgramFd(n) => {
@@ -387,6 +391,9 @@ fn open_path(
                 if let Some(f) = file {
                     fds.note_file(fd as i32, f);
                 }
+                if let Some(mount) = wb {
+                    note_write_back(fds, fd as i32, mount, flags);
+                }
                 if flags & host::O_PATH == 0 && kernel_procview::may_be_maps(&path) {
                     kernel_procview::replace_maps(fd as i32, flags & host::O_CLOEXEC != 0);
                 }
@@ -396,6 +403,23 @@ fn open_path(
         }
     }
     Err(Errno::ELOOP)
+}
+
+/// Notes descriptor `fd`, just opened with `flags` on write-back mount
+/// `mount`, if it is a regular file (`FdTable::note_write_back`): open for
+/// writing (without O_DIRECT or O_SYNC/O_DSYNC, whose writes must reach
+/// the file at once), its small writes are buffered.
+fn note_write_back(fds: &FdTable, fd: i32, mount: usize, flags: i32) {
+    super::count_host_call();
+    let Ok(st) = host::fstat(fd) else {
+        return;
+    };
+    if st.st_mode & S_IFMT != S_IFREG {
+        return;
+    }
+    let writes =
+        flags & host::O_ACCMODE != host::O_RDONLY && flags & (host::O_DIRECT | host::O_DSYNC) == 0;
+    fds.note_write_back(fd, mount, (st.st_dev, st.st_ino), writes);
 }
 
 /// Implements open(2).
@@ -728,7 +752,18 @@ pub fn sendfile(c: &mut Ctx<'_>, _out_fd: i32, in_fd: i32) -> SysResult {
 /// connect, sendmsg, ...), those that map or sync files, and those that
 /// end, copy or replace the process (exit_group, fork, clone, vfork,
 /// execve).
-pub fn flushes_writes(d: &crate::sys::def::SyscallDef) -> bool {
+pub fn flushes_writes(c: &Ctx<'_>, d: &crate::sys::def::SyscallDef) -> bool {
+    // glibc's fstat is newfstatat(fd, "", AT_EMPTY_PATH): a call on the
+    // descriptor (`before_fd_call`), not on a path.
+    const AT_EMPTY_PATH: usize = 0x1000;
+    let empty_path = |flags: usize| {
+        flags & AT_EMPTY_PATH != 0 && user::read::<u8>(c.args[1]).is_ok_and(|b| b == 0)
+    };
+    match d.nr as usize {
+        nr::NEWFSTATAT if empty_path(c.args[3]) => return false,
+        nr::STATX if empty_path(c.args[2]) => return false,
+        _ => {}
+    }
     d.host_unmounted
         || matches!(
             d.nr as usize,
@@ -770,7 +805,7 @@ pub fn before_fd_call(c: &Ctx<'_>) -> Result<(), Errno> {
         match c.nr {
             nr::WRITE | nr::WRITEV | nr::CLOSE => {}
             nr::FCNTL if (1..=F_SETFL).contains(&(c.args[1] as u32 as usize)) => f.flush(fd),
-            nr::DUP | nr::DUP2 | nr::DUP3 | nr::FCNTL => f.share_offset(fd),
+            nr::DUP | nr::DUP2 | nr::DUP3 | nr::FCNTL => fds.note_shared(fd),
             nr::FSYNC | nr::FDATASYNC | nr::SYNC_FILE_RANGE | nr::SYNCFS => {
                 f.flush(fd);
                 if let Some(e) = f.take_error() {

@@ -240,9 +240,8 @@ fn do_clone(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
         crate::kernel::fs::file::stop_noting(c.t.fd_table.get());
     }
     if a.flags & CLONE_VM == 0 {
-        // The child shares the open file descriptions, not the library
-        // OS's offsets of them (`kernel::fs::file`).
-        c.t.fd_table.get().share_offsets();
+        // (The child shares the open file descriptions, not the library
+        // OS's offsets and buffers of them: `kernel::fs::FORK_HOOK`.)
         fork_process(c, a)
     } else {
         clone_vm(c, a)

@@ -30,7 +30,7 @@ use crate::host;
 use crate::host::errno::Errno;
 use crate::host::Statx;
 use crate::mm::runtime::FileView;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
 /// Are files noted at all? Not once two processes share a descriptor
 /// table (`CLONE_FILES` without `CLONE_VM`), each with its own copy of the
@@ -102,23 +102,75 @@ pub fn any_pending() -> bool {
 /// flushes first; anything that could share the description stops the
 /// buffering), and the flush writes it there with one host `write`.
 struct WriteBack {
-    /// Writes go straight to the host (the description may be shared, or
-    /// the file is not a regular file).
+    /// Writes go straight to the host: the descriptor is open for reading
+    /// only, or the file may have another descriptor (an open of it by
+    /// another, a dup, a fork: `FdTable::note_write_back`).
     direct: AtomicBool,
-    /// Whether the object is a regular file: asked of the host (fstat) at
-    /// the first write.
-    regular: spin::Once<bool>,
-    /// A thread is asking it (others write directly meanwhile).
-    asking: AtomicBool,
+    /// The file's identity on the host (device, inode).
+    id: (u64, u64),
+    /// The errno of a flush that failed (the data it lost), for the next
+    /// `write`, `fsync` or `close` to return; 0 for none.
+    err: AtomicI32,
     buf: crate::sync::Lock<WriteBuf>,
 }
 
 struct WriteBuf {
     data: alloc::vec::Vec<u8>,
-    /// The error of a flush (the data it lost), for the next `write`,
-    /// `fsync` or `close` to return.
-    err: Option<Errno>,
 }
+
+/// How many threads are in [`WriteBack::locked`] (fork waits for none:
+/// `FORK_HOOK`).
+static BUSY: AtomicUsize = AtomicUsize::new(0);
+
+impl WriteBack {
+    /// Runs `f` on the buffer under its lock, unless the file writes
+    /// directly (None). Once direct, a file's buffer is empty and its lock
+    /// is never taken again: a fork makes every buffering file of the
+    /// forking table direct, then waits until no thread is in here, so the
+    /// child never inherits a buffer's lock held.
+    fn locked<R>(&self, f: impl FnOnce(&mut WriteBuf) -> R) -> Option<R> {
+        BUSY.fetch_add(1, Ordering::SeqCst);
+        let r = if self.direct.load(Ordering::SeqCst) {
+            None
+        } else {
+            let mut b = self.buf.lock();
+            (!self.direct.load(Ordering::SeqCst)).then(|| f(&mut b))
+        };
+        BUSY.fetch_sub(1, Ordering::SeqCst);
+        r
+    }
+
+    /// Keeps the error of a flush for the next call that returns it.
+    fn keep_error(&self, r: Result<(), Errno>) {
+        if let Err(e) = r {
+            self.err.store(e.0, Ordering::Release);
+        }
+    }
+
+    fn take_error(&self) -> Option<Errno> {
+        match self.err.swap(0, Ordering::AcqRel) {
+            0 => None,
+            e => Some(Errno(e)),
+        }
+    }
+}
+
+/// The write-back files' part in fork: `kernel::fs::FORK_HOOK` (before
+/// this one, holding the forking thread's table) flushes every buffering
+/// file of that table and makes it direct; this waits until no thread is
+/// in a buffer's critical section, so none holds a buffer's lock across
+/// the fork. (A file of another table, which the child does not have,
+/// never matters to it.)
+pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
+    name: "write-back buffers",
+    hold: |inner| {
+        while BUSY.load(Ordering::SeqCst) != 0 {
+            core::hint::spin_loop();
+        }
+        inner()
+    },
+    child: crate::sync::ForkHook::no_change,
+};
 
 /// [`OpenFile::pos`]: the host keeps the offset.
 const HOST: u64 = u64::MAX;
@@ -146,19 +198,19 @@ impl OpenFile {
         }
     }
 
-    /// A file opened for writing on write-back mount `mount`.
-    pub fn write_back(mount: usize) -> OpenFile {
+    /// A regular file `id` (host device and inode) opened on write-back
+    /// mount `mount`: its writes are buffered unless `direct`.
+    pub fn write_back(mount: usize, id: (u64, u64), direct: bool) -> OpenFile {
         OpenFile {
             pos: AtomicU64::new(HOST),
             wb: Some(WriteBack {
-                direct: AtomicBool::new(false),
-                regular: spin::Once::new(),
-                asking: AtomicBool::new(false),
+                direct: AtomicBool::new(direct),
+                id,
+                err: AtomicI32::new(0),
                 buf: crate::sync::Lock::new(
                     crate::sync::Rank::WriteBuffer,
                     WriteBuf {
                         data: alloc::vec::Vec::new(),
-                        err: None,
                     },
                 ),
             }),
@@ -172,90 +224,67 @@ impl OpenFile {
         self.wb.is_some()
     }
 
+    /// A write-back file's identity on the host (device, inode).
+    pub fn id(&self) -> Option<(u64, u64)> {
+        self.wb.as_ref().map(|w| w.id)
+    }
+
     /// write(2) (writev) of `segs` through descriptor `fd` (this file's): a
     /// write shorter than [`SMALL_WRITE`] is copied into the buffer; None
     /// when the host should write (a larger write, after the buffer; a file
     /// whose writes go straight to the host; a buffer that faults).
     pub fn write(&self, fd: i32, segs: &Segments) -> Option<Result<usize, Errno>> {
         let wb = self.wb.as_ref()?;
-        if wb.direct.load(Ordering::Acquire) || !self.regular(wb, fd)? {
-            return None;
-        }
         let total = segs.total();
         if total == 0 {
             return None;
         }
-        let mut b = wb.buf.lock();
-        if wb.direct.load(Ordering::Acquire) {
-            return None;
-        }
-        if let Some(e) = b.err.take() {
-            return Some(Err(e));
-        }
-        if total >= SMALL_WRITE || b.data.len() + total > WRITE_BUFFER {
-            if let Err(e) = flush_locked(&mut b, fd) {
-                b.err = None;
+        wb.locked(|b| {
+            if let Some(e) = wb.take_error() {
                 return Some(Err(e));
             }
-            if total >= SMALL_WRITE {
-                // The host writes it, after what was buffered.
+            if total >= SMALL_WRITE || b.data.len() + total > WRITE_BUFFER {
+                if let Err(e) = flush_locked(b, fd) {
+                    // This write returns it.
+                    return Some(Err(e));
+                }
+                if total >= SMALL_WRITE {
+                    // The host writes it, after what was buffered.
+                    return None;
+                }
+            }
+            let old = b.data.len();
+            if old == 0 {
+                b.data.reserve_exact(WRITE_BUFFER);
+            }
+            b.data.resize(old + total, 0);
+            if segs.copy_into(&mut b.data[old..]).is_err() {
+                // The host answers a buffer that faults (a partial write or
+                // EFAULT), after what was buffered before.
+                b.data.truncate(old);
+                wb.keep_error(flush_locked(b, fd));
                 return None;
             }
-        }
-        let old = b.data.len();
-        if old == 0 {
-            b.data.reserve_exact(WRITE_BUFFER);
-        }
-        b.data.resize(old + total, 0);
-        if segs.copy_into(&mut b.data[old..]).is_err() {
-            // The host answers a buffer that faults (a partial write or
-            // EFAULT), after what was buffered before.
-            b.data.truncate(old);
-            let _ = flush_locked(&mut b, fd);
-            return None;
-        }
-        if old == 0 {
-            PENDING.fetch_add(1, Ordering::Relaxed);
-        }
-        Some(Ok(total))
-    }
-
-    /// Is the write-back file a regular file (the host's fstat, once)?
-    /// None while another thread asks.
-    fn regular(&self, wb: &WriteBack, fd: i32) -> Option<bool> {
-        if let Some(&r) = wb.regular.get() {
-            return Some(r);
-        }
-        if wb.asking.swap(true, Ordering::Acquire) {
-            return None;
-        }
-        use super::walk::{S_IFMT, S_IFREG};
-        let r = host::fstat(fd).is_ok_and(|st| st.st_mode & S_IFMT == S_IFREG);
-        if !r {
-            wb.direct.store(true, Ordering::Release);
-        }
-        Some(*wb.regular.call_once(|| r))
+            if old == 0 {
+                PENDING.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(Ok(total))
+        })?
     }
 
     /// Writes the buffer of a write-back file out (through descriptor
     /// `fd`): before any other call on the descriptor and at the flush
     /// points. An error is kept for the next `write`, `fsync` or `close`.
     pub fn flush(&self, fd: i32) {
-        let Some(wb) = self.wb.as_ref() else {
-            return;
-        };
-        if wb.direct.load(Ordering::Acquire) && wb.regular.get().is_some() {
-            // (A file that stopped buffering flushed then.)
-            return;
+        if let Some(wb) = self.wb.as_ref() {
+            wb.locked(|b| wb.keep_error(flush_locked(b, fd)));
         }
-        let mut b = wb.buf.lock();
-        let _ = flush_locked(&mut b, fd);
     }
 
     /// The error the last flush met, if no call has returned it yet
     /// (`fsync`, `close`).
     pub fn take_error(&self) -> Option<Errno> {
-        self.wb.as_ref()?.buf.lock().err.take()
+        self.wb.as_ref()?.take_error()
     }
 
     /// The offset, if the library OS owns it (waits while another thread
@@ -287,9 +316,10 @@ impl OpenFile {
     pub fn share_offset(&self, fd: i32) {
         if let Some(wb) = self.wb.as_ref() {
             // A write-back file: flushed, and written directly from now on.
-            let mut b = wb.buf.lock();
-            let _ = flush_locked(&mut b, fd);
-            wb.direct.store(true, Ordering::Release);
+            wb.locked(|b| {
+                wb.keep_error(flush_locked(b, fd));
+                wb.direct.store(true, Ordering::SeqCst);
+            });
             return;
         }
         loop {
@@ -519,7 +549,7 @@ impl OpenFile {
 }
 
 /// Writes buffer `b` out through descriptor `fd` at the host's offset and
-/// empties it; on an error the data is lost and the error kept in `b`.
+/// empties it; on an error the data is lost.
 fn flush_locked(b: &mut WriteBuf, fd: i32) -> Result<(), Errno> {
     if b.data.is_empty() {
         return Ok(());
@@ -539,9 +569,6 @@ fn flush_locked(b: &mut WriteBuf, fd: i32) -> Result<(), Errno> {
     };
     b.data.clear();
     PENDING.fetch_sub(1, Ordering::Relaxed);
-    if let Err(e) = r {
-        b.err = Some(e);
-    }
     r
 }
 

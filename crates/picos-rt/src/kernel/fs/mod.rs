@@ -111,6 +111,10 @@ pub struct FdTable {
     nfiles: AtomicUsize,
 }
 
+/// The number of the notes that only remember a write-back file that was
+/// shared ([`FdTable::note_shared`]): no descriptor has it.
+const SHARED: i32 = -1;
+
 /// How many /proc descriptor directories a table tracks at once (more
 /// stay unfiltered).
 pub const PROC_FD_DIRS: usize = 8;
@@ -152,6 +156,50 @@ impl FdTable {
         }
         self.nfiles.store(files.len(), Ordering::Relaxed);
         self.passthrough.set(fd, false);
+    }
+
+    /// Descriptor `fd` (the program's, just opened on write-back mount
+    /// `mount`; `writes`: for writing) is regular file `id` (host device
+    /// and inode). Every descriptor of the same file the table notes (and
+    /// this one, if there are any, or if the file was ever shared) writes
+    /// directly from now on: two descriptors of one file must see each
+    /// other's writes.
+    pub fn note_write_back(&self, fd: i32, mount: usize, id: (u64, u64), writes: bool) {
+        let same: Vec<(i32, Arc<file::OpenFile>)> = self
+            .files
+            .lock()
+            .iter()
+            .filter(|(_, f)| f.id() == Some(id))
+            .cloned()
+            .collect();
+        for (n, f) in &same {
+            f.share_offset(*n);
+        }
+        self.note_file(
+            fd,
+            file::OpenFile::write_back(mount, id, !writes || !same.is_empty()),
+        );
+    }
+
+    /// The write-back file at `fd` may now have descriptors the table does
+    /// not know (a dup): it writes directly, and so does every descriptor
+    /// of the same file opened later (a note at no number remembers it).
+    pub fn note_shared(&self, fd: i32) {
+        let Some(f) = self.file(fd) else {
+            return;
+        };
+        f.share_offset(fd);
+        if let Some(id) = f.id() {
+            let mut files = self.files.lock();
+            if !files
+                .iter()
+                .any(|(n, g)| *n == SHARED && g.id() == Some(id))
+                && file::noting()
+            {
+                files.push((SHARED, Arc::new(file::OpenFile::write_back(0, id, true))));
+                self.nfiles.store(files.len(), Ordering::Relaxed);
+            }
+        }
     }
 
     /// Does the table note any file (one load)?
@@ -229,7 +277,9 @@ impl FdTable {
         if self.nfiles.load(Ordering::Relaxed) == 0 {
             return;
         }
-        let in_range = |n: i32| (first..=last).contains(&(n as u32));
+        // (The notes of shared write-back files go with the table only.)
+        let whole = first == 0 && last == u32::MAX;
+        let in_range = |n: i32| (first..=last).contains(&(n as u32)) && (n != SHARED || whole);
         // The last references are dropped (views unmapped) outside the
         // table's lock; one close forgets at most one file, without
         // allocating.
@@ -241,7 +291,9 @@ impl FdTable {
             while i < files.len() {
                 if in_range(files[i].0) {
                     let (n, f) = files.swap_remove(i);
-                    self.passthrough.set(n, true);
+                    if n != SHARED {
+                        self.passthrough.set(n, true);
+                    }
                     match one {
                         None => one = Some(f),
                         Some(_) => more.push(f),
@@ -377,12 +429,20 @@ impl FdTable {
 
 /// The descriptor tables' part in fork: the spare ones are locked across
 /// it, and the forking thread's table's files (the child's copy of that
-/// table is the one it uses).
+/// table is the one it uses), whose offsets and buffers go to the host
+/// first.
 pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
     name: "descriptor tables",
     hold: |inner| {
         let _spare = SPARE.lock();
-        let _files = crate::kernel::thread::current().fd_table.get().files.lock();
+        let files = crate::kernel::thread::current().fd_table.get().files.lock();
+        // The child shares every open file description, not the library
+        // OS's state of them: offsets go back to the host, write-back
+        // buffers are written out and stop (under the lock, so that no
+        // thread notes a file or buffers a write until the fork is done).
+        for (n, f) in files.iter() {
+            f.share_offset(*n);
+        }
         inner()
     },
     child: crate::sync::ForkHook::no_change,
