@@ -333,6 +333,71 @@ fn busybox_sees_the_mounts_as_in_a_real_chroot() {
     assert!(native.contains("guest\n"), "{native}");
 }
 
+/// /proc/self/mounts, /proc/mounts and /proc/self/mountinfo list the
+/// manifest's mounts at their guest paths (docs/FILESYSTEM.md, "/proc"),
+/// each as a bind mount of its host directory: the read-only one `ro`,
+/// /proc with the host's proc type, nothing of the host's other mounts.
+/// busybox's `mount` (which reads /proc/mounts) and `df` (which reads it
+/// and statfs's each mount point) see the same.
+#[test]
+fn proc_mounts_shows_the_manifests_mounts() {
+    let t = Tree::new();
+    if !Path::new("/bin/busybox").is_file() {
+        println!("SKIP proc_mounts_shows_the_manifests_mounts: /bin/busybox missing: apt-get install busybox-static");
+        return;
+    }
+    t.install(Path::new("/bin/busybox"), "busybox");
+    let run = |args: &[&str]| {
+        let out = Command::new(PICOS)
+            .args(["run", "-m"])
+            .arg(t.manifest())
+            .arg("/bin/busybox")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text(&out)
+    };
+    let guest = ["/", "/data", "/ro", "/other", "/proc", "/dev"];
+    for file in ["/proc/self/mounts", "/proc/mounts"] {
+        let mounts = run(&["cat", file]);
+        let points: Vec<&str> = mounts
+            .lines()
+            .map(|l| l.split(' ').nth(1).unwrap_or(""))
+            .collect();
+        assert_eq!(points, guest, "{file}:\n{mounts}");
+        let ro = mounts.lines().nth(2).unwrap();
+        assert!(ro.split(' ').nth(3).unwrap().starts_with("ro,"), "{ro}");
+        let rw = mounts.lines().nth(1).unwrap();
+        assert!(rw.split(' ').nth(3).unwrap().starts_with("rw"), "{rw}");
+        let proc = mounts.lines().nth(4).unwrap();
+        assert_eq!(proc.split(' ').nth(2), Some("proc"), "{proc}");
+    }
+    let info = run(&["cat", "/proc/self/mountinfo"]);
+    let lines: Vec<Vec<&str>> = info.lines().map(|l| l.split(' ').collect()).collect();
+    let points: Vec<&str> = lines.iter().map(|f| f[4]).collect();
+    assert_eq!(points, guest, "{info}");
+    // Ids from 1, the root's parent outside, every other's parent the
+    // mount that holds its mount point (all of them: /).
+    for (i, f) in lines.iter().enumerate() {
+        assert_eq!(f[0], (i + 1).to_string(), "{info}");
+        assert_eq!(f[1], if i == 0 { "0" } else { "1" }, "{info}");
+    }
+    // The root is the tree's root directory, within its host mount.
+    let root_dir = t.path("root").canonicalize().unwrap();
+    assert!(root_dir.to_str().unwrap().ends_with(lines[0][3]), "{info}");
+    // busybox mount and df read /proc/mounts (df statfs's each point).
+    let mount = run(&["mount"]);
+    assert_eq!(mount.lines().count(), guest.len(), "{mount}");
+    let df = run(&["df", "-P"]);
+    assert!(df.lines().any(|l| l.ends_with(" /data")), "{df}");
+    assert!(!df.lines().any(|l| l.ends_with(" /sys")), "{df}");
+}
+
 /// The manifest of a write-back mount of `dir` at itself, under the host's
 /// tree.
 fn writeback_manifest(dir: &Path) -> String {

@@ -56,7 +56,7 @@ fn serve(
     ctx: &mut Ctx<'_>,
     def: Option<&'static crate::sys::def::SyscallDef>,
 ) -> (SysResult, Served, bool) {
-    if let Some(d) = def {
+    if let Some(d) = def.filter(|_| crate::kernel::fs::file::any_noted()) {
         if d.args.as_bytes().first() == Some(&b'f') {
             // A file whose offset the library OS owns gives it back to the
             // host before a call that may use or share it; a write-back

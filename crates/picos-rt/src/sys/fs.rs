@@ -394,8 +394,8 @@ fn open_path(
                 if let Some(mount) = wb {
                     note_write_back(fds, fd as i32, mount, flags);
                 }
-                if flags & host::O_PATH == 0 && kernel_procview::may_be_maps(&path) {
-                    kernel_procview::replace_maps(fd as i32, flags & host::O_CLOEXEC != 0);
+                if flags & host::O_PATH == 0 && kernel_procview::may_be_view(&path) {
+                    kernel_procview::replace_view(fd as i32, flags & host::O_CLOEXEC != 0);
                 }
                 return Ok(fd);
             }
@@ -800,6 +800,24 @@ pub fn before_fd_call(c: &Ctx<'_>) -> Result<(), Errno> {
     }
     const FIONREAD: usize = 0x541b;
     const F_SETFL: usize = 4;
+    // The calls served from the notes themselves need no look here (the
+    // handler looks), unless a write-back file may be among them.
+    let served = matches!(
+        c.nr,
+        nr::READ
+            | nr::READV
+            | nr::PREAD64
+            | nr::PREADV
+            | nr::PREADV2
+            | nr::LSEEK
+            | nr::FSTAT
+            | nr::NEWFSTATAT
+            | nr::STATX
+            | nr::CLOSE
+    );
+    if served && !mount::any_write_back() {
+        return Ok(());
+    }
     let fd = c.args[0] as i32;
     if let Some(f) = fds.file(fd).filter(|f| f.is_write_back()) {
         match c.nr {

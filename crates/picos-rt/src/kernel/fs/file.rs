@@ -32,6 +32,21 @@ use crate::host::Statx;
 use crate::mm::runtime::FileView;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
+/// Has this process ever noted a file (`FdTable::note_file`)? Until then
+/// the dispatcher skips the notes' checks (one load).
+static ANY_NOTED: AtomicBool = AtomicBool::new(false);
+
+/// Has this process ever noted a file?
+#[inline]
+pub fn any_noted() -> bool {
+    ANY_NOTED.load(Ordering::Relaxed)
+}
+
+/// A file is being noted.
+pub fn noted() {
+    ANY_NOTED.store(true, Ordering::Relaxed);
+}
+
 /// Are files noted at all? Not once two processes share a descriptor
 /// table (`CLONE_FILES` without `CLONE_VM`), each with its own copy of the
 /// table's state in the library OS: one's close would not reach the
@@ -598,28 +613,40 @@ pub const MAX_SEGMENTS: usize = 16;
 /// address space; the total capped at `MAX_RW_COUNT`, the last buffers
 /// shortened to fit).
 pub struct Segments {
-    segs: [(usize, usize); MAX_SEGMENTS],
-    len: usize,
+    segs: Buffers,
+}
+
+/// A read's or write's buffers: one (read, write, pread) without the room
+/// for an `iovec` array (these are made on every call; on the stack, so
+/// the size difference costs nothing but stack).
+#[allow(clippy::large_enum_variant)]
+enum Buffers {
+    One((usize, usize)),
+    Many([(usize, usize); MAX_SEGMENTS], usize),
 }
 
 impl Segments {
     /// One buffer: None when Linux would refuse it (EFAULT: the host
     /// says so).
+    #[inline]
     pub fn one(buf: usize, count: usize) -> Option<Segments> {
-        Segments::from_buffers([(buf, count)])
+        if count > isize::MAX as usize || buf.checked_add(count).is_none_or(|end| end > USER_END) {
+            return None;
+        }
+        Some(Segments {
+            segs: Buffers::One((buf, count.min(MAX_RW_COUNT))),
+        })
     }
 
     /// Buffers (base, length) as an `iovec` array gives them: None when
     /// there are more than [`MAX_SEGMENTS`] or Linux would refuse one
     /// (EINVAL, EFAULT: the host answers).
     pub fn from_buffers(it: impl IntoIterator<Item = (usize, usize)>) -> Option<Segments> {
-        let mut s = Segments {
-            segs: [(0, 0); MAX_SEGMENTS],
-            len: 0,
-        };
+        let mut segs = [(0, 0); MAX_SEGMENTS];
+        let mut n = 0;
         let mut left = MAX_RW_COUNT;
         for (base, len) in it {
-            if s.len == MAX_SEGMENTS
+            if n == MAX_SEGMENTS
                 || len > isize::MAX as usize
                 || base.checked_add(len).is_none_or(|end| end > USER_END)
             {
@@ -627,21 +654,32 @@ impl Segments {
             }
             let len = len.min(left);
             left -= len;
-            s.segs[s.len] = (base, len);
-            s.len += 1;
+            segs[n] = (base, len);
+            n += 1;
         }
-        Some(s)
+        Some(Segments {
+            segs: Buffers::Many(segs, n),
+        })
+    }
+
+    /// The buffers, in order.
+    #[inline]
+    fn list(&self) -> &[(usize, usize)] {
+        match &self.segs {
+            Buffers::One(b) => core::slice::from_ref(b),
+            Buffers::Many(segs, n) => &segs[..*n],
+        }
     }
 
     /// Their total length (at most `MAX_RW_COUNT`).
     pub fn total(&self) -> usize {
-        self.segs[..self.len].iter().map(|s| s.1).sum()
+        self.list().iter().map(|s| s.1).sum()
     }
 
     /// Copies the buffers' bytes, in order, into `out` (their total long).
     fn copy_into(&self, out: &mut [u8]) -> Result<(), Errno> {
         let mut done = 0;
-        for &(base, len) in &self.segs[..self.len] {
+        for &(base, len) in self.list() {
             if len > 0 {
                 crate::mm::user::copy_in(&mut out[done..done + len], base)?;
             }
@@ -653,7 +691,7 @@ impl Segments {
     /// Copies `n` bytes of `view` from `off` into the buffers in order.
     fn copy_from(&self, view: &FileView, off: usize, n: usize) -> Result<(), Errno> {
         let mut done = 0;
-        for &(base, len) in &self.segs[..self.len] {
+        for &(base, len) in self.list() {
             if done == n {
                 break;
             }
@@ -683,8 +721,12 @@ mod tests {
         let s = Segments::from_buffers([(0x1000, MAX_RW_COUNT - 5), (0x2000, 100), (0x3000, 7)])
             .unwrap();
         assert_eq!(s.total(), MAX_RW_COUNT);
-        assert_eq!(s.segs[1], (0x2000, 5));
-        assert_eq!(s.segs[2], (0x3000, 0));
+        assert_eq!(s.list()[1], (0x2000, 5));
+        assert_eq!(s.list()[2], (0x3000, 0));
+        assert_eq!(
+            Segments::one(0x1000, MAX_RW_COUNT + 100).unwrap().total(),
+            MAX_RW_COUNT
+        );
         assert_eq!(Segments::from_buffers([]).unwrap().total(), 0);
     }
 }

@@ -141,6 +141,7 @@ impl FdTable {
     /// Descriptor `fd` (the program's, just opened) is file `f` of an
     /// exclusive mount.
     pub fn note_file(&self, fd: i32, f: file::OpenFile) {
+        file::noted();
         let f = Arc::new(f);
         let mut files = self.files.lock();
         // Under the lock: `file::stop_noting` forgets every note after it

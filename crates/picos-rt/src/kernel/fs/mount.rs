@@ -29,10 +29,19 @@ pub use picos_abi::MountSpec as Mount;
 
 static TABLE: spin::Once<Vec<Mount>> = spin::Once::new();
 
-/// The mounts, root first then in the manifest's order; empty when the
+/// The mounts, root first then by depth in the manifest's order; empty when the
 /// program sees the host's tree.
 pub fn table() -> &'static [Mount] {
     TABLE.get().map_or(&[], |v| v.as_slice())
+}
+
+/// Does the manifest have a write-back mount? (Set with the table.)
+static WRITE_BACK: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Does the manifest have a write-back mount?
+#[inline]
+pub fn any_write_back() -> bool {
+    WRITE_BACK.load(Ordering::Relaxed)
 }
 
 /// Does the library OS resolve the program's paths (the manifest mounts
@@ -80,11 +89,16 @@ pub fn to_guest(host_path: &[u8]) -> Option<Vec<u8>> {
 /// directories in `fds` (at start-up, before the program runs). Returns
 /// the index and the error of a mount whose directory cannot be opened.
 pub fn init(specs: &[picos_abi::MountSpec], fds: &FdTable) -> Result<(), (usize, Errno)> {
-    // Root first, so that index 0 always shows `/`.
+    // Root first, so that index 0 always shows `/`; then by depth, in the
+    // manifest's order (/proc's mounts list them so: a mount after the one
+    // that holds its mount point, as Linux lists them).
     let mut v: Vec<Mount> = specs.to_vec();
-    v.sort_by_key(|s| s.guest.len());
+    v.sort_by_key(|s| {
+        s.guest.iter().filter(|&&c| c == b'/').count() - usize::from(s.guest == b"/")
+    });
     v.truncate(MAX_MOUNTS);
     let t = TABLE.call_once(|| v);
+    WRITE_BACK.store(t.iter().any(|m| m.writeback), Ordering::Relaxed);
     for (i, m) in t.iter().enumerate() {
         let path = [m.host.as_slice(), b"\0"].concat();
         let c = core::ffi::CStr::from_bytes_with_nul(&path).map_err(|_| (i, Errno::EINVAL))?;

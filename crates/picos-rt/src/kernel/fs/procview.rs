@@ -3,7 +3,11 @@
 //! `/proc/PID/task/TID`) opened under mounts list the program's mappings
 //! only. The runtime's
 //! (its image, its reservation with the heap, stacks and file views, the
-//! patcher's trampoline regions: `mm::runtime::owns`) are left out.
+//! patcher's trampoline regions: `mm::runtime::owns`) are left out. Its
+//! `mounts` and `mountinfo` (`/proc/mounts` is a link to the former) list
+//! the manifest's mounts at their guest paths, each as the bind mount of
+//! its host directory that it is (the host's mount of that directory gives
+//! the device, type and options), instead of the host's mount tree.
 //!
 //! Linux makes the listing as it is read; this one is made at the open,
 //! from the host's, and handed to the program as an anonymous file in the
@@ -17,10 +21,15 @@ use crate::host;
 use crate::host::errno::Errno;
 use alloc::vec::Vec;
 
-/// Could a path the program opened name a maps file? (Only those are
-/// checked further, by what the host opened.)
-pub fn may_be_maps(path: &[u8]) -> bool {
-    [&b"maps"[..], b"smaps"]
+/// The files of a process's /proc directory the library OS shows its own
+/// view of.
+const VIEWS: [&[u8]; 4] = [b"maps", b"smaps", b"mounts", b"mountinfo"];
+
+/// Could a path the program opened name one of the /proc files it sees its
+/// own view of (maps, smaps, mounts, mountinfo)? (Only those are checked
+/// further, by what the host opened.)
+pub fn may_be_view(path: &[u8]) -> bool {
+    VIEWS
         .iter()
         .any(|n| path == *n || path.strip_suffix(*n).is_some_and(|p| p.ends_with(b"/")))
 }
@@ -32,30 +41,42 @@ pub fn may_be_fdinfo(path: &[u8]) -> bool {
     path.windows(6).any(|w| w == b"fdinfo")
 }
 
-/// The maps files a process has: `maps` and `smaps`.
-fn maps_name(rest: &[u8]) -> Option<&[u8]> {
-    rest.strip_suffix(b"/maps")
-        .or_else(|| rest.strip_suffix(b"/smaps"))
+/// Which view a process's /proc file gets.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum View {
+    /// maps or smaps: the program's mappings.
+    Maps,
+    /// mounts: the manifest's mounts.
+    Mounts,
+    /// mountinfo: the same, in that format.
+    MountInfo,
 }
 
-/// Is the host object open at `fd` (the program's, just opened) this
-/// process's maps or smaps file?
-fn is_own_maps(fd: i32) -> bool {
-    let Ok(link) = super::walk::fd_host_path(fd) else {
-        return false;
+/// The view of `rest`, a path below this process's /proc directory (`""`
+/// for the directory itself): `/maps`, `/task/TID/smaps`, ...
+fn view_of(rest: &[u8]) -> Option<View> {
+    let (dir, view) = [
+        (&b"/maps"[..], View::Maps),
+        (b"/smaps", View::Maps),
+        (b"/mounts", View::Mounts),
+        (b"/mountinfo", View::MountInfo),
+    ]
+    .iter()
+    .find_map(|(n, v)| rest.strip_suffix(*n).map(|d| (d, *v)))?;
+    // /proc/PID/task/TID/...: a thread of this process.
+    let thread = |d: &[u8]| {
+        d.strip_prefix(b"/task/")
+            .is_some_and(|tid| !tid.is_empty() && tid.iter().all(u8::is_ascii_digit))
     };
+    (dir.is_empty() || thread(dir)).then_some(view)
+}
+
+/// Which view the host object open at `fd` (the program's, just opened)
+/// gets, if it is one of this process's /proc files that have one.
+fn own_view(fd: i32) -> Option<View> {
+    let link = super::walk::fd_host_path(fd).ok()?;
     let own = alloc::format!("/proc/{}", host::getpid());
-    let Some(rest) = link.strip_prefix(own.as_bytes()) else {
-        return false;
-    };
-    match maps_name(rest) {
-        Some(b"") => true,
-        // /proc/PID/task/TID/maps: a thread of this process.
-        Some(dir) => dir
-            .strip_prefix(b"/task/")
-            .is_some_and(|tid| !tid.is_empty() && tid.iter().all(u8::is_ascii_digit)),
-        None => false,
-    }
+    view_of(link.strip_prefix(own.as_bytes())?)
 }
 
 /// The records of a maps or smaps listing for which `keep(start, end)`
@@ -81,26 +102,44 @@ pub fn filter(listing: &[u8], keep: impl Fn(usize, usize) -> bool) -> Vec<u8> {
     out
 }
 
-/// If `fd` (the program's, just opened for reading, close-on-exec as
-/// `cloexec`) is this process's maps file, puts the program's view of it
-/// in its place. Errors leave the host's file there.
-pub fn replace_maps(fd: i32, cloexec: bool) {
-    if !is_own_maps(fd) {
-        return;
-    }
-    let r = (|| -> Result<(), Errno> {
-        let mut listing = Vec::new();
-        let mut chunk = alloc::vec![0u8; 16 << 10];
-        loop {
-            let n = host::pread(fd, &mut chunk, listing.len() as u64)?;
-            if n == 0 {
-                break;
-            }
-            listing.extend_from_slice(&chunk[..n]);
+/// The whole content of the file open at host descriptor `fd`.
+fn read_all(fd: i32) -> Result<Vec<u8>, Errno> {
+    let mut listing = Vec::new();
+    let mut chunk = alloc::vec![0u8; 16 << 10];
+    loop {
+        let n = host::pread(fd, &mut chunk, listing.len() as u64)?;
+        if n == 0 {
+            return Ok(listing);
         }
-        let view = filter(&listing, |s, e| {
-            !crate::mm::runtime::owns(s, e.saturating_sub(s))
-        });
+        listing.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// If `fd` (the program's, just opened for reading, close-on-exec as
+/// `cloexec`) is one of this process's /proc files that have a view (maps,
+/// smaps, mounts, mountinfo), puts the program's view of it in its place.
+/// Errors leave the host's file there.
+pub fn replace_view(fd: i32, cloexec: bool) {
+    let Some(kind) = own_view(fd) else {
+        return;
+    };
+    let r = (|| -> Result<(), Errno> {
+        let listing = read_all(fd)?;
+        let view = match kind {
+            View::Maps => filter(&listing, |s, e| {
+                !crate::mm::runtime::owns(s, e.saturating_sub(s))
+            }),
+            View::Mounts | View::MountInfo => {
+                // The host's mountinfo, whichever of the two was opened.
+                let path = alloc::format!("/proc/{}/mountinfo\0", host::getpid());
+                let c = core::ffi::CStr::from_bytes_with_nul(path.as_bytes())
+                    .map_err(|_| Errno::EINVAL)?;
+                let m = host::openat(host::AT_FDCWD, c, host::O_RDONLY | host::O_CLOEXEC, 0)?;
+                let info = read_all(m as i32);
+                let _ = host::close(m as i32);
+                mounts_listing(&info?, super::mount::table(), kind == View::MountInfo)
+            }
+        };
         const MFD_CLOEXEC: u32 = 1;
         let m = host::memfd_create(c"maps", MFD_CLOEXEC)? as i32;
         let done = (|| -> Result<(), Errno> {
@@ -121,6 +160,157 @@ pub fn replace_maps(fd: i32, cloexec: bool) {
     if let Err(e) = r {
         crate::log!(Debug, "/proc maps view of descriptor {}: {}", fd, e);
     }
+}
+
+/// One line of the host's mountinfo.
+struct HostMount {
+    /// `MAJ:MIN`.
+    dev: Vec<u8>,
+    /// The mounted directory within its file system (unescaped).
+    root: Vec<u8>,
+    /// Where it is mounted (unescaped).
+    point: Vec<u8>,
+    /// The mount's options (`rw,relatime`).
+    opts: Vec<u8>,
+    /// The file system's type, source and options (escaped, as given).
+    fstype: Vec<u8>,
+    source: Vec<u8>,
+    super_opts: Vec<u8>,
+}
+
+/// Parses the host's mountinfo (lines it cannot read are skipped).
+fn parse_mountinfo(info: &[u8]) -> Vec<HostMount> {
+    let mut out = Vec::new();
+    for line in info.split(|&c| c == b'\n') {
+        let fields: Vec<&[u8]> = line.split(|&c| c == b' ').collect();
+        let Some(dash) = fields.iter().position(|f| *f == b"-") else {
+            continue;
+        };
+        if dash < 6 || fields.len() < dash + 4 {
+            continue;
+        }
+        out.push(HostMount {
+            dev: fields[2].to_vec(),
+            root: unescape(fields[3]),
+            point: unescape(fields[4]),
+            opts: fields[5].to_vec(),
+            fstype: fields[dash + 1].to_vec(),
+            source: fields[dash + 2].to_vec(),
+            super_opts: fields[dash + 3].to_vec(),
+        });
+    }
+    out
+}
+
+/// A path as /proc writes it (`\ooo` for space, tab, newline, backslash).
+fn unescape(s: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        let oct = s
+            .get(i + 1..i + 4)
+            .filter(|o| o.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (s[i], oct) {
+            (b'\\', Some(o)) => {
+                v.push((o[0] - b'0') * 64 + (o[1] - b'0') * 8 + (o[2] - b'0'));
+                i += 4;
+            }
+            (c, _) => {
+                v.push(c);
+                i += 1;
+            }
+        }
+    }
+    v
+}
+
+/// `unescape`'s inverse, as Linux's `seq_path` escapes.
+fn escape(s: &[u8], out: &mut Vec<u8>) {
+    for &c in s {
+        if matches!(c, b' ' | b'\t' | b'\n' | b'\\') {
+            out.extend_from_slice(&[
+                b'\\',
+                b'0' + (c >> 6),
+                b'0' + ((c >> 3) & 7),
+                b'0' + (c & 7),
+            ]);
+        } else {
+            out.push(c);
+        }
+    }
+}
+
+/// `opts` (a mount's options, `rw,...` or `ro,...`) with its first option
+/// `ro` if `readonly`.
+fn with_access(opts: &[u8], readonly: bool) -> Vec<u8> {
+    let rest = opts
+        .strip_prefix(b"rw")
+        .or_else(|| opts.strip_prefix(b"ro"))
+        .filter(|r| r.is_empty() || r[0] == b',')
+        .unwrap_or(opts);
+    let ro = readonly || opts.starts_with(b"ro") && (opts.len() == 2 || opts[2] == b',');
+    [if ro { &b"ro"[..] } else { b"rw" }, rest].concat()
+}
+
+/// The program's mounts (`table`: root first) as /proc's `mounts`
+/// (`info` false) or `mountinfo` lists them: each as a bind mount of its
+/// host directory, whose host mount (from the host's mountinfo `host`)
+/// gives its device, type, source and options. Mount ids count from 1 in
+/// table order; the root's parent is 0 (outside the listing, as Linux
+/// shows a namespace's root).
+pub fn mounts_listing(host: &[u8], table: &[super::mount::Mount], info: bool) -> Vec<u8> {
+    let hosts = parse_mountinfo(host);
+    let mut out = Vec::new();
+    for (i, m) in table.iter().enumerate() {
+        // The topmost host mount that shows the directory.
+        let Some(h) = hosts
+            .iter()
+            .filter(|h| super::mount::covers(&h.point, &m.host))
+            .max_by_key(|h| h.point.len())
+        else {
+            continue;
+        };
+        let opts = with_access(&h.opts, m.readonly);
+        if info {
+            let parent = if m.guest == b"/" {
+                0
+            } else {
+                let mut up = m.guest.clone();
+                super::pop(&mut up);
+                picos_abi::deepest_mount(table, &up, None).map_or(0, |p| p + 1)
+            };
+            let mut root = h.root.clone();
+            if let Some(rest) = picos_abi::rest_after(&h.point, &m.host) {
+                root = picos_abi::join_rest(&root, rest);
+            }
+            out.extend_from_slice(alloc::format!("{} {} ", i + 1, parent).as_bytes());
+            out.extend_from_slice(&h.dev);
+            out.push(b' ');
+            escape(&root, &mut out);
+            out.push(b' ');
+            escape(&m.guest, &mut out);
+            out.push(b' ');
+            out.extend_from_slice(&opts);
+            out.extend_from_slice(b" - ");
+            out.extend_from_slice(&[&h.fstype[..], b" ", &h.source, b" ", &h.super_opts].concat());
+        } else {
+            // /proc/mounts: the source, the type, and the mount's options
+            // then the file system's, without its own rw/ro.
+            out.extend_from_slice(&h.source);
+            out.push(b' ');
+            escape(&m.guest, &mut out);
+            out.push(b' ');
+            out.extend_from_slice(&h.fstype);
+            out.push(b' ');
+            out.extend_from_slice(&opts);
+            let sup = with_access(&h.super_opts, false);
+            let sup = &sup[2..];
+            out.extend_from_slice(sup);
+            out.extend_from_slice(b" 0 0");
+        }
+        out.push(b'\n');
+    }
+    out
 }
 
 #[cfg(test)]
@@ -151,12 +341,63 @@ mod tests {
     }
 
     #[test]
-    fn maps_names() {
-        assert!(may_be_maps(b"/proc/self/maps"));
-        assert!(may_be_maps(b"maps"));
-        assert!(may_be_maps(b"/proc/self/smaps"));
-        assert!(!may_be_maps(b"/proc/self/smaps_rollup"));
-        assert!(!may_be_maps(b"/proc/self/numa_maps"));
-        assert!(!may_be_maps(b"/proc/self/xmaps"));
+    fn view_names() {
+        assert!(may_be_view(b"/proc/self/maps"));
+        assert!(may_be_view(b"maps"));
+        assert!(may_be_view(b"/proc/self/smaps"));
+        assert!(may_be_view(b"/proc/mounts"));
+        assert!(may_be_view(b"/proc/self/mountinfo"));
+        assert!(!may_be_view(b"/proc/self/smaps_rollup"));
+        assert!(!may_be_view(b"/proc/self/numa_maps"));
+        assert!(!may_be_view(b"/proc/self/xmaps"));
+        assert!(!may_be_view(b"/proc/self/mountstats"));
+        assert_eq!(view_of(b"/maps"), Some(View::Maps));
+        assert_eq!(view_of(b"/task/12/smaps"), Some(View::Maps));
+        assert_eq!(view_of(b"/mounts"), Some(View::Mounts));
+        assert_eq!(view_of(b"/task/12/mountinfo"), Some(View::MountInfo));
+        assert_eq!(view_of(b"/task//maps"), None);
+        assert_eq!(view_of(b"/fd/maps"), None);
+        assert_eq!(view_of(b"/status"), None);
+    }
+
+    #[test]
+    fn mounts_are_bind_mounts_of_the_host_directories() {
+        let info = b"22 27 0:21 / /proc rw,relatime - proc proc rw\n\
+27 1 253:1 / / rw,relatime - ext4 /dev/vda1 rw,errors=remount-ro\n\
+30 27 0:25 / /srv/my\\040data rw,nosuid - tmpfs tmpfs rw,size=100k\n\
+31 30 0:26 /sub /srv/my\\040data/in ro,relatime - xfs /dev/vdb rw\n";
+        let spec = |guest: &str, host: &str, readonly: bool| crate::kernel::fs::mount::Mount {
+            guest: guest.into(),
+            host: host.into(),
+            readonly,
+            exclusive: false,
+            writeback: false,
+        };
+        let table = [
+            spec("/", "/srv/root", true),
+            spec("/data", "/srv/my data/x", false),
+            spec("/data/in", "/srv/my data/in/y", false),
+            spec("/proc", "/proc", false),
+        ];
+        assert_eq!(
+            core::str::from_utf8(&mounts_listing(info, &table, false)).unwrap(),
+            "/dev/vda1 / ext4 ro,relatime,errors=remount-ro 0 0\n\
+tmpfs /data tmpfs rw,nosuid,size=100k 0 0\n\
+/dev/vdb /data/in xfs ro,relatime 0 0\n\
+proc /proc proc rw,relatime 0 0\n"
+        );
+        assert_eq!(
+            core::str::from_utf8(&mounts_listing(info, &table, true)).unwrap(),
+            "1 0 253:1 /srv/root / ro,relatime - ext4 /dev/vda1 rw,errors=remount-ro\n\
+2 1 0:25 /x /data rw,nosuid - tmpfs tmpfs rw,size=100k\n\
+3 2 0:26 /sub/y /data/in ro,relatime - xfs /dev/vdb rw\n\
+4 1 0:21 / /proc rw,relatime - proc proc rw\n"
+        );
+        // A guest path with a space is escaped as Linux escapes it.
+        let odd = [spec("/", "/srv/root", false), spec("/a b", "/proc", false)];
+        let l = mounts_listing(info, &odd, false);
+        assert!(core::str::from_utf8(&l)
+            .unwrap()
+            .contains("proc /a\\040b proc rw,relatime 0 0\n"));
     }
 }
