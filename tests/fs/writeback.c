@@ -318,6 +318,26 @@ int main(int argc, char **argv)
         close(o);
     }));
 
+    /* copy_file_range into it: after what was buffered, not before. */
+    {
+        int src = fresh("source", O_RDWR);
+        memset(data, 's', 10);
+        wr(src, 10);
+        memset(data, 'a', 10);
+        int a = fresh("copy_file_range", O_RDWR);
+        wr(a, 100);
+        long before = host_size("copy_file_range");
+        loff_t in = 0;
+        long n = copy_file_range(src, &in, a, NULL, 10, 0);
+        char got[110];
+        int order = pread(a, got, 110, 0) == 110 && got[99] == 'a' && got[100] == 's';
+        int ok = n == 10 && order && before == (buffered ? 0 : 100) &&
+                 host_size("copy_file_range") == 110;
+        printf("copy_file_range: %s\n", ok ? "ok" : "WRONG");
+        failures += !ok;
+        close(a);
+        close(src);
+    }
     /* A large write goes through at once, after what was buffered. */
     {
         int a = fresh("large write", O_WRONLY);

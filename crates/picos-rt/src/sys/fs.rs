@@ -749,9 +749,10 @@ pub fn sendfile(c: &mut Ctx<'_>, _out_fd: i32, in_fd: i32) -> SysResult {
 /// Is call `d` a flush point of write-back buffers (docs/FILESYSTEM.md,
 /// "Write-back mounts")? Every call that takes a path or a socket address
 /// (the table's `host_unmounted` calls: open, stat, rename, unlink,
-/// connect, sendmsg, ...), those that map or sync files, and those that
-/// end, copy or replace the process (exit_group, fork, clone, vfork,
-/// execve).
+/// connect, sendmsg, ...), those that map, sync or copy between files
+/// (whose other descriptor the dispatcher's hook does not see: splice,
+/// copy_file_range), and those that end, copy or replace the process
+/// (exit, exit_group, fork, clone, vfork, execve).
 pub fn flushes_writes(c: &Ctx<'_>, d: &crate::sys::def::SyscallDef) -> bool {
     // glibc's fstat is newfstatat(fd, "", AT_EMPTY_PATH): a call on the
     // descriptor (`before_fd_call`), not on a path.
@@ -771,6 +772,11 @@ pub fn flushes_writes(c: &Ctx<'_>, d: &crate::sys::def::SyscallDef) -> bool {
                 | nr::MREMAP
                 | nr::MSYNC
                 | nr::SYNC
+                | nr::SPLICE
+                | nr::TEE
+                | nr::VMSPLICE
+                | nr::COPY_FILE_RANGE
+                | nr::EXIT
                 | nr::EXIT_GROUP
                 | nr::FORK
                 | nr::VFORK
@@ -800,6 +806,8 @@ pub fn before_fd_call(c: &Ctx<'_>) -> Result<(), Errno> {
     }
     const FIONREAD: usize = 0x541b;
     const F_SETFL: usize = 4;
+    const F_DUPFD: usize = 0;
+    const F_DUPFD_CLOEXEC: usize = 1030;
     // The calls served from the notes themselves need no look here (the
     // handler looks), unless a write-back file may be among them.
     let served = matches!(
@@ -822,7 +830,9 @@ pub fn before_fd_call(c: &Ctx<'_>) -> Result<(), Errno> {
     if let Some(f) = fds.file(fd).filter(|f| f.is_write_back()) {
         match c.nr {
             nr::WRITE | nr::WRITEV | nr::CLOSE => {}
-            nr::FCNTL if (1..=F_SETFL).contains(&(c.args[1] as u32 as usize)) => f.flush(fd),
+            nr::FCNTL if !matches!(c.args[1] as u32 as usize, F_DUPFD | F_DUPFD_CLOEXEC) => {
+                f.flush(fd)
+            }
             nr::DUP | nr::DUP2 | nr::DUP3 | nr::FCNTL => fds.note_shared(fd),
             nr::FSYNC | nr::FDATASYNC | nr::SYNC_FILE_RANGE | nr::SYNCFS => {
                 f.flush(fd);
