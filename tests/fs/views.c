@@ -375,6 +375,21 @@ static void seek_print(const char *tag, int fd, off_t off, int whence)
         printf("%s lseek(%lld, %d) = %lld\n", tag, (long long)off, whence, (long long)r);
 }
 
+/* This program run again (`self`, with --read-fd) in a child made by
+ * fork or vfork, reading descriptor `fd` it inherits; waits for it. */
+static void new_program_reads(const char *self, int fd, int use_vfork)
+{
+    char num[16];
+    snprintf(num, sizeof num, "%d", fd);
+    fflush(stdout);
+    pid_t pid = use_vfork ? vfork() : fork();
+    if (pid == 0) {
+        execl(self, self, dir, "--read-fd", num, (char *)NULL);
+        _exit(127);
+    }
+    waitpid(pid, NULL, 0);
+}
+
 /* The file offset after every way something can use or share it: the
  * library OS keeps it until then, the host after. */
 static void offsets(const char *self)
@@ -477,29 +492,13 @@ static void offsets(const char *self)
     read_into("after fdinfo", fd, big, 1);
     close(fd);
 
-    /* Inherited by a new program. */
+    /* Inherited by a new program, after fork and after vfork. */
     fd = open_at("pages", 55);
-    fflush(stdout);
-    pid = fork();
-    if (pid == 0) {
-        char num[16];
-        snprintf(num, sizeof num, "%d", fd);
-        execl(self, self, dir, "--read-fd", num, (char *)NULL);
-        _exit(127);
-    }
-    waitpid(pid, NULL, 0);
+    new_program_reads(self, fd, 0);
     read_into("after the new program's read", fd, big, 1);
     close(fd);
     fd = open_at("pages", 66);
-    fflush(stdout);
-    pid = vfork();
-    if (pid == 0) {
-        char num[16];
-        snprintf(num, sizeof num, "%d", fd);
-        execl(self, self, dir, "--read-fd", num, (char *)NULL);
-        _exit(127);
-    }
-    waitpid(pid, NULL, 0);
+    new_program_reads(self, fd, 1);
     read_into("after the vforked program's read", fd, big, 1);
     close(fd);
 }

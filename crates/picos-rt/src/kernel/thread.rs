@@ -352,6 +352,17 @@ fn lost_gs() -> ! {
     crate::kernel::signal::die_of(crate::host::abi::SIGSEGV)
 }
 
+/// Counts a host call made on the program's behalf (`--stats`): by the
+/// handlers (`sys`) and by the library OS's own files (`kernel::fs::file`).
+#[inline(always)]
+pub fn count_host_call() {
+    if crate::diag::stats::on() {
+        if let Some(t) = current_checked() {
+            crate::diag::stats::host_call(&t.stats);
+        }
+    }
+}
+
 /// The calling thread's runtime state, if the GS base points at one (None
 /// before set-up, e.g. a fault during start-up, or after the program
 /// changed GS).

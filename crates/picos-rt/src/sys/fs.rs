@@ -692,13 +692,28 @@ fn noted_file_stat(fds: &FdTable, fd: i32, buf: usize) -> Option<SysResult> {
 /// descriptor is the host's.
 #[syscall]
 pub fn pread64(c: &mut Ctx<'_>, fd: i32, buf: usize, count: usize, offset: i64) -> SysResult {
+    noted_answer(c, fd, false, |fds, f| f.pread(fds, fd, buf, count, offset))
+        .unwrap_or_else(|| c.host_blocking())
+}
+
+/// The library OS's answer to a call on descriptor `fd`: `serve`'s, if
+/// `fd` is a noted file (`kernel::fs::file`) and `serve` answers. Else
+/// None, for the host to answer; a call that uses the file offset
+/// (`at_offset`) gives the host the offset first, if the library OS owned
+/// it.
+fn noted_answer(
+    c: &Ctx<'_>,
+    fd: i32,
+    at_offset: bool,
+    serve: impl FnOnce(&FdTable, &file::OpenFile) -> Option<SysResult>,
+) -> Option<SysResult> {
     let fds = fds(c);
-    if let Some(f) = fds.file(fd) {
-        if let Some(r) = f.pread(fds, fd, buf, count, offset) {
-            return r;
-        }
+    let f = fds.file(fd)?;
+    let r = serve(fds, &f);
+    if r.is_none() && at_offset {
+        f.offset_to_host(fd);
     }
-    c.host_blocking()
+    r
 }
 
 /// Implements read(2): a file of an exclusive mount is copied from its
@@ -706,16 +721,10 @@ pub fn pread64(c: &mut Ctx<'_>, fd: i32, buf: usize, count: usize, offset: i64) 
 /// descriptor is the host's.
 #[syscall]
 pub fn read(c: &mut Ctx<'_>, fd: i32, buf: usize, count: usize) -> SysResult {
-    let fds = fds(c);
-    if let Some(f) = fds.file(fd) {
-        if let Some(r) = file::Segments::one(buf, count).and_then(|s| f.read_segments(fds, fd, &s))
-        {
-            return r;
-        }
-        // The host reads, from its offset.
-        f.offset_to_host(fd);
-    }
-    c.host_blocking()
+    noted_answer(c, fd, true, |fds, f| {
+        file::Segments::one(buf, count).and_then(|s| f.read_segments(fds, fd, &s))
+    })
+    .unwrap_or_else(|| c.host_blocking())
 }
 
 /// Implements lseek(2): the offset of a file of an exclusive mount while
@@ -723,14 +732,7 @@ pub fn read(c: &mut Ctx<'_>, fd: i32, buf: usize, count: usize) -> SysResult {
 /// is the host's.
 #[syscall]
 pub fn lseek(c: &mut Ctx<'_>, fd: i32, offset: i64, whence: i32) -> SysResult {
-    let fds = fds(c);
-    if let Some(f) = fds.file(fd) {
-        if let Some(r) = f.lseek(fds, fd, offset, whence) {
-            return r;
-        }
-        f.offset_to_host(fd);
-    }
-    c.host()
+    noted_answer(c, fd, true, |fds, f| f.lseek(fds, fd, offset, whence)).unwrap_or_else(|| c.host())
 }
 
 /// Implements sendfile(2): a file of an exclusive mount read from its
@@ -787,6 +789,24 @@ pub fn flushes_writes(c: &Ctx<'_>, d: &crate::sys::def::SyscallDef) -> bool {
         )
 }
 
+/// Is call `nr` one the handlers serve from a noted file's state (and so
+/// keeps an owned offset): the reads, `lseek`, the `fstat`s, `close`?
+const fn served_from_notes(nr: usize) -> bool {
+    matches!(
+        nr,
+        nr::READ
+            | nr::READV
+            | nr::PREAD64
+            | nr::PREADV
+            | nr::PREADV2
+            | nr::LSEEK
+            | nr::FSTAT
+            | nr::NEWFSTATAT
+            | nr::STATX
+            | nr::CLOSE
+    )
+}
+
 /// Before a call on descriptor `fd` that the library OS does not serve
 /// itself (`dup`, `fcntl`, `ioctl`, `splice`, ...; the dispatcher's hook,
 /// for calls whose first argument is a descriptor): if it is a file whose
@@ -810,19 +830,7 @@ pub fn before_fd_call(c: &Ctx<'_>) -> Result<(), Errno> {
     const F_DUPFD_CLOEXEC: usize = 1030;
     // The calls served from the notes themselves need no look here (the
     // handler looks), unless a write-back file may be among them.
-    let served = matches!(
-        c.nr,
-        nr::READ
-            | nr::READV
-            | nr::PREAD64
-            | nr::PREADV
-            | nr::PREADV2
-            | nr::LSEEK
-            | nr::FSTAT
-            | nr::NEWFSTATAT
-            | nr::STATX
-            | nr::CLOSE
-    );
+    let served = served_from_notes(c.nr);
     if served && !mount::any_write_back() {
         return Ok(());
     }
@@ -845,17 +853,8 @@ pub fn before_fd_call(c: &Ctx<'_>) -> Result<(), Errno> {
         return Ok(());
     }
     match c.nr {
-        nr::READ
-        | nr::READV
-        | nr::PREAD64
-        | nr::PREADV
-        | nr::PREADV2
-        | nr::LSEEK
-        | nr::FSTAT
-        | nr::NEWFSTATAT
-        | nr::STATX
-        | nr::CLOSE
-        | nr::SENDFILE
+        _ if served => {}
+        nr::SENDFILE
         | nr::FSYNC
         | nr::FDATASYNC
         | nr::FADVISE64
@@ -879,25 +878,19 @@ pub fn before_fd_call(c: &Ctx<'_>) -> Result<(), Errno> {
 /// write is the host's.
 #[syscall]
 pub fn write(c: &mut Ctx<'_>, fd: i32, buf: usize, count: usize) -> SysResult {
-    let fds = fds(c);
-    if let Some(f) = fds.file(fd) {
-        if let Some(r) = file::Segments::one(buf, count).and_then(|s| f.write(fd, &s)) {
-            return r;
-        }
-    }
-    c.host_blocking()
+    noted_answer(c, fd, false, |_, f| {
+        file::Segments::one(buf, count).and_then(|s| f.write(fd, &s))
+    })
+    .unwrap_or_else(|| c.host_blocking())
 }
 
 /// Implements writev(2): as `write`, from each buffer in turn.
 #[syscall]
 pub fn writev(c: &mut Ctx<'_>, fd: i32, iov: usize, iovcnt: i32) -> SysResult {
-    let fds = fds(c);
-    if let Some(f) = fds.file(fd) {
-        if let Some(r) = segments(iov, iovcnt).and_then(|s| f.write(fd, &s)) {
-            return r;
-        }
-    }
-    c.host_blocking()
+    noted_answer(c, fd, false, |_, f| {
+        segments(iov, iovcnt).and_then(|s| f.write(fd, &s))
+    })
+    .unwrap_or_else(|| c.host_blocking())
 }
 
 /// The program's `iovec` array at `iov` with `iovcnt` entries, for the
@@ -919,14 +912,10 @@ fn segments(iov: usize, iovcnt: i32) -> Option<file::Segments> {
 /// Implements readv(2): as `read`, into each buffer in turn.
 #[syscall]
 pub fn readv(c: &mut Ctx<'_>, fd: i32, iov: usize, iovcnt: i32) -> SysResult {
-    let fds = fds(c);
-    if let Some(f) = fds.file(fd) {
-        if let Some(r) = segments(iov, iovcnt).and_then(|s| f.read_segments(fds, fd, &s)) {
-            return r;
-        }
-        f.offset_to_host(fd);
-    }
-    c.host_blocking()
+    noted_answer(c, fd, true, |fds, f| {
+        segments(iov, iovcnt).and_then(|s| f.read_segments(fds, fd, &s))
+    })
+    .unwrap_or_else(|| c.host_blocking())
 }
 
 /// Implements preadv(2): as `pread64`, into each buffer in turn.
@@ -952,30 +941,21 @@ pub fn preadv2(
 
 /// preadv and preadv2 (on x86-64 the offset is its low word whole).
 fn preadv_common(c: &Ctx<'_>, fd: i32, iov: usize, iovcnt: i32, pos: i64, flags: i32) -> SysResult {
-    let fds = fds(c);
-    if flags != 0 {
-        // The host's (at offset -1, from its offset).
-        if let Some(f) = fds.file(fd) {
-            f.offset_to_host(fd);
-        }
-    } else {
-        if let Some(f) = fds.file(fd) {
+    // With flags (RWF_*) the host's, at offset -1 from its offset.
+    noted_answer(c, fd, true, |fds, f| {
+        if flags != 0 {
+            None
+        } else if pos == -1 && c.nr == nr::PREADV2 {
             // do_preadv refuses a negative offset first; preadv2 reads at
             // the file offset for -1.
-            let r = if pos == -1 && c.nr == nr::PREADV2 {
-                segments(iov, iovcnt).and_then(|s| f.read_segments(fds, fd, &s))
-            } else if pos < 0 {
-                Some(Err(Errno::EINVAL))
-            } else {
-                segments(iov, iovcnt).and_then(|s| f.pread_segments(fds, fd, &s, pos))
-            };
-            if let Some(r) = r {
-                return r;
-            }
-            f.offset_to_host(fd);
+            segments(iov, iovcnt).and_then(|s| f.read_segments(fds, fd, &s))
+        } else if pos < 0 {
+            Some(Err(Errno::EINVAL))
+        } else {
+            segments(iov, iovcnt).and_then(|s| f.pread_segments(fds, fd, &s, pos))
         }
-    }
-    c.host_blocking()
+    })
+    .unwrap_or_else(|| c.host_blocking())
 }
 
 /// Implements statfs(2).

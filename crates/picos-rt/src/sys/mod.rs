@@ -114,15 +114,7 @@ impl Ctx<'_> {
     }
 }
 
-/// Counts a host call made on the program's behalf (`--stats`).
-#[inline(always)]
-pub(crate) fn count_host_call() {
-    if crate::diag::stats::on() {
-        if let Some(t) = crate::kernel::thread::current_checked() {
-            crate::diag::stats::host_call(&t.stats);
-        }
-    }
-}
+pub(crate) use crate::kernel::thread::count_host_call;
 
 /// The program's call `nr` with `args` (values the program gave, perhaps
 /// checked or rewritten) passed to the host (`host::program_call`: never

@@ -29,6 +29,7 @@
 use crate::host;
 use crate::host::errno::Errno;
 use crate::host::Statx;
+use crate::kernel::thread::count_host_call;
 use crate::mm::runtime::FileView;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
@@ -587,16 +588,6 @@ fn flush_locked(b: &mut WriteBuf, fd: i32) -> Result<(), Errno> {
     r
 }
 
-/// Counts a host call the runtime makes on the program's behalf
-/// (`--stats`).
-fn count_host_call() {
-    if crate::diag::stats::on() {
-        if let Some(t) = crate::kernel::thread::current_checked() {
-            crate::diag::stats::host_call(&t.stats);
-        }
-    }
-}
-
 /// lseek of the program's descriptor `fd` by the runtime, counted as a
 /// host call made on the program's behalf (`--stats`).
 fn seek(fd: i32, offset: i64, whence: i32) -> Result<usize, Errno> {
@@ -616,6 +607,12 @@ pub struct Segments {
     segs: Buffers,
 }
 
+/// Would Linux refuse buffer `base` of `len` bytes (a length above
+/// `SSIZE_MAX`: EINVAL; past the address space: EFAULT)?
+fn refused(base: usize, len: usize) -> bool {
+    len > isize::MAX as usize || base.checked_add(len).is_none_or(|end| end > USER_END)
+}
+
 /// A read's or write's buffers: one (read, write, pread) without the room
 /// for an `iovec` array (these are made on every call; on the stack, so
 /// the size difference costs nothing but stack).
@@ -630,7 +627,7 @@ impl Segments {
     /// says so).
     #[inline]
     pub fn one(buf: usize, count: usize) -> Option<Segments> {
-        if count > isize::MAX as usize || buf.checked_add(count).is_none_or(|end| end > USER_END) {
+        if refused(buf, count) {
             return None;
         }
         Some(Segments {
@@ -646,10 +643,7 @@ impl Segments {
         let mut n = 0;
         let mut left = MAX_RW_COUNT;
         for (base, len) in it {
-            if n == MAX_SEGMENTS
-                || len > isize::MAX as usize
-                || base.checked_add(len).is_none_or(|end| end > USER_END)
-            {
+            if n == MAX_SEGMENTS || refused(base, len) {
                 return None;
             }
             let len = len.min(left);
