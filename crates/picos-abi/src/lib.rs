@@ -97,6 +97,24 @@ pub struct LaunchConfig {
 /// The most `[[fs.mounts]]` entries picos takes.
 pub const MAX_MOUNTS: usize = 32;
 
+/// What a mount shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MountKind {
+    /// A host directory (`type = "chroot"`), at [`MountSpec::host`].
+    #[default]
+    Host,
+    /// A file system of its own in memory (`type = "tmpfs"`): a kernel
+    /// tmpfs instance the CLI made and attached nowhere in the host's
+    /// tree, reached only through the descriptor [`MountSpec::fd`] that the
+    /// picoprocess tree inherits. Starts empty; gone when the tree ends.
+    Tmpfs,
+    /// A host directory ([`MountSpec::host`], the lower layer, never
+    /// written) under a writable layer in memory (`type = "overlay"`): a
+    /// kernel overlay whose upper layer is a private tmpfs, attached
+    /// nowhere, reached through [`MountSpec::fd`].
+    Overlay,
+}
+
 /// One `[[fs.mounts]]` entry as the runtime needs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MountSpec {
@@ -104,8 +122,14 @@ pub struct MountSpec {
     /// doubled or trailing `/`), e.g. `/data`.
     pub guest: Vec<u8>,
     /// The host directory: absolute and canonical (no symlinks), e.g.
-    /// `/srv/data`.
+    /// `/srv/data`; an overlay's lower layer; empty for a tmpfs.
     pub host: Vec<u8>,
+    /// What the mount shows: a host directory, a tmpfs, an overlay.
+    pub kind: MountKind,
+    /// For a tmpfs or an overlay, the descriptor of its root in this
+    /// process (not close-on-exec: each runtime passes its own on to the
+    /// next through execve); -1 for a host directory.
+    pub fd: i32,
     /// Writes are refused with EROFS.
     pub readonly: bool,
     /// The manifest promises that nothing outside the picoprocess tree
@@ -118,6 +142,27 @@ pub struct MountSpec {
     /// library OS (`writeback = true`, writable mounts only;
     /// `kernel::fs::file`, docs/FILESYSTEM.md "Write-back mounts").
     pub writeback: bool,
+}
+
+impl MountSpec {
+    /// A mount of host directory `host` at `guest`, read-write.
+    pub fn host_dir(guest: &[u8], host: &[u8]) -> MountSpec {
+        MountSpec {
+            guest: guest.to_vec(),
+            host: host.to_vec(),
+            kind: MountKind::Host,
+            fd: -1,
+            readonly: false,
+            exclusive: false,
+            writeback: false,
+        }
+    }
+
+    /// Is it a file system the CLI made (a tmpfs, an overlay), reached
+    /// through [`MountSpec::fd`] rather than a host path?
+    pub fn detached(&self) -> bool {
+        self.kind != MountKind::Host
+    }
 }
 
 impl Default for LaunchConfig {
@@ -263,7 +308,7 @@ pub fn host_to_guest(mounts: &[MountSpec], host: &[u8]) -> Option<Vec<u8>> {
     let (i, m) = mounts
         .iter()
         .enumerate()
-        .filter(|(_, m)| covers(&m.host, host))
+        .filter(|(_, m)| !m.detached() && covers(&m.host, host))
         .max_by_key(|(_, m)| m.host.len())?;
     let v = join_rest(&m.guest, rest_after(&m.host, host)?);
     (deepest_mount(mounts, &v, None) == Some(i)).then_some(v)
@@ -271,7 +316,8 @@ pub fn host_to_guest(mounts: &[MountSpec], host: &[u8]) -> Option<Vec<u8>> {
 
 /// `ro,GUEST,HOST`, `rox,GUEST,HOST` (read-only, exclusive),
 /// `rw,GUEST,HOST` or `rwb,GUEST,HOST` (read-write, write-back) (paths
-/// hex-encoded, both absolute).
+/// hex-encoded, both absolute), then `,tmpfs,FD` or `,overlay,FD` for the
+/// file systems the CLI made (a tmpfs's HOST is empty).
 fn decode_mount(value: &[u8]) -> Option<MountSpec> {
     let mut parts = value.split(|&c| c == b',');
     let (readonly, exclusive, writeback) = match parts.next()? {
@@ -283,7 +329,23 @@ fn decode_mount(value: &[u8]) -> Option<MountSpec> {
     };
     let guest = hex_decode(parts.next()?)?;
     let host = hex_decode(parts.next()?)?;
-    if parts.next().is_some() || guest.first() != Some(&b'/') || host.first() != Some(&b'/') {
+    let (kind, fd) = match parts.next() {
+        None => (MountKind::Host, -1),
+        Some(k) => {
+            let kind = match k {
+                b"tmpfs" => MountKind::Tmpfs,
+                b"overlay" => MountKind::Overlay,
+                _ => return None,
+            };
+            let fd = i32::try_from(parse_u64(parts.next()?)?).ok()?;
+            (kind, fd)
+        }
+    };
+    let host_ok = match kind {
+        MountKind::Tmpfs => host.is_empty(),
+        _ => host.first() == Some(&b'/'),
+    };
+    if parts.next().is_some() || guest.first() != Some(&b'/') || !host_ok {
         return None;
     }
     if guest.contains(&0) || host.contains(&0) {
@@ -292,6 +354,8 @@ fn decode_mount(value: &[u8]) -> Option<MountSpec> {
     Some(MountSpec {
         guest,
         host,
+        kind,
+        fd,
         readonly,
         exclusive,
         writeback,
@@ -334,6 +398,14 @@ impl LaunchConfig {
             hex_encode(&mut s, &m.guest);
             s.push(',');
             hex_encode(&mut s, &m.host);
+            match m.kind {
+                MountKind::Host => {}
+                MountKind::Tmpfs => s.push_str(",tmpfs,"),
+                MountKind::Overlay => s.push_str(",overlay,"),
+            }
+            if m.detached() {
+                push_u64(&mut s, m.fd.max(0) as u64);
+            }
         }
         s.push_str(";exe=");
         hex_encode(&mut s, &self.exe);
@@ -438,6 +510,8 @@ mod tests {
                 MountSpec {
                     guest: b"/".to_vec(),
                     host: b"/srv/r,o;ot".to_vec(),
+                    kind: MountKind::Host,
+                    fd: -1,
                     readonly: true,
                     exclusive: false,
                     writeback: false,
@@ -445,6 +519,8 @@ mod tests {
                 MountSpec {
                     guest: b"/usr".to_vec(),
                     host: b"/usr".to_vec(),
+                    kind: MountKind::Host,
+                    fd: -1,
                     readonly: true,
                     exclusive: true,
                     writeback: false,
@@ -452,6 +528,26 @@ mod tests {
                 MountSpec {
                     guest: b"/data".to_vec(),
                     host: b"/srv/data".to_vec(),
+                    kind: MountKind::Host,
+                    fd: -1,
+                    readonly: false,
+                    exclusive: false,
+                    writeback: false,
+                },
+                MountSpec {
+                    guest: b"/tmp".to_vec(),
+                    host: Vec::new(),
+                    kind: MountKind::Tmpfs,
+                    fd: 7,
+                    readonly: false,
+                    exclusive: false,
+                    writeback: true,
+                },
+                MountSpec {
+                    guest: b"/usr/lib".to_vec(),
+                    host: b"/usr/lib".to_vec(),
+                    kind: MountKind::Overlay,
+                    fd: 1021,
                     readonly: false,
                     exclusive: false,
                     writeback: false,
@@ -459,6 +555,8 @@ mod tests {
                 MountSpec {
                     guest: b"/out".to_vec(),
                     host: b"/srv/out".to_vec(),
+                    kind: MountKind::Host,
+                    fd: -1,
                     readonly: false,
                     exclusive: false,
                     writeback: true,
@@ -524,6 +622,8 @@ mod tests {
         let m = |guest: &str, host: &str| MountSpec {
             guest: guest.into(),
             host: host.into(),
+            kind: MountKind::Host,
+            fd: -1,
             readonly: false,
             exclusive: false,
             writeback: false,
@@ -541,6 +641,21 @@ mod tests {
         assert!(covers(b"/a", b"/a/b") && !covers(b"/a", b"/ab") && covers(b"/", b"/x"));
         assert_eq!(deepest_mount(&mounts, b"/tmp/z", None), Some(2));
         assert_eq!(deepest_mount(&mounts, b"/tmp/z", Some(2)), Some(0));
+        // A tmpfs or an overlay has no host path: no host path maps
+        // through it (the runtime asks for the mount of a descriptor).
+        let ovl = MountSpec {
+            kind: MountKind::Overlay,
+            fd: 5,
+            ..m("/srv/root/o", "/srv/root")
+        };
+        let tmp = MountSpec {
+            kind: MountKind::Tmpfs,
+            fd: 6,
+            ..m("/q", "")
+        };
+        let more = [m("/", "/srv/root"), ovl, tmp];
+        assert_eq!(host_to_guest(&more, b"/srv/root/x"), Some(b"/x".to_vec()));
+        assert_eq!(host_to_guest(&more, b"/"), None);
     }
 
     #[test]
@@ -553,6 +668,12 @@ mod tests {
             "v1;mount=rw,2f,61;exe=41",
             "v1;mount=rw,2f00,2f;exe=41",
             "v1;mount=rw,2f,zz;exe=41",
+            "v1;mount=rw,2f,2f,tmpfs,3;exe=41",
+            "v1;mount=rw,2f,,overlay,3;exe=41",
+            "v1;mount=rw,2f,,tmpfs;exe=41",
+            "v1;mount=rw,2f,,tmpfs,x;exe=41",
+            "v1;mount=rw,2f,,zfs,3;exe=41",
+            "v1;mount=rw,2f,,tmpfs,3,4;exe=41",
         ] {
             assert_eq!(
                 LaunchConfig::decode(bad.as_bytes()),

@@ -174,15 +174,18 @@ extern "C" fn main_on_runtime_stack() -> ! {
 fn set_up_process(t: &'static thread::Thread) {
     thread::install(t);
     if let Err((i, e)) = crate::kernel::fs::mount::init(&config().mounts, FdTable::first()) {
-        let host = config()
-            .mounts
-            .get(i)
-            .map_or(&[][..], |m| m.host.as_slice());
+        let m = crate::kernel::fs::mount::table().get(i);
+        let what: &[u8] = match m {
+            Some(m) if m.detached() => b"(tmpfs or overlay root)",
+            Some(m) => &m.host,
+            None => b"",
+        };
         fatal(
             127,
             format_args!(
-                "cannot open the mount's directory {}: {}",
-                crate::diag::log::Bytes(host),
+                "cannot open the directory of the mount at {}: {} {}",
+                crate::diag::log::Bytes(m.map_or(&[][..], |m| &m.guest)),
+                crate::diag::log::Bytes(what),
                 e
             ),
         );

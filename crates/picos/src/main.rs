@@ -13,6 +13,7 @@
 //! `.cargo/config.toml` for building a static glibc CLI all the same.)
 
 mod bench;
+mod detached;
 mod manifest;
 mod mounts;
 mod run;

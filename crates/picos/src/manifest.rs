@@ -27,9 +27,12 @@
 //! start_dir = "/tmp"                   # working directory; default: the caller's
 //!
 //! [[fs.mounts]]
-//! type = "chroot"                      # optional; "chroot" is the default and only type
+//! type = "chroot"                      # optional; "chroot" (a host directory, the default),
+//!                                      # "tmpfs" (in memory, no uri) or "overlay" (uri read-only
+//!                                      # below, changes kept in memory)
 //! path = "/"                           # where it appears in the picoprocess (absolute)
 //! uri = "file:/"                       # host path, with the "file:" prefix
+//! # size = "64M"                       # tmpfs/overlay: the most their memory holds
 //!
 //! [sys]
 //! stack.size = "8M"                    # main-thread stack: bytes, or a string with K/M/G (powers of 1024)
@@ -103,8 +106,14 @@ pub enum EnvValue {
 /// One `[[fs.mounts]]` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mount {
-    /// The mount type (`type` in the manifest); always `"chroot"` for now.
+    /// The mount type (`type` in the manifest): `"chroot"` (a host
+    /// directory), `"tmpfs"` (files in memory, shared by the picoprocess
+    /// tree) or `"overlay"` (a host directory read-only below, changes kept
+    /// in memory).
     pub kind: String,
+    /// `size` (tmpfs and overlay only): the most bytes their files may take
+    /// in memory; `None`: the kernel's default for a tmpfs (half the RAM).
+    pub size: Option<u64>,
     /// Absolute path inside the picoprocess.
     pub path: String,
     /// Host location as written, starting with `file:` (see [`Mount::host_path`]).
@@ -423,6 +432,7 @@ const SCHEMA: &[&str] = &[
     "fs.mounts[].readonly",
     "fs.mounts[].exclusive",
     "fs.mounts[].writeback",
+    "fs.mounts[].size",
     "sys",
     "sys.stack",
     "sys.stack.size",
@@ -969,10 +979,15 @@ impl Checker<'_> {
             let kind = match fields.get("type") {
                 Some(n) => {
                     let kind = self.string(n)?;
-                    if kind != "chroot" {
+                    if !["chroot", "tmpfs", "overlay"].contains(&kind) {
                         return Err(self.invalid(
                             n,
-                            format!("`{}`: unsupported mount type {kind:?}; picos supports only \"chroot\"", n.path),
+                            format!(
+                                "`{}`: unsupported mount type {kind:?}; picos supports \"chroot\" \
+                                 (a host directory), \"tmpfs\" (files in memory) and \"overlay\" \
+                                 (a host directory below, changes in memory)",
+                                n.path
+                            ),
                         ));
                     }
                     kind
@@ -1019,6 +1034,16 @@ impl Checker<'_> {
             let exclusive = match fields.get("exclusive") {
                 Some(n) => {
                     let v = self.bool(n)?;
+                    if v && kind != "chroot" {
+                        return Err(self.invalid(
+                            n,
+                            format!(
+                                "`{}`: only \"chroot\" mounts can be exclusive (a {kind} mount is \
+                                 written in memory)",
+                                n.path
+                            ),
+                        ));
+                    }
                     if v && !readonly {
                         return Err(self.invalid(
                             n,
@@ -1050,22 +1075,57 @@ impl Checker<'_> {
                 }
                 None => false,
             };
-            let uri_node = required("uri", "the host path, like \"file:/srv/data\"")?;
-            let uri = self.string(uri_node)?;
-            match uri.strip_prefix("file:") {
-                Some(host) if !host.is_empty() => {}
-                _ => {
+            let size = match fields.get("size") {
+                Some(n) if kind == "chroot" => {
                     return Err(self.invalid(
-                        uri_node,
+                        n,
                         format!(
-                            "`{}` must be a host path like \"file:/srv/data\", found {uri:?}",
-                            uri_node.path
+                            "`{}`: a \"chroot\" mount has no size of its own (only \"tmpfs\" and \
+                             \"overlay\" mounts keep files in memory)",
+                            n.path
                         ),
                     ));
                 }
-            }
+                Some(n) => Some(self.mount_size(n)?),
+                None => None,
+            };
+            let uri = if kind == "tmpfs" {
+                if let Some(n) = fields.get("uri") {
+                    return Err(self.invalid(
+                        n,
+                        format!(
+                            "`{}`: a \"tmpfs\" mount starts empty and has no host directory \
+                             (drop `uri`, or use type = \"overlay\" to start from one)",
+                            n.path
+                        ),
+                    ));
+                }
+                ""
+            } else {
+                let what = if kind == "overlay" {
+                    "the host directory shown read-only below, like \"file:/usr\""
+                } else {
+                    "the host path, like \"file:/srv/data\""
+                };
+                let uri_node = required("uri", what)?;
+                let uri = self.string(uri_node)?;
+                match uri.strip_prefix("file:") {
+                    Some(host) if !host.is_empty() => {}
+                    _ => {
+                        return Err(self.invalid(
+                            uri_node,
+                            format!(
+                                "`{}` must be a host path like \"file:/srv/data\", found {uri:?}",
+                                uri_node.path
+                            ),
+                        ));
+                    }
+                }
+                uri
+            };
             mounts.push(Mount {
                 kind: kind.to_string(),
+                size,
                 path,
                 uri: uri.to_string(),
                 readonly,
@@ -1074,6 +1134,31 @@ impl Checker<'_> {
             });
         }
         Ok(mounts)
+    }
+
+    /// `fs.mounts[].size`: bytes, or a string with K/M/G; at least a page.
+    fn mount_size(&self, node: &Node<'_>) -> Result<u64> {
+        let malformed = || self.type_error(node, "a size like 67108864 or \"64M\"");
+        let size = match node.data {
+            Data::Value(Value::Integer(i)) => u64::try_from(*i.value()).map_err(|_| malformed())?,
+            Data::Value(Value::String(s)) => match parse_size(s.value()) {
+                Ok(n) => n,
+                Err(SizeError::Malformed) => return Err(malformed()),
+                Err(SizeError::TooLarge) => u64::MAX,
+            },
+            _ => return Err(malformed()),
+        };
+        if size < 4096 {
+            return Err(self.invalid(
+                node,
+                format!(
+                    "`{}` must be at least 4096 bytes (a page), found {}",
+                    node.path,
+                    node.data.describe()
+                ),
+            ));
+        }
+        Ok(size)
     }
 
     fn stack_size(&self, node: &Node<'_>) -> Result<u64> {
@@ -1158,6 +1243,7 @@ mod tests {
     fn root_mount() -> Mount {
         Mount {
             kind: "chroot".into(),
+            size: None,
             path: "/".into(),
             uri: "file:/".into(),
             readonly: false,
@@ -1230,6 +1316,7 @@ stack.size = "8M"
                 root_mount(),
                 Mount {
                     kind: "chroot".into(),
+                    size: None,
                     path: "/data".into(),
                     uri: "file:/srv/data".into(),
                     readonly: false,
@@ -1359,6 +1446,7 @@ stack = { size = "1K" }
             m.mounts,
             vec![Mount {
                 kind: "chroot".into(),
+                size: None,
                 path: "/lib".into(),
                 uri: "file:lib".into(),
                 readonly: false,
@@ -1563,7 +1651,15 @@ stack = { size = "1K" }
         assert_eq!(allowed_keys(""), ["libos", "loader", "fs", "sys"]);
         assert_eq!(
             allowed_keys("fs.mounts[]"),
-            ["type", "path", "uri", "readonly", "exclusive", "writeback"]
+            [
+                "type",
+                "path",
+                "uri",
+                "readonly",
+                "exclusive",
+                "writeback",
+                "size"
+            ]
         );
         assert_eq!(allowed_keys("loader.env.*"), ["value", "passthrough"]);
         assert_eq!(allowed_keys("sys"), ["stack"]);
@@ -1812,8 +1908,60 @@ stack = { size = "1K" }
             err("[[fs.mounts]]\npath = \"/\"\nuri = \"dev:tty\"\n").contains("must be a host path")
         );
         assert_eq!(
-            err("[[fs.mounts]]\ntype = \"tmpfs\"\npath = \"/tmp\"\n"),
-            "manifest.toml:2:8: `fs.mounts[0].type`: unsupported mount type \"tmpfs\"; picos supports only \"chroot\""
+            err("[[fs.mounts]]\ntype = \"nfs\"\npath = \"/tmp\"\n"),
+            "manifest.toml:2:8: `fs.mounts[0].type`: unsupported mount type \"nfs\"; picos supports \
+             \"chroot\" (a host directory), \"tmpfs\" (files in memory) and \"overlay\" (a host \
+             directory below, changes in memory)"
+        );
+        assert_eq!(
+            err("[[fs.mounts]]\ntype = \"tmpfs\"\npath = \"/tmp\"\nuri = \"file:/tmp\"\n"),
+            "manifest.toml:4:7: `fs.mounts[0].uri`: a \"tmpfs\" mount starts empty and has no host \
+             directory (drop `uri`, or use type = \"overlay\" to start from one)"
+        );
+        assert_eq!(
+            err("[[fs.mounts]]\ntype = \"overlay\"\npath = \"/usr\"\n"),
+            "manifest.toml:1:1: `fs.mounts[0]` has no `uri` (the host directory shown read-only \
+             below, like \"file:/usr\")"
+        );
+        assert_eq!(
+            err("[[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nsize = \"1M\"\n"),
+            "manifest.toml:4:8: `fs.mounts[0].size`: a \"chroot\" mount has no size of its own (only \
+             \"tmpfs\" and \"overlay\" mounts keep files in memory)"
+        );
+        assert_eq!(
+            err("[[fs.mounts]]\ntype = \"tmpfs\"\npath = \"/t\"\nsize = 100\n"),
+            "manifest.toml:4:8: `fs.mounts[0].size` must be at least 4096 bytes (a page), found integer 100"
+        );
+        assert!(
+            err("[[fs.mounts]]\ntype = \"tmpfs\"\npath = \"/t\"\nsize = \"lots\"\n")
+                .contains("a size like 67108864 or \"64M\"")
+        );
+        assert_eq!(
+            err("[[fs.mounts]]\ntype = \"tmpfs\"\npath = \"/t\"\nreadonly = true\nexclusive = true\n"),
+            "manifest.toml:5:13: `fs.mounts[0].exclusive`: only \"chroot\" mounts can be exclusive \
+             (a tmpfs mount is written in memory)"
+        );
+        let m = parse(
+            "[[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\n\
+             [[fs.mounts]]\ntype = \"tmpfs\"\npath = \"/tmp\"\nsize = \"64M\"\n\
+             [[fs.mounts]]\ntype = \"overlay\"\npath = \"/usr\"\nuri = \"file:/usr\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                m.mounts[1].kind.as_str(),
+                m.mounts[1].size,
+                m.mounts[1].uri.as_str()
+            ),
+            ("tmpfs", Some(64 << 20), "")
+        );
+        assert_eq!(
+            (
+                m.mounts[2].kind.as_str(),
+                m.mounts[2].size,
+                m.mounts[2].host_path()
+            ),
+            ("overlay", None, "/usr")
         );
         assert_eq!(
             err("[[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\n\n[[fs.mounts]]\npath = \"/x\"\n"),

@@ -8,8 +8,9 @@
 //! the program and the start directory, which the runtime then opens through
 //! its own resolution.
 
+use crate::detached::Request;
 use crate::manifest::Mount;
-use picos_abi::MountSpec;
+use picos_abi::{MountKind, MountSpec};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -31,6 +32,14 @@ pub enum MountError {
         index: usize,
         guest: String,
         host: String,
+        reason: String,
+    },
+    /// A tmpfs or an overlay could not be made.
+    #[error("fs.mounts[{index}] ({guest}): cannot make the {kind} file system: {reason}")]
+    Make {
+        index: usize,
+        guest: String,
+        kind: String,
         reason: String,
     },
     /// A mount point does not exist in the mount that holds it.
@@ -72,7 +81,13 @@ fn check_exclusive(out: &[MountSpec]) -> Result<(), MountError> {
     use picos_abi::{deepest_mount, join_rest, rest_after};
     let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     for (i, x) in out.iter().enumerate().filter(|(_, m)| m.exclusive) {
-        for (j, w) in out.iter().enumerate().filter(|(_, m)| !m.readonly) {
+        // (A tmpfs changes no host directory, and an overlay never writes
+        // its lower one.)
+        for (j, w) in out
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| !m.readonly && !m.detached())
+        {
             // The writable directory inside the exclusive one, which shows
             // it at `shown`: another mount must hold that path. Or the
             // exclusive directory inside the writable one, which shows it
@@ -113,6 +128,7 @@ pub fn specs(mounts: &[Mount]) -> Result<Vec<MountSpec>, MountError> {
         return Err(MountError::TooMany(mounts.len()));
     }
     let mut out = Vec::with_capacity(mounts.len());
+    let mut requests = Vec::new();
     for (index, m) in mounts.iter().enumerate() {
         let err = |reason: String| MountError::Host {
             index,
@@ -120,14 +136,37 @@ pub fn specs(mounts: &[Mount]) -> Result<Vec<MountSpec>, MountError> {
             host: m.host_path().to_string(),
             reason,
         };
-        let host = std::fs::canonicalize(m.host_path()).map_err(|e| err(e.to_string()))?;
-        let md = std::fs::metadata(&host).map_err(|e| err(e.to_string()))?;
-        if !md.is_dir() {
-            return Err(err("not a directory (picos mounts directories only)".into()));
+        let kind = match m.kind.as_str() {
+            "tmpfs" => MountKind::Tmpfs,
+            "overlay" => MountKind::Overlay,
+            _ => MountKind::Host,
+        };
+        let host = if kind == MountKind::Tmpfs {
+            PathBuf::new()
+        } else {
+            let host = std::fs::canonicalize(m.host_path()).map_err(|e| err(e.to_string()))?;
+            let md = std::fs::metadata(&host).map_err(|e| err(e.to_string()))?;
+            if !md.is_dir() {
+                return Err(err("not a directory (picos mounts directories only)".into()));
+            }
+            host
+        };
+        match kind {
+            MountKind::Host => {}
+            MountKind::Tmpfs => requests.push((index, Request::Tmpfs { size: m.size })),
+            MountKind::Overlay => requests.push((
+                index,
+                Request::Overlay {
+                    lower: host.clone(),
+                    size: m.size,
+                },
+            )),
         }
         out.push(MountSpec {
             guest: m.path.as_bytes().to_vec(),
             host: host.as_os_str().as_bytes().to_vec(),
+            kind,
+            fd: -1,
             readonly: m.readonly,
             exclusive: m.exclusive,
             writeback: m.writeback,
@@ -136,12 +175,44 @@ pub fn specs(mounts: &[Mount]) -> Result<Vec<MountSpec>, MountError> {
     if !out.iter().any(|s| s.guest == b"/") {
         return Err(MountError::NoRoot);
     }
+    if !requests.is_empty() {
+        let reqs: Vec<Request> = requests.iter().map(|(_, r)| r.clone()).collect();
+        let fds = crate::detached::make(&reqs).map_err(|e| {
+            // The first one names the failure (they are made together).
+            let (index, _) = requests[0];
+            MountError::Make {
+                index,
+                guest: mounts[index].path.clone(),
+                kind: mounts[index].kind.clone(),
+                reason: e.to_string(),
+            }
+        })?;
+        for ((index, _), fd) in requests.iter().zip(fds) {
+            // Passed on to the runtime through execve (not close-on-exec),
+            // which keeps it for the tree.
+            let _ = rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::empty());
+            out[*index].fd = std::os::fd::IntoRawFd::into_raw_fd(fd);
+        }
+    }
     for (index, s) in out.iter().enumerate() {
         if s.guest == b"/" {
             continue;
         }
         let parent = parent_mount(&out, &s.guest, Some(index));
         let host = to_host(parent, &s.guest);
+        if parent.detached() && !host.is_dir() {
+            // A tmpfs starts empty, and an overlay may lack the directory:
+            // the mount point is made there, in memory.
+            std::fs::create_dir_all(&host).map_err(|e| MountError::Make {
+                index,
+                guest: String::from_utf8_lossy(&s.guest).into_owned(),
+                kind: "mount point".into(),
+                reason: format!(
+                    "cannot make the mount point in {}: {e}",
+                    String::from_utf8_lossy(&parent.guest)
+                ),
+            })?;
+        }
         if !host.is_dir() {
             return Err(MountError::NoMountPoint {
                 index,
@@ -152,7 +223,7 @@ pub fn specs(mounts: &[Mount]) -> Result<Vec<MountSpec>, MountError> {
         }
     }
     check_exclusive(&out)?;
-    if out.len() == 1 && out[0].host == b"/" && !out[0].readonly {
+    if out.len() == 1 && out[0].host == b"/" && !out[0].readonly && !out[0].detached() {
         return Ok(Vec::new());
     }
     Ok(out)
@@ -166,11 +237,17 @@ fn parent_mount<'a>(specs: &'a [MountSpec], path: &[u8], skip: Option<usize>) ->
 }
 
 /// The host path of guest path `path` (normalized) under mount `m`, which
-/// holds it.
+/// holds it: for a tmpfs or an overlay, through this process's descriptor
+/// of its root (`/proc/self/fd/N/...`).
 fn to_host(m: &MountSpec, path: &[u8]) -> PathBuf {
     let rest = picos_abi::rest_after(&m.guest, path).expect("the mount holds the path");
+    let root = if m.detached() {
+        format!("/proc/self/fd/{}", m.fd).into_bytes()
+    } else {
+        m.host.clone()
+    };
     PathBuf::from(std::ffi::OsStr::from_bytes(&picos_abi::join_rest(
-        &m.host, rest,
+        &root, rest,
     )))
 }
 
@@ -223,13 +300,7 @@ mod tests {
     use super::*;
 
     fn spec(guest: &str, host: &str) -> MountSpec {
-        MountSpec {
-            guest: guest.into(),
-            host: host.into(),
-            readonly: false,
-            exclusive: false,
-            writeback: false,
-        }
+        MountSpec::host_dir(guest.as_bytes(), host.as_bytes())
     }
 
     #[test]

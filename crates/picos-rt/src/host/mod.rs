@@ -369,6 +369,10 @@ impl Statx {
     pub fn mode(&self) -> u32 {
         self.u16_at(28) as u32
     }
+    /// `stx_mnt_id` (with `STATX_MNT_ID` in the mask).
+    pub fn mnt_id(&self) -> u64 {
+        u64::from_ne_bytes(self.0[0x90..0x98].try_into().unwrap_or([0; 8]))
+    }
     /// `stx_size`.
     pub fn size(&self) -> u64 {
         self.u64_at(40)

@@ -51,6 +51,17 @@ pub fn exec_runtime(
 ) -> Result<usize, Errno> {
     let mut cfg = config().clone();
     cfg.exe = path.to_vec();
+    // The roots of the tmpfs and overlay mounts stay open across execve
+    // (not close-on-exec); the next runtime finds them at their numbers in
+    // this table (which a dup2 may have moved).
+    for m in cfg.mounts.iter_mut().filter(|m| m.detached()) {
+        if let Some(i) = crate::kernel::fs::mount::table()
+            .iter()
+            .position(|x| x.guest == m.guest)
+        {
+            m.fd = crate::kernel::fs::mount::root_fd(t.fd_table.get(), i);
+        }
+    }
     let prefix = [CONFIG_ENV.as_bytes(), b"="].concat();
     let mut env: Vec<Vec<u8>> = envp
         .iter()

@@ -100,22 +100,81 @@ pub fn init(specs: &[picos_abi::MountSpec], fds: &FdTable) -> Result<(), (usize,
     let t = TABLE.call_once(|| v);
     WRITE_BACK.store(t.iter().any(|m| m.writeback), Ordering::Relaxed);
     for (i, m) in t.iter().enumerate() {
-        let path = [m.host.as_slice(), b"\0"].concat();
-        let c = core::ffi::CStr::from_bytes_with_nul(&path).map_err(|_| (i, Errno::EINVAL))?;
-        let fd = host::openat(
-            host::AT_FDCWD,
-            c,
-            host::O_PATH | host::O_DIRECTORY | host::O_CLOEXEC,
-            0,
-        )
-        .map_err(|e| (i, e))? as i32;
-        let placed = place_high(fd, fds);
-        let _ = host::close(fd);
-        let placed = placed.map_err(|e| (i, e))?;
+        let placed = if m.detached() {
+            // A tmpfs or an overlay the CLI made: its root is at `m.fd`,
+            // passed on by the CLI or by the runtime before execve. It
+            // moves to the runtime's range and stays open across execve.
+            match host::statx(m.fd as isize, c"", host::AT_EMPTY_PATH, STATX_MNT_ID) {
+                Ok(s) if s.mode() & 0o170000 == 0o040000 && s.mask() & STATX_MNT_ID != 0 => {
+                    MNT_IDS[i].store(s.mnt_id(), Ordering::Relaxed);
+                }
+                Ok(_) => return Err((i, Errno::ENOTDIR)),
+                Err(e) => return Err((i, e)),
+            }
+            ANY_DETACHED.store(true, Ordering::Relaxed);
+            let placed = place_high(m.fd, fds, true).map_err(|e| (i, e))?;
+            let _ = host::close(m.fd);
+            placed
+        } else {
+            let path = [m.host.as_slice(), b"\0"].concat();
+            let c = core::ffi::CStr::from_bytes_with_nul(&path).map_err(|_| (i, Errno::EINVAL))?;
+            let fd = host::openat(
+                host::AT_FDCWD,
+                c,
+                host::O_PATH | host::O_DIRECTORY | host::O_CLOEXEC,
+                0,
+            )
+            .map_err(|e| (i, e))? as i32;
+            let placed = place_high(fd, fds, false);
+            let _ = host::close(fd);
+            placed.map_err(|e| (i, e))?
+        };
         fds.roots[i].store(placed, Ordering::Relaxed);
         fds.passthrough.set(placed, false);
     }
     Ok(())
+}
+
+/// statx(2)'s `STATX_MNT_ID`.
+const STATX_MNT_ID: u32 = 0x1000;
+
+/// The host's mount ids of the tmpfs and overlay mounts (0 for the
+/// others), from their roots at start-up: a descriptor or a directory
+/// there has no host path (its /proc link reads as a path from the mount's
+/// root), so its mount id says which mount shows it.
+static MNT_IDS: [core::sync::atomic::AtomicU64; MAX_MOUNTS] =
+    [const { core::sync::atomic::AtomicU64::new(0) }; MAX_MOUNTS];
+
+/// Is there a tmpfs or an overlay mount?
+static ANY_DETACHED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Is there a tmpfs or an overlay mount?
+#[inline]
+pub fn any_detached() -> bool {
+    ANY_DETACHED.load(Ordering::Relaxed)
+}
+
+/// The tmpfs or overlay mount that holds `path` from `dirfd` (the object
+/// itself, not followed if a symlink), if one does.
+pub fn detached_holding(dirfd: isize, path: &core::ffi::CStr, flags: i32) -> Option<usize> {
+    if !any_detached() {
+        return None;
+    }
+    let s = host::statx(dirfd, path, flags, STATX_MNT_ID).ok()?;
+    if s.mask() & STATX_MNT_ID == 0 {
+        return None;
+    }
+    let id = s.mnt_id();
+    MNT_IDS.iter().position(|m| m.load(Ordering::Relaxed) == id)
+}
+
+/// The guest path of `link`, the host's name of an object that tmpfs or
+/// overlay mount `i` holds (a /proc link or `getcwd`: a path from the
+/// mount's root, perhaps after `(unreachable)`).
+pub fn detached_to_guest(i: usize, link: &[u8]) -> Vec<u8> {
+    let link = link.strip_prefix(b"(unreachable)").unwrap_or(link);
+    let rest = if link == b"/" { &b""[..] } else { link };
+    picos_abi::join_rest(&table()[i].guest, rest)
 }
 
 /// The lowest number of the range the runtime's own descriptors take: just
@@ -129,14 +188,21 @@ fn high_base() -> usize {
         .max(3)
 }
 
-/// A close-on-exec duplicate of `fd` at a free number from [`high_base`]
-/// up (or the lowest free one, if those are all taken).
-fn place_high(fd: i32, fds: &FdTable) -> Result<i32, Errno> {
+/// A duplicate of `fd` at a free number from [`high_base`] up (or the
+/// lowest free one, if those are all taken): close-on-exec unless
+/// `keep_on_exec` (the root of a tmpfs or an overlay, which the next
+/// runtime takes over).
+fn place_high(fd: i32, fds: &FdTable, keep_on_exec: bool) -> Result<i32, Errno> {
+    const F_DUPFD: i32 = 0;
     const F_DUPFD_CLOEXEC: i32 = 1030;
+    let cmd = if keep_on_exec {
+        F_DUPFD
+    } else {
+        F_DUPFD_CLOEXEC
+    };
     let mut base = high_base();
     loop {
-        let n = host::fcntl(fd, F_DUPFD_CLOEXEC, base)
-            .or_else(|_| host::fcntl(fd, F_DUPFD_CLOEXEC, 3))? as i32;
+        let n = host::fcntl(fd, cmd, base).or_else(|_| host::fcntl(fd, cmd, 3))? as i32;
         // Never on top of another of ours (they are open, so F_DUPFD skips
         // them anyway; this only guards the fallback).
         if !fds.is_hidden(n) || base > 1 << 20 {
@@ -155,9 +221,9 @@ pub fn root_fd(fds: &FdTable, i: usize) -> i32 {
 /// number of table `fds`, so that the program may use `fd` (dup2/dup3 onto
 /// it).
 pub fn relocate(fds: &FdTable, fd: i32) -> Result<(), Errno> {
-    for r in fds.roots.iter() {
+    for (i, r) in fds.roots.iter().enumerate() {
         if r.load(Ordering::Relaxed) == fd {
-            let n = place_high(fd, fds)?;
+            let n = place_high(fd, fds, table()[i].detached())?;
             r.store(n, Ordering::Relaxed);
             fds.passthrough.set(n, false);
             let _ = host::close(fd);

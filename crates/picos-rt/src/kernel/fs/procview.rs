@@ -137,7 +137,14 @@ pub fn replace_view(fd: i32, cloexec: bool) {
                 let m = host::openat(host::AT_FDCWD, c, host::O_RDONLY | host::O_CLOEXEC, 0)?;
                 let info = read_all(m as i32);
                 let _ = host::close(m as i32);
-                mounts_listing(&info?, super::mount::table(), kind == View::MountInfo)
+                let fds = crate::kernel::thread::current().fd_table.get();
+                let dev = |i: usize| {
+                    let root = super::mount::root_fd(fds, i);
+                    host::statx(root as isize, c"", host::AT_EMPTY_PATH, 0)
+                        .ok()
+                        .map(|s| alloc::format!("{}:{}", s.dev_major(), s.dev_minor()).into_bytes())
+                };
+                mounts_listing(&info?, super::mount::table(), &dev, kind == View::MountInfo)
             }
         };
         const MFD_CLOEXEC: u32 = 1;
@@ -255,20 +262,51 @@ fn with_access(opts: &[u8], readonly: bool) -> Vec<u8> {
 /// The program's mounts (`table`: root first) as /proc's `mounts`
 /// (`info` false) or `mountinfo` lists them: each as a bind mount of its
 /// host directory, whose host mount (from the host's mountinfo `host`)
-/// gives its device, type, source and options. Mount ids count from 1 in
-/// table order; the root's parent is 0 (outside the listing, as Linux
-/// shows a namespace's root).
-pub fn mounts_listing(host: &[u8], table: &[super::mount::Mount], info: bool) -> Vec<u8> {
+/// gives its device, type, source and options; a tmpfs or an overlay as
+/// itself (`dev` gives its device number, `MAJ:MIN`; an overlay's options
+/// name its lower directory). Mount ids count from 1 in table order; the
+/// root's parent is 0 (outside the listing, as Linux shows a namespace's
+/// root).
+pub fn mounts_listing(
+    host: &[u8],
+    table: &[super::mount::Mount],
+    dev: &dyn Fn(usize) -> Option<Vec<u8>>,
+    info: bool,
+) -> Vec<u8> {
     let hosts = parse_mountinfo(host);
     let mut out = Vec::new();
     for (i, m) in table.iter().enumerate() {
-        // The topmost host mount that shows the directory.
-        let Some(h) = hosts
-            .iter()
-            .filter(|h| super::mount::covers(&h.point, &m.host))
-            .max_by_key(|h| h.point.len())
-        else {
-            continue;
+        let own;
+        let h = if m.detached() {
+            let Some(dev) = dev(i) else { continue };
+            let (name, super_opts): (&[u8], Vec<u8>) = match m.kind {
+                picos_abi::MountKind::Overlay => {
+                    let mut o = b"rw,lowerdir=".to_vec();
+                    escape(&m.host, &mut o);
+                    (b"overlay", o)
+                }
+                _ => (b"tmpfs", b"rw".to_vec()),
+            };
+            own = HostMount {
+                dev,
+                root: b"/".to_vec(),
+                point: Vec::new(),
+                opts: b"rw,relatime".to_vec(),
+                fstype: name.to_vec(),
+                source: name.to_vec(),
+                super_opts,
+            };
+            &own
+        } else {
+            // The topmost host mount that shows the directory.
+            let Some(h) = hosts
+                .iter()
+                .filter(|h| super::mount::covers(&h.point, &m.host))
+                .max_by_key(|h| h.point.len())
+            else {
+                continue;
+            };
+            h
         };
         let opts = with_access(&h.opts, m.readonly);
         if info {
@@ -280,7 +318,7 @@ pub fn mounts_listing(host: &[u8], table: &[super::mount::Mount], info: bool) ->
                 picos_abi::deepest_mount(table, &up, None).map_or(0, |p| p + 1)
             };
             let mut root = h.root.clone();
-            if let Some(rest) = picos_abi::rest_after(&h.point, &m.host) {
+            if let Some(rest) = picos_abi::rest_after(&h.point, &m.host).filter(|_| !m.detached()) {
                 root = picos_abi::join_rest(&root, rest);
             }
             out.extend_from_slice(alloc::format!("{} {} ", i + 1, parent).as_bytes());
@@ -367,12 +405,10 @@ mod tests {
 30 27 0:25 / /srv/my\\040data rw,nosuid - tmpfs tmpfs rw,size=100k\n\
 31 30 0:26 /sub /srv/my\\040data/in ro,relatime - xfs /dev/vdb rw\n";
         let spec = |guest: &str, host: &str, readonly: bool| crate::kernel::fs::mount::Mount {
-            guest: guest.into(),
-            host: host.into(),
             readonly,
-            exclusive: false,
-            writeback: false,
+            ..picos_abi::MountSpec::host_dir(guest.as_bytes(), host.as_bytes())
         };
+        let dev = |i: usize| Some(alloc::format!("0:{}", 90 + i).into_bytes());
         let table = [
             spec("/", "/srv/root", true),
             spec("/data", "/srv/my data/x", false),
@@ -380,14 +416,14 @@ mod tests {
             spec("/proc", "/proc", false),
         ];
         assert_eq!(
-            core::str::from_utf8(&mounts_listing(info, &table, false)).unwrap(),
+            core::str::from_utf8(&mounts_listing(info, &table, &dev, false)).unwrap(),
             "/dev/vda1 / ext4 ro,relatime,errors=remount-ro 0 0\n\
 tmpfs /data tmpfs rw,nosuid,size=100k 0 0\n\
 /dev/vdb /data/in xfs ro,relatime 0 0\n\
 proc /proc proc rw,relatime 0 0\n"
         );
         assert_eq!(
-            core::str::from_utf8(&mounts_listing(info, &table, true)).unwrap(),
+            core::str::from_utf8(&mounts_listing(info, &table, &dev, true)).unwrap(),
             "1 0 253:1 /srv/root / ro,relatime - ext4 /dev/vda1 rw,errors=remount-ro\n\
 2 1 0:25 /x /data rw,nosuid - tmpfs tmpfs rw,size=100k\n\
 3 2 0:26 /sub/y /data/in ro,relatime - xfs /dev/vdb rw\n\
@@ -395,9 +431,35 @@ proc /proc proc rw,relatime 0 0\n"
         );
         // A guest path with a space is escaped as Linux escapes it.
         let odd = [spec("/", "/srv/root", false), spec("/a b", "/proc", false)];
-        let l = mounts_listing(info, &odd, false);
+        let l = mounts_listing(info, &odd, &dev, false);
         assert!(core::str::from_utf8(&l)
             .unwrap()
             .contains("proc /a\\040b proc rw,relatime 0 0\n"));
+        // A tmpfs and an overlay are shown as themselves.
+        let mem = [
+            spec("/", "/srv/root", false),
+            picos_abi::MountSpec {
+                kind: picos_abi::MountKind::Tmpfs,
+                fd: 3,
+                ..spec("/tmp", "", false)
+            },
+            picos_abi::MountSpec {
+                kind: picos_abi::MountKind::Overlay,
+                fd: 4,
+                ..spec("/usr", "/srv/u s", false)
+            },
+        ];
+        assert_eq!(
+            core::str::from_utf8(&mounts_listing(info, &mem, &dev, false)).unwrap(),
+            "/dev/vda1 / ext4 rw,relatime,errors=remount-ro 0 0\n\
+tmpfs /tmp tmpfs rw,relatime 0 0\n\
+overlay /usr overlay rw,relatime,lowerdir=/srv/u\\040s 0 0\n"
+        );
+        assert_eq!(
+            core::str::from_utf8(&mounts_listing(info, &mem, &dev, true)).unwrap(),
+            "1 0 253:1 /srv/root / rw,relatime - ext4 /dev/vda1 rw,errors=remount-ro\n\
+2 1 0:91 / /tmp rw,relatime - tmpfs tmpfs rw\n\
+3 1 0:92 / /usr rw,relatime - overlay overlay rw,lowerdir=/srv/u\\040s\n"
+        );
     }
 }

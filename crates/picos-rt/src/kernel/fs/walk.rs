@@ -161,10 +161,16 @@ pub fn cwd_guest() -> Result<Vec<u8>, Errno> {
     let mut buf = alloc::vec![0u8; PATH_MAX];
     let n = host::getcwd(&mut buf)?;
     buf.truncate(n.saturating_sub(1));
-    if buf.first() != Some(&b'/') {
+    let guest = if buf.starts_with(b"(unreachable)/") {
+        // In a tmpfs or an overlay, which the host's tree does not reach
+        // (or a directory outside the tree: ENOENT).
+        let i = mount::detached_holding(host::AT_FDCWD, c".", 0).ok_or(Errno::ENOENT)?;
+        mount::detached_to_guest(i, &buf)
+    } else if buf.first() != Some(&b'/') {
         return Err(Errno::ENOENT);
-    }
-    let guest = mount::to_guest(&buf).ok_or(Errno::ENOENT)?;
+    } else {
+        mount::to_guest(&buf).ok_or(Errno::ENOENT)?
+    };
     super::dcache::set_cwd(&guest);
     Ok(guest)
 }
@@ -243,7 +249,39 @@ pub fn fd_guest(fd: i32) -> Result<Vec<u8>, Errno> {
     if p.first() != Some(&b'/') || p.ends_with(b" (deleted)") {
         return Err(Errno::ENOENT);
     }
+    if let Some(i) = mount::detached_holding(fd as isize, c"", host::AT_EMPTY_PATH) {
+        return Ok(mount::detached_to_guest(i, &p));
+    }
     mount::to_guest(&p).ok_or(Errno::ENOENT)
+}
+
+/// What `readlink` of the program's `/proc/self/fd/N` gives: the host's
+/// link of descriptor `fd` with its path made the guest's (a pipe's or a
+/// socket's name, or a path no mount shows, as the host gives it; a
+/// deleted file's with its ` (deleted)`).
+pub fn fd_link_guest(fd: i32) -> Result<Vec<u8>, Errno> {
+    const DELETED: &[u8] = b" (deleted)";
+    let target = fd_host_path(fd)?;
+    if target.first() != Some(&b'/') {
+        return Ok(target);
+    }
+    let (path, deleted) = match target.strip_suffix(DELETED) {
+        Some(p) => (p, true),
+        None => (&target[..], false),
+    };
+    let mapped = match mount::detached_holding(fd as isize, c"", host::AT_EMPTY_PATH) {
+        Some(i) => Some(mount::detached_to_guest(i, path)),
+        None => mount::to_guest(path),
+    };
+    Ok(match mapped {
+        Some(mut g) => {
+            if deleted {
+                g.extend_from_slice(DELETED);
+            }
+            g
+        }
+        None => target,
+    })
 }
 
 /// Where a relative path starts: the working directory, or directory
@@ -308,6 +346,10 @@ fn host_path(i: usize, rel: &[u8]) -> Vec<u8> {
 /// Is canonical guest path `p`, shown by mount `i`, one of the host's
 /// /proc magic links?
 fn magic(i: usize, p: &[u8]) -> Option<Magic> {
+    if table()[i].detached() {
+        // A tmpfs or an overlay has no /proc of the host in it.
+        return None;
+    }
     let host_path = host_path(i, &relative(i, p));
     let rest = host_path.strip_prefix(b"/proc/")?;
     let mut parts = rest.split(|&c| c == b'/');
@@ -784,7 +826,7 @@ pub fn readlink(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, Errno
     };
     Ok(match magic(i, &guest) {
         None => raw()?,
-        Some(Magic::Fd(n)) => mapped(fd_host_path(n)?),
+        Some(Magic::Fd(n)) => fd_link_guest(n)?,
         Some(Magic::Cwd) => cwd_guest()?,
         Some(Magic::Root) => b"/".to_vec(),
         Some(Magic::Exe) => crate::kernel::process::exe_path().to_vec(),
@@ -1041,6 +1083,9 @@ pub fn is_proc_fd_dir_guest(guest: &[u8]) -> bool {
 pub fn is_proc_fd_dir(i: usize, rel: &[u8]) -> bool {
     // The cheap test first (it runs on every open): only a path under the
     // host's /proc can be one.
+    if table()[i].detached() {
+        return false;
+    }
     let host = &table()[i].host;
     let under_proc = if host == b"/" {
         rel.starts_with(b"proc/")

@@ -1,0 +1,248 @@
+//! The file systems the CLI makes for `type = "tmpfs"` and `type =
+//! "overlay"` mounts: kernel file system instances attached nowhere in the
+//! host's tree (the new mount API: `fsopen`, `fsconfig`, `fsmount`), each
+//! reached only through one descriptor of its root. The picoprocess inherits
+//! the descriptors, and so does every process of its tree (fork, and execve,
+//! where each runtime passes them on to the next), so the whole tree sees the
+//! same files; nothing outside the tree can reach them, and they are gone
+//! when the last process of the tree ends.
+//!
+//! - tmpfs: a tmpfs instance (`size` caps it).
+//! - overlay: an overlay whose lower layer is the host directory, never
+//!   written, and whose upper and work directories are in a private tmpfs
+//!   (so every change, deletions included, stays in memory: gVisor's rootfs
+//!   overlay).
+//!
+//! Making a file system needs `CAP_SYS_ADMIN` in the user namespace that
+//! owns the mount namespace. As root, the CLI makes them itself. Otherwise
+//! a child process makes them in a user namespace of its own (mapping the
+//! caller's uid and gid to themselves only) and sends the descriptors back
+//! over a socket; the picoprocess itself stays in the caller's namespaces.
+//! Files there belong to the caller; other owners cannot be set (as a user
+//! could not natively).
+
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::mount::{
+    fsconfig_create, fsconfig_set_flag, fsconfig_set_string, fsmount, fsopen, FsMountFlags,
+    FsOpenFlags, MountAttrFlags,
+};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// One file system to make.
+#[derive(Debug, Clone)]
+pub enum Request {
+    /// A tmpfs of at most `size` bytes (the kernel's default: half the RAM).
+    Tmpfs { size: Option<u64> },
+    /// An overlay of host directory `lower` (canonical), its changes in a
+    /// tmpfs of at most `size` bytes.
+    Overlay { lower: PathBuf, size: Option<u64> },
+}
+
+/// Makes every file system of `reqs`, in order; returns their roots'
+/// descriptors (close-on-exec: the caller clears it on those it passes on).
+pub fn make(reqs: &[Request]) -> io::Result<Vec<OwnedFd>> {
+    if reqs.is_empty() {
+        return Ok(Vec::new());
+    }
+    match make_here(reqs, false) {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => make_in_user_namespace(reqs),
+        r => r,
+    }
+}
+
+/// Makes them in this process. `userns`: the process is in a user namespace
+/// of its own (overlay then keeps its attributes in `user.` extended
+/// attributes, as it must there).
+fn make_here(reqs: &[Request], userns: bool) -> io::Result<Vec<OwnedFd>> {
+    reqs.iter().map(|r| make_one(r, userns)).collect()
+}
+
+fn tmpfs(size: Option<u64>) -> io::Result<OwnedFd> {
+    let fs = fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC)?;
+    if let Some(s) = size {
+        fsconfig_set_string(fs.as_fd(), "size", s.to_string().as_str())?;
+    }
+    fsconfig_create(fs.as_fd())?;
+    Ok(fsmount(
+        fs.as_fd(),
+        FsMountFlags::FSMOUNT_CLOEXEC,
+        MountAttrFlags::empty(),
+    )?)
+}
+
+fn make_one(r: &Request, userns: bool) -> io::Result<OwnedFd> {
+    match r {
+        Request::Tmpfs { size } => tmpfs(*size),
+        Request::Overlay { lower, size } => {
+            use rustix::fs::{mkdirat, Mode};
+            let upper = tmpfs(*size)?;
+            mkdirat(upper.as_fd(), "upper", Mode::from_raw_mode(0o755))?;
+            // The overlay's root takes its owner and mode from the upper
+            // directory: the lower one's (as root; in a user namespace the
+            // owner stays the caller).
+            let st = rustix::fs::stat(lower)?;
+            let up = rustix::fs::openat(
+                upper.as_fd(),
+                "upper",
+                rustix::fs::OFlags::RDONLY
+                    | rustix::fs::OFlags::DIRECTORY
+                    | rustix::fs::OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            if !userns {
+                rustix::fs::fchown(
+                    &up,
+                    Some(rustix::fs::Uid::from_raw(st.st_uid)),
+                    Some(rustix::fs::Gid::from_raw(st.st_gid)),
+                )?;
+            }
+            rustix::fs::fchmod(&up, Mode::from_raw_mode(st.st_mode & 0o7777))?;
+            mkdirat(upper.as_fd(), "work", Mode::from_raw_mode(0o755))?;
+            let fs = fsopen("overlay", FsOpenFlags::FSOPEN_CLOEXEC)?;
+            set_lower(&fs, lower)?;
+            let at = |d: &str| {
+                format!(
+                    "/proc/self/fd/{}/{d}",
+                    rustix::fd::AsRawFd::as_raw_fd(&upper)
+                )
+            };
+            fsconfig_set_string(fs.as_fd(), "upperdir", at("upper").as_str())?;
+            fsconfig_set_string(fs.as_fd(), "workdir", at("work").as_str())?;
+            if userns {
+                fsconfig_set_flag(fs.as_fd(), "userxattr")?;
+            }
+            fsconfig_create(fs.as_fd())?;
+            // The overlay holds its upper layer; this descriptor of the
+            // tmpfs can go.
+            Ok(fsmount(
+                fs.as_fd(),
+                FsMountFlags::FSMOUNT_CLOEXEC,
+                MountAttrFlags::empty(),
+            )?)
+        }
+    }
+}
+
+/// Sets the overlay's lower layer to `lower`: `lowerdir+` (Linux 6.8+),
+/// which takes the path as it is, else `lowerdir` with overlay's escapes
+/// (`:` separates layers, `\` escapes).
+fn set_lower(fs: &OwnedFd, lower: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = lower.as_os_str().as_bytes();
+    match fsconfig_set_string(fs.as_fd(), "lowerdir+", lower) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::INVAL) => {
+            let mut v = Vec::with_capacity(bytes.len());
+            for &c in bytes {
+                if c == b':' || c == b'\\' || c == b',' {
+                    v.push(b'\\');
+                }
+                v.push(c);
+            }
+            let s = std::ffi::OsStr::from_bytes(&v);
+            Ok(fsconfig_set_string(fs.as_fd(), "lowerdir", s)?)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Makes them in a child process in a user namespace of its own, which
+/// sends the descriptors back.
+fn make_in_user_namespace(reqs: &[Request]) -> io::Result<Vec<OwnedFd>> {
+    use rustix::net::{
+        recvmsg, sendmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage,
+        RecvFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
+    };
+    let (ours, theirs) = socketpair(
+        AddressFamily::UNIX,
+        SocketType::SEQPACKET,
+        SocketFlags::CLOEXEC,
+        None,
+    )?;
+    let uid = rustix::process::getuid().as_raw();
+    let gid = rustix::process::getgid().as_raw();
+    let maps = [
+        ("/proc/self/setgroups", "deny".to_string()),
+        ("/proc/self/uid_map", format!("{uid} {uid} 1")),
+        ("/proc/self/gid_map", format!("{gid} {gid} 1")),
+    ];
+    // SAFETY: fork(2); the CLI has one thread, so the child may go on
+    // (allocating included) until its _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        drop(ours);
+        let result = (|| -> io::Result<Vec<OwnedFd>> {
+            use rustix::thread::{unshare_unsafe, UnshareFlags};
+            // SAFETY: the child has one thread and shares nothing with the
+            // parent that a new user and mount namespace would break.
+            unsafe { unshare_unsafe(UnshareFlags::NEWUSER | UnshareFlags::NEWNS) }?;
+            for (path, value) in &maps {
+                std::fs::write(path, value)?;
+            }
+            make_here(reqs, true)
+        })();
+        let mut iov_byte = [0u8; 4];
+        let code = match &result {
+            Ok(_) => 0,
+            Err(e) => e.raw_os_error().unwrap_or(libc::EIO),
+        };
+        iov_byte.copy_from_slice(&(code as u32).to_le_bytes());
+        let fds: Vec<rustix::fd::BorrowedFd<'_>> = match &result {
+            Ok(v) => v.iter().map(|f| f.as_fd()).collect(),
+            Err(_) => Vec::new(),
+        };
+        let mut space =
+            vec![std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(fds.len().max(1)))];
+        let mut anc = SendAncillaryBuffer::new(&mut space);
+        if !fds.is_empty() {
+            anc.push(SendAncillaryMessage::ScmRights(&fds));
+        }
+        let ok = sendmsg(
+            &theirs,
+            &[io::IoSlice::new(&iov_byte)],
+            &mut anc,
+            SendFlags::empty(),
+        )
+        .is_ok();
+        // SAFETY: _exit(2) ends the child without running the parent's
+        // exit handlers or flushing its buffers.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) }
+    }
+    drop(theirs);
+    let mut code = [0u8; 4];
+    let mut space =
+        vec![std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(reqs.len()))];
+    let mut anc = RecvAncillaryBuffer::new(&mut space);
+    let got = recvmsg(
+        &ours,
+        &mut [io::IoSliceMut::new(&mut code)],
+        &mut anc,
+        RecvFlags::CMSG_CLOEXEC,
+    );
+    let mut fds = Vec::new();
+    for m in anc.drain() {
+        if let RecvAncillaryMessage::ScmRights(r) = m {
+            fds.extend(r);
+        }
+    }
+    let mut status = 0;
+    // SAFETY: waitpid(2) of the child forked above, into a live int.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    let got = got?;
+    if got.bytes != 4 {
+        return Err(io::Error::other(
+            "the process that makes the file systems ended without an answer",
+        ));
+    }
+    match u32::from_le_bytes(code) {
+        0 if fds.len() == reqs.len() => Ok(fds),
+        0 => Err(io::Error::other(
+            "the process that makes the file systems sent too few",
+        )),
+        e => Err(io::Error::from_raw_os_error(e as i32)),
+    }
+}
