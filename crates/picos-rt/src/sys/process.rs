@@ -398,17 +398,37 @@ fn exec_common(
     // for writing), then argv and envp (EFAULT, E2BIG), executing nothing.
     // An older kernel refuses the flag (EINVAL): the runtime's checks below
     // then stand alone.
-    if let Err(e) = host_call(
+    // Under mounts the path is the guest's: the runtime finds the file and
+    // the host checks it by its descriptor.
+    let mut found = None;
+    let (check_dir, check_path, check_flags) = if crate::kernel::fs::mount::active() && !path.is_empty() {
+        use crate::kernel::fs::walk::{lookup, Found};
+        let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
+        let fd = match lookup(c.t.fd_table.get(), dirfd as i32, &path, follow)? {
+            Found::Object { fd, .. } => {
+                let n = fd.0;
+                found = Some(fd);
+                n
+            }
+            Found::ProgramFd(n) => n,
+        };
+        (fd as usize, c"".as_ptr() as usize, flags | AT_EMPTY_PATH)
+    } else {
+        (dirfd as usize, path_ptr, flags)
+    };
+    let check = host_call(
         host::nr::EXECVEAT,
         [
-            dirfd as usize,
-            path_ptr,
+            check_dir,
+            check_path,
             argv,
             envp,
-            (flags | AT_EXECVE_CHECK) as usize,
+            (check_flags | AT_EXECVE_CHECK) as usize,
             0,
         ],
-    ) {
+    );
+    drop(found);
+    if let Err(e) = check {
         if e != Errno::EINVAL {
             return Err(e);
         }
