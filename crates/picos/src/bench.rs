@@ -71,6 +71,10 @@ pub enum Launch {
     /// mounts"). Only the rows that write files at their offset run there
     /// ([`RowSpec::writes_at_offset`]).
     PicosWriteBack,
+    /// `picos run -m TMPFS -- guest ...`: the host's `/` at `/` and a tmpfs
+    /// mount at the files directory's path (docs/FILESYSTEM.md, "tmpfs and
+    /// overlay mounts"). Only the file-system rows run there.
+    PicosTmpfs,
     /// A configuration of the seed papers that picos does not have yet:
     /// shown as "n/a (not implemented)", never measured.
     NotImplemented,
@@ -109,6 +113,10 @@ pub const CONFIGS: &[Config] = &[
     Config {
         name: "picos+wb",
         launch: Launch::PicosWriteBack,
+    },
+    Config {
+        name: "picos+tmpfs",
+        launch: Launch::PicosTmpfs,
     },
     Config {
         name: "native+SUD",
@@ -224,6 +232,7 @@ pub fn runs(c: &Config, spec: &RowSpec) -> bool {
         Launch::NotImplemented => false,
         Launch::PicosCache => spec.reads_paths_only(),
         Launch::PicosWriteBack => spec.writes_at_offset(),
+        Launch::PicosTmpfs => spec.group == Group::Files,
         _ => true,
     }
 }
@@ -661,6 +670,7 @@ struct Ctx {
     /// The manifest of the `picos+cache` column.
     cache_manifest: PathBuf,
     writeback_manifest: PathBuf,
+    tmpfs_manifest: PathBuf,
     timeout: Duration,
 }
 
@@ -697,6 +707,18 @@ fn writeback_manifest_text(dir: &Path) -> String {
     format!("{}writeback = true\n", mounts_manifest_text(dir))
 }
 
+/// The manifest of the `picos+tmpfs` column: the host's tree at `/`, a
+/// tmpfs at the files directory's path, which is the working directory.
+fn tmpfs_manifest_text(dir: &Path) -> String {
+    let d = dir.display();
+    format!(
+        "[loader]\ninsecure__use_cmdline_argv = true\ninsecure__use_host_env = true\n\n\
+         [fs]\nstart_dir = \"{d}\"\n\n\
+         [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\n\n\
+         [[fs.mounts]]\ntype = \"tmpfs\"\npath = \"{d}\"\n"
+    )
+}
+
 /// Runs the guest once: `row` with `iters` operations, in column `cfg`.
 fn run_guest(ctx: &Ctx, cfg: &Config, spec: &RowSpec, iters: u64) -> Result<Sample, Stop> {
     let guest = if spec.builtin_guest() {
@@ -716,10 +738,11 @@ fn run_guest(ctx: &Ctx, cfg: &Config, spec: &RowSpec, iters: u64) -> Result<Samp
             c.arg("run").args(args).arg("--").arg(guest);
             c
         }
-        Launch::PicosMounts | Launch::PicosCache | Launch::PicosWriteBack => {
+        Launch::PicosMounts | Launch::PicosCache | Launch::PicosWriteBack | Launch::PicosTmpfs => {
             let manifest = match cfg.launch {
                 Launch::PicosCache => &ctx.cache_manifest,
                 Launch::PicosWriteBack => &ctx.writeback_manifest,
+                Launch::PicosTmpfs => &ctx.tmpfs_manifest,
                 _ => &ctx.mounts_manifest,
             };
             let mut c = std::process::Command::new(&ctx.picos);
@@ -1033,6 +1056,10 @@ fn run(opts: &Options) -> Result<bool, Stop> {
                     "  {:<12} picos run -m WRITEBACK -- guest (WRITEBACK: as MOUNTS, the files directory a write-back mount; write rows only)",
                     c.name
                 ),
+                Launch::PicosTmpfs => println!(
+                    "  {:<12} picos run -m TMPFS -- guest (TMPFS: / from file:/, a tmpfs at the files directory's path; file-system rows only)",
+                    c.name
+                ),
                 Launch::NotImplemented => {
                     println!("  {:<12} not implemented (shown as n/a)", c.name)
                 }
@@ -1087,6 +1114,9 @@ fn run(opts: &Options) -> Result<bool, Stop> {
     let writeback_manifest = manifest_dir.0.join("writeback.toml");
     std::fs::write(&writeback_manifest, writeback_manifest_text(&canonical))
         .map_err(|e| Stop::Error(format!("{}: {e}", writeback_manifest.display())))?;
+    let tmpfs_manifest = manifest_dir.0.join("tmpfs.toml");
+    std::fs::write(&tmpfs_manifest, tmpfs_manifest_text(&canonical))
+        .map_err(|e| Stop::Error(format!("{}: {e}", tmpfs_manifest.display())))?;
     let ctx = Ctx {
         picos,
         guest,
@@ -1094,6 +1124,7 @@ fn run(opts: &Options) -> Result<bool, Stop> {
         mounts_manifest,
         cache_manifest,
         writeback_manifest,
+        tmpfs_manifest,
         timeout: opts.timeout,
     };
     let mut progress = Progress {

@@ -101,6 +101,7 @@ fn quick_bench_covers_every_row_and_column() {
             "picos+mounts",
             "picos+cache",
             "picos+wb",
+            "picos+tmpfs",
             "native+SUD"
         ]
     );
@@ -120,6 +121,19 @@ fn quick_bench_covers_every_row_and_column() {
             || key == "read_256"
             || key == "read_1k";
         let writes = key == "write_256" || key == "write_1k";
+        // picos+tmpfs (the files directory a tmpfs mount): the file-system
+        // rows.
+        let files = reads_paths
+            || key.starts_with("write_") && key != "write_1"
+            || key.starts_with("pwrite_")
+            || key.starts_with("create_")
+            || key.starts_with("delete_")
+            || key == "read_bw";
+        assert_eq!(
+            cols.iter().any(|c| c["name"] == "picos+tmpfs"),
+            files,
+            "{key}"
+        );
         assert_eq!(
             cols.iter().any(|c| c["name"] == "picos+cache"),
             reads_paths,
@@ -134,6 +148,7 @@ fn quick_bench_covers_every_row_and_column() {
             .iter()
             .filter(|&&n| n != "picos+cache" || reads_paths)
             .filter(|&&n| n != "picos+wb" || writes)
+            .filter(|&&n| n != "picos+tmpfs" || files)
         {
             let col = cols
                 .iter()

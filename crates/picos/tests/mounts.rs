@@ -656,18 +656,27 @@ if len(sys.argv) > 2:
         "{}",
         String::from_utf8_lossy(&native.stderr)
     );
-    // `/` read-only, then read-only and exclusive (the directory cache).
-    for root in ["readonly = true", "readonly = true\nexclusive = true"] {
+    // `/` read-only, then read-only and exclusive (the directory cache);
+    // /tmp a host directory, then a tmpfs.
+    for (root, tmpfs) in [
+        ("readonly = true", false),
+        ("readonly = true\nexclusive = true", false),
+        ("readonly = true", true),
+    ] {
         let work = tempfile::tempdir().unwrap();
         let manifest = work.path().join("m.toml");
         let guest_work = tempfile::tempdir().unwrap();
+        let tmp = if tmpfs {
+            "type = \"tmpfs\"\n".to_string()
+        } else {
+            format!("uri = \"file:{}\"\n", guest_work.path().display())
+        };
         std::fs::write(
             &manifest,
             format!(
                 "[loader]\ninsecure__use_cmdline_argv = true\ninsecure__use_host_env = true\n\n\
                  [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\n{root}\n\n\
-                 [[fs.mounts]]\npath = \"/tmp\"\nuri = \"file:{}\"\n",
-                guest_work.path().display()
+                 [[fs.mounts]]\npath = \"/tmp\"\n{tmp}"
             ),
         )
         .unwrap();
@@ -922,8 +931,9 @@ fn errors_come_in_linuxs_order_under_mounts() {
     assert_same_output("errorder", &out, &native);
 }
 
-/// sqlite3 on a writable mount under a read-only root: the same output as
-/// natively (its journal files live beside the database).
+/// sqlite3 on a writable mount under a read-only root, and on a tmpfs
+/// mount: the same output as natively (its journal files live beside the
+/// database).
 #[test]
 fn sqlite3_on_a_chroot_mount() {
     const T: &str = "sqlite3_on_a_chroot_mount";
@@ -949,23 +959,28 @@ fn sqlite3_on_a_chroot_mount() {
         format!(
             "[loader]\ninsecure__use_cmdline_argv = true\n\n\
              [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\n\n\
-             [[fs.mounts]]\npath = \"/tmp\"\nuri = \"file:{}\"\n",
+             [[fs.mounts]]\npath = \"/tmp\"\nuri = \"file:{}\"\n\n\
+             [[fs.mounts]]\ntype = \"tmpfs\"\npath = \"/mnt\"\n",
             work.path().display()
         ),
     )
     .unwrap();
-    let out = Command::new(PICOS)
-        .args(["run", "-m"])
-        .arg(&manifest)
-        .args([sqlite, "/tmp/db.sqlite", sql])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(text(&out), text(&native));
+    // On the chroot mount, then on a tmpfs (where the database lives as
+    // long as the run: the same program makes and queries it).
+    for db in ["/tmp/db.sqlite", "/mnt/db.sqlite"] {
+        let out = Command::new(PICOS)
+            .args(["run", "-m"])
+            .arg(&manifest)
+            .args([sqlite, db, sql])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{db}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(text(&out), text(&native), "{db}");
+    }
     assert!(work.path().join("db.sqlite").is_file());
 }
 

@@ -268,6 +268,7 @@ pub fn json(results: &[RowResult], info: &RunInfo) -> String {
                 Launch::PicosMounts => Some(Some(&["-m", "MOUNTS"])),
                 Launch::PicosCache => Some(Some(&["-m", "CACHE"])),
                 Launch::PicosWriteBack => Some(Some(&["-m", "WRITEBACK"])),
+                Launch::PicosTmpfs => Some(Some(&["-m", "TMPFS"])),
                 Launch::NotImplemented => None,
             },
             why: (c.launch == Launch::NotImplemented).then_some("not implemented"),
