@@ -74,6 +74,11 @@ impl LogLevel {
 pub struct LaunchConfig {
     /// Path of the program to load (absolute, or relative to the working directory).
     pub exe: Vec<u8>,
+    /// The name the program was started by, when it differs from `exe`
+    /// (execve's path as the caller gave it, such as `./script`): what a
+    /// `#!` interpreter gets as the script's path, as Linux passes it.
+    /// Empty: `exe`.
+    pub exe_name: Vec<u8>,
     /// How much the runtime logs.
     pub log_level: LogLevel,
     /// Main-thread stack size in bytes (applied as `RLIMIT_STACK`); 0 keeps the host's.
@@ -169,6 +174,7 @@ impl Default for LaunchConfig {
     fn default() -> Self {
         LaunchConfig {
             exe: Vec::new(),
+            exe_name: Vec::new(),
             log_level: LogLevel::default(),
             stack_size_bytes: 0,
             patch_syscalls: true,
@@ -407,6 +413,10 @@ impl LaunchConfig {
                 push_u64(&mut s, m.fd.max(0) as u64);
             }
         }
+        if !self.exe_name.is_empty() {
+            s.push_str(";name=");
+            hex_encode(&mut s, &self.exe_name);
+        }
         s.push_str(";exe=");
         hex_encode(&mut s, &self.exe);
         s
@@ -458,6 +468,7 @@ impl LaunchConfig {
                 b"mount" => cfg
                     .mounts
                     .push(decode_mount(value).ok_or(DecodeError::BadField)?),
+                b"name" => cfg.exe_name = hex_decode(value).ok_or(DecodeError::BadField)?,
                 b"exe" => {
                     cfg.exe = hex_decode(value).ok_or(DecodeError::BadField)?;
                     have_exe = true;
@@ -500,6 +511,7 @@ mod tests {
     fn round_trip() {
         let cfg = LaunchConfig {
             exe: b"/usr/bin/py;th=on 3\xff".to_vec(),
+            exe_name: b"./py;th".to_vec(),
             log_level: LogLevel::Trace,
             stack_size_bytes: 8 << 20,
             patch_syscalls: false,
@@ -573,6 +585,7 @@ mod tests {
         for n in [0, u64::MAX] {
             let cfg = LaunchConfig {
                 exe: vec![b'x'],
+                exe_name: Vec::new(),
                 log_level: LogLevel::None,
                 stack_size_bytes: n,
                 patch_syscalls: true,

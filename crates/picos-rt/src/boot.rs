@@ -228,8 +228,14 @@ fn load_program(exe: &[u8], info: &StartArgs) -> (usize, usize) {
     // (inherited through execve) may be full, which must not stop an
     // exec that needs no descriptor natively.
     let held = FdTable::first().held();
-    let loaded = with_own_fds_keeping(&held, || loader::load(exe, argv.clone()))
-        .unwrap_or_else(|_| loader::load(exe, argv));
+    let cfg = config();
+    let name = if cfg.exe_name.is_empty() {
+        exe
+    } else {
+        &cfg.exe_name[..]
+    };
+    let loaded = with_own_fds_keeping(&held, || loader::load(exe, name, argv.clone()))
+        .unwrap_or_else(|_| loader::load(exe, name, argv));
     let loaded = match loaded {
         Ok(l) => l,
         Err(e) => {

@@ -393,9 +393,18 @@ fn plan(args: &RunArgs) -> Result<Plan, RunError> {
     } else {
         plan_mounted(&mounts, &manifest, &prog, path_var)?
     };
+    // The name a `#!` interpreter gets for a script, as the shell would
+    // have given it to execve: a path the user wrote (`./script`); a name
+    // found through PATH is the path found.
+    let exe_name = if prog.as_bytes().contains(&b'/') && prog.as_bytes() != exe.as_slice() {
+        prog.as_bytes().to_vec()
+    } else {
+        Vec::new()
+    };
     let config = LaunchConfig {
         mounts,
         exe,
+        exe_name,
         log_level,
         stack_size_bytes: manifest.stack_size_bytes.unwrap_or(0),
         patch_syscalls: manifest.syscall_patching && !args.no_patch,

@@ -478,6 +478,63 @@ fn shebang_lines_like_linux() {
     }
 }
 
+/// A script's interpreter gets the script's path as the caller gave it to
+/// execve (`./s`, `sub/../s`, a PATH lookup's join, `/dev/fd/N` for
+/// `fexecve`), not a path made absolute: the first program (`picos run
+/// ./s`) and programs it runs, natively and under picos alike.
+#[test]
+fn scripts_get_the_path_they_were_run_by() {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::create_dir(d.join("sub")).unwrap();
+    write_exec(&d.join("s"), b"#!/bin/sh\necho \"$0 $*\"\n");
+    let fexec = r#"import os, sys
+fd = os.open("s", os.O_RDONLY)
+os.execve(fd, ["s", "via", "fexecve"], {})"#;
+    let mut shell =
+        String::from("./s a; sub/../s b; PATH=.:/bin s c; sh -c './s d'; cd sub && ../s e");
+    let inheritable = fexec.replace("os.O_RDONLY)", "os.O_RDONLY); os.set_inheritable(fd, True)");
+    if Path::new("/usr/bin/python3").is_file() {
+        shell.push_str(&format!(
+            "; cd ..; /usr/bin/python3 -c '{inheritable}'; /usr/bin/python3 -c '{fexec}'"
+        ));
+    }
+    let run = |picos: bool| {
+        let mut c = if picos {
+            let mut c = Command::new(PICOS);
+            c.args(["run", "./s", "first"]);
+            c
+        } else {
+            let mut c = Command::new("./s");
+            c.arg("first");
+            c
+        };
+        let first = c.current_dir(d).output().unwrap();
+        let mut c = if picos {
+            let mut c = Command::new(PICOS);
+            c.args(["run", "/bin/sh", "-c", &shell]);
+            c
+        } else {
+            let mut c = Command::new("/bin/sh");
+            c.args(["-c", &shell]);
+            c
+        };
+        let rest = c.current_dir(d).output().unwrap();
+        format!(
+            "{}{}{}",
+            String::from_utf8_lossy(&first.stdout),
+            String::from_utf8_lossy(&rest.stdout),
+            String::from_utf8_lossy(&rest.stderr)
+        )
+    };
+    let native = run(false);
+    assert!(
+        native.starts_with("./s first\n./s a\nsub/../s b\n./s c\n"),
+        "{native}"
+    );
+    assert_eq!(run(true), native);
+}
+
 // --- 5. nested #! interpreters --------------------------------------------------------
 
 /// Chains of 1 to 7 scripts, each the interpreter of the one before:

@@ -70,17 +70,32 @@ fn unprivileged_unavailable() -> Option<String> {
         return Some("setpriv missing: apt-get install util-linux".into());
     }
     let userns = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "unshare", "-U", "true"])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "unshare",
+            "-U",
+            "true",
+        ])
         .status();
     if !userns.is_ok_and(|s| s.success()) {
         return Some("unprivileged user namespaces are disabled on this host".into());
     }
     // nobody must be able to run the CLI where the build put it.
     let run = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", PICOS, "--version"])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            PICOS,
+            "--version",
+        ])
         .output();
     if !run.is_ok_and(|o| o.status.success()) {
-        return Some(format!("`nobody` cannot run {PICOS} (a directory above it is private)"));
+        return Some(format!(
+            "`nobody` cannot run {PICOS} (a directory above it is private)"
+        ));
     }
     None
 }
@@ -95,7 +110,10 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u32, u32, Vec<u8>)> {
             let p = e.unwrap().path();
             let md = std::fs::symlink_metadata(&p).unwrap();
             let content = if md.file_type().is_symlink() {
-                std::fs::read_link(&p).unwrap().into_os_string().into_encoded_bytes()
+                std::fs::read_link(&p)
+                    .unwrap()
+                    .into_os_string()
+                    .into_encoded_bytes()
             } else if md.is_dir() {
                 todo.push(p.clone());
                 Vec::new()
@@ -142,7 +160,9 @@ fn fsx_on_tmpfs_and_overlay_is_as_native() {
     assert!(st.success(), "compiling fsx.c");
     let shm = Path::new("/dev/shm");
     if !on_tmpfs(shm) {
-        println!("SKIP {T}: /dev/shm is not a tmpfs here, so there is no native tmpfs to compare with");
+        println!(
+            "SKIP {T}: /dev/shm is not a tmpfs here, so there is no native tmpfs to compare with"
+        );
         return;
     }
     let native_dir = tempfile::tempdir_in(shm).unwrap();
@@ -151,7 +171,11 @@ fn fsx_on_tmpfs_and_overlay_is_as_native() {
         .arg(native_dir.path())
         .output()
         .unwrap();
-    assert!(native.status.success(), "{}", String::from_utf8_lossy(&native.stderr));
+    assert!(
+        native.status.success(),
+        "{}",
+        String::from_utf8_lossy(&native.stderr)
+    );
     let native = text(&native);
     let lower = work.path().join("lower");
     std::fs::create_dir(&lower).unwrap();
@@ -170,7 +194,11 @@ fn fsx_on_tmpfs_and_overlay_is_as_native() {
             .args([&seed, &ops, dir])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{dir}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{dir}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let got = text(&out);
         if let Some((i, (a, b))) = native
             .lines()
@@ -178,11 +206,18 @@ fn fsx_on_tmpfs_and_overlay_is_as_native() {
             .enumerate()
             .find(|(_, (a, b))| a != b)
         {
-            panic!("fsx seed {seed} on {dir}: line {}: native `{a}`, picos `{b}`", i + 1);
+            panic!(
+                "fsx seed {seed} on {dir}: line {}: native `{a}`, picos `{b}`",
+                i + 1
+            );
         }
         assert_eq!(native.lines().count(), got.lines().count(), "{dir}");
     }
-    assert_eq!(std::fs::read_dir(&lower).unwrap().count(), 0, "the overlay wrote below");
+    assert_eq!(
+        std::fs::read_dir(&lower).unwrap().count(),
+        0,
+        "the overlay wrote below"
+    );
 }
 
 /// What the program in [`tmpfs_is_shared_by_the_tree_and_stays_in_it`] does.
@@ -275,14 +310,22 @@ fn tmpfs_is_shared(as_nobody: bool) {
         .args([python, "-c", SHARED_SCRIPT, &probe])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(text(&out), SHARED_EXPECTED);
     assert!(!Path::new(&probe).exists(), "{probe} reached the host");
     let again = picos(&m, as_nobody)
         .args(["/bin/ls", "-A", "/tmp"])
         .output()
         .unwrap();
-    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
     assert_eq!(text(&again), "", "a new tree sees an empty tmpfs");
 }
 
@@ -345,11 +388,23 @@ fn overlay_keeps_changes(as_nobody: bool) {
     if as_nobody {
         native = Command::new("setpriv");
         native
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", OVERLAY_SCRIPT, "sh"])
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "/bin/sh",
+                "-c",
+                OVERLAY_SCRIPT,
+                "sh",
+            ])
             .arg(&copy);
     }
     let native = native.output().unwrap();
-    assert!(native.status.success(), "{}", String::from_utf8_lossy(&native.stderr));
+    assert!(
+        native.status.success(),
+        "{}",
+        String::from_utf8_lossy(&native.stderr)
+    );
     let m = write_manifest(
         work.path(),
         &format!(
@@ -364,9 +419,17 @@ fn overlay_keeps_changes(as_nobody: bool) {
         .arg(&lower)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(text(&out), text(&native));
-    assert_eq!(snapshot(&lower), before, "the overlay changed its host directory");
+    assert_eq!(
+        snapshot(&lower),
+        before,
+        "the overlay changed its host directory"
+    );
 }
 
 #[test]
@@ -393,7 +456,11 @@ fn make_builds_into_an_overlay() {
         )
         .unwrap();
         std::fs::write(p.join("h.h"), "int f(void);\n").unwrap();
-        std::fs::write(p.join("f.c"), "#include \"h.h\"\nint f(void) { return 42; }\n").unwrap();
+        std::fs::write(
+            p.join("f.c"),
+            "#include \"h.h\"\nint f(void) { return 42; }\n",
+        )
+        .unwrap();
         std::fs::write(
             p.join("Makefile"),
             "prog: main.o f.o\n\tcc -o $@ $^\n%.o: %.c h.h\n\tcc -O1 -c $<\n",
@@ -408,7 +475,11 @@ fn make_builds_into_an_overlay() {
         .arg(&native_dir)
         .output()
         .unwrap();
-    assert!(native.status.success(), "{}", String::from_utf8_lossy(&native.stderr));
+    assert!(
+        native.status.success(),
+        "{}",
+        String::from_utf8_lossy(&native.stderr)
+    );
     let lower = work.path().join("proj");
     let native_out = text(&native).replace(
         &native_dir.display().to_string(),
@@ -431,10 +502,18 @@ fn make_builds_into_an_overlay() {
         .arg(&lower)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(text(&out), native_out);
     assert!(text(&out).ends_with("42\n"));
-    assert_eq!(snapshot(&lower), before, "the build wrote into the host directory");
+    assert_eq!(
+        snapshot(&lower),
+        before,
+        "the build wrote into the host directory"
+    );
 }
 
 /// As an unprivileged user, the CLI makes the file systems in a user

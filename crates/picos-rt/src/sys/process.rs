@@ -401,21 +401,22 @@ fn exec_common(
     // Under mounts the path is the guest's: the runtime finds the file and
     // the host checks it by its descriptor.
     let mut found = None;
-    let (check_dir, check_path, check_flags) = if crate::kernel::fs::mount::active() && !path.is_empty() {
-        use crate::kernel::fs::walk::{lookup, Found};
-        let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
-        let fd = match lookup(c.t.fd_table.get(), dirfd as i32, &path, follow)? {
-            Found::Object { fd, .. } => {
-                let n = fd.0;
-                found = Some(fd);
-                n
-            }
-            Found::ProgramFd(n) => n,
+    let (check_dir, check_path, check_flags) =
+        if crate::kernel::fs::mount::active() && !path.is_empty() {
+            use crate::kernel::fs::walk::{lookup, Found};
+            let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
+            let fd = match lookup(c.t.fd_table.get(), dirfd as i32, &path, follow)? {
+                Found::Object { fd, .. } => {
+                    let n = fd.0;
+                    found = Some(fd);
+                    n
+                }
+                Found::ProgramFd(n) => n,
+            };
+            (fd as usize, c"".as_ptr() as usize, flags | AT_EMPTY_PATH)
+        } else {
+            (dirfd as usize, path_ptr, flags)
         };
-        (fd as usize, c"".as_ptr() as usize, flags | AT_EMPTY_PATH)
-    } else {
-        (dirfd as usize, path_ptr, flags)
-    };
     let check = host_call(
         host::nr::EXECVEAT,
         [
@@ -434,6 +435,19 @@ fn exec_common(
         }
     }
     let full = crate::kernel::exec::exec_path(dirfd, &path, flags & AT_EMPTY_PATH != 0)?;
+    // The filename Linux gives a script's interpreter: the path as given
+    // (from the working directory or absolute), else /dev/fd/N[/PATH].
+    let name = if crate::kernel::fs::is_self_exe(&path, host::getpid()) {
+        alloc::vec::Vec::new()
+    } else if path.first() == Some(&b'/') || dirfd == host::AT_FDCWD && !path.is_empty() {
+        path.clone()
+    } else if path.is_empty() {
+        alloc::format!("/dev/fd/{dirfd}").into_bytes()
+    } else {
+        let mut v = alloc::format!("/dev/fd/{dirfd}/").into_bytes();
+        v.extend_from_slice(&path);
+        v
+    };
     // The new program's descriptors keep the host's offsets only.
     c.t.fd_table.get().share_offsets();
     // The check opens the files of the chain: in a table of its own, so
@@ -453,7 +467,16 @@ fn exec_common(
     let argv = user::read_cstr_array(argv)?;
     let envp = user::read_cstr_array(envp)?;
     checked.map_err(|f| f.error.errno())?;
-    crate::kernel::exec::exec_runtime(c.t, &full, &argv, &envp)
+    if name.starts_with(b"/dev/fd/") && crate::kernel::exec::loader::is_script(&full) {
+        // Linux: a script named through a close-on-exec descriptor could
+        // not be opened by its interpreter after the exec (ENOENT).
+        const F_GETFD: i32 = 1;
+        const FD_CLOEXEC: usize = 1;
+        if host::fcntl(dirfd as i32, F_GETFD, 0).is_ok_and(|f| f & FD_CLOEXEC != 0) {
+            return Err(Errno::ENOENT);
+        }
+    }
+    crate::kernel::exec::exec_runtime(c.t, &full, &name, &argv, &envp)
 }
 
 /// Implements exit(2): ends the calling thread (the host clears and wakes

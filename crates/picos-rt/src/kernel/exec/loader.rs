@@ -416,6 +416,11 @@ pub fn check_executable(path: &[u8]) -> Result<(), ExecError> {
     check_executable_chain(path).map_err(|f| f.error)
 }
 
+/// Is the file at `path` a `#!` script (it opens and reads as one)?
+pub fn is_script(path: &[u8]) -> bool {
+    open_exec(path).is_ok_and(|(_, head)| parse_shebang(&head).is_some())
+}
+
 /// [`check_executable`], saying which file of the chain failed.
 pub fn check_executable_chain(path: &[u8]) -> Result<(), ExecFailure> {
     let mut path = path.to_vec();
@@ -664,9 +669,12 @@ pub struct Loaded {
     pub real_path: Vec<u8>,
 }
 
-/// Loads the program at `path` (following `#!` lines) into memory.
-pub fn load(path: &[u8], argv: Vec<Vec<u8>>) -> Result<Loaded, ExecError> {
+/// Loads the program at `path` (following `#!` lines) into memory. `name`
+/// is the path as the caller gave it (`./script`), which the interpreter of
+/// a script gets, as Linux passes execve's filename.
+pub fn load(path: &[u8], name: &[u8], argv: Vec<Vec<u8>>) -> Result<Loaded, ExecError> {
     let mut path = path.to_vec();
+    let mut name = name.to_vec();
     let mut argv = argv;
     for depth in 0.. {
         let (fd, head) = open_exec(&path)?;
@@ -679,9 +687,10 @@ pub fn load(path: &[u8], argv: Vec<Vec<u8>>) -> Result<Loaded, ExecError> {
             if let Some(a) = sb.arg {
                 nargv.push(a);
             }
-            nargv.push(path.clone());
+            nargv.push(core::mem::take(&mut name));
             nargv.extend(argv.into_iter().skip(1));
             argv = nargv;
+            name = sb.interp.clone();
             path = sb.interp;
             continue;
         }

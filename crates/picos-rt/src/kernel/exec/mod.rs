@@ -46,11 +46,17 @@ pub fn exec_path(dirfd: isize, path: &[u8], empty_path: bool) -> Result<Vec<u8>,
 pub fn exec_runtime(
     t: &thread::Thread,
     path: &[u8],
+    name: &[u8],
     argv: &[Vec<u8>],
     envp: &[Vec<u8>],
 ) -> Result<usize, Errno> {
     let mut cfg = config().clone();
     cfg.exe = path.to_vec();
+    cfg.exe_name = if name == path {
+        Vec::new()
+    } else {
+        name.to_vec()
+    };
     // The roots of the tmpfs and overlay mounts stay open across execve
     // (not close-on-exec); the next runtime finds them at their numbers in
     // this table (which a dup2 may have moved).
