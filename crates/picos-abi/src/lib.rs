@@ -118,7 +118,27 @@ pub enum MountKind {
     /// kernel overlay whose upper layer is a private tmpfs, attached
     /// nowhere, reached through [`MountSpec::fd`].
     Overlay,
+    /// A /dev of the library OS (`type = "dev"`): a tmpfs the CLI made, as
+    /// [`MountKind::Tmpfs`], holding bind mounts of the host's harmless
+    /// devices ([`DEV_DEVICES`]), a `pts` of its own (a new devpts
+    /// instance), an empty `shm` and the symlinks [`DEV_LINKS`].
+    Dev,
 }
+
+/// The host's devices a `type = "dev"` mount shows (those the host has):
+/// what programs expect of any /dev, none of which reaches a disk, the
+/// kernel's memory or another process. Each is a bind mount of the host's
+/// node.
+pub const DEV_DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+
+/// The symlinks of a `type = "dev"` mount.
+pub const DEV_LINKS: &[(&str, &str)] = &[
+    ("ptmx", "pts/ptmx"),
+    ("fd", "/proc/self/fd"),
+    ("stdin", "/proc/self/fd/0"),
+    ("stdout", "/proc/self/fd/1"),
+    ("stderr", "/proc/self/fd/2"),
+];
 
 /// One `[[fs.mounts]]` entry as the runtime needs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -341,6 +361,7 @@ fn decode_mount(value: &[u8]) -> Option<MountSpec> {
             let kind = match k {
                 b"tmpfs" => MountKind::Tmpfs,
                 b"overlay" => MountKind::Overlay,
+                b"dev" => MountKind::Dev,
                 _ => return None,
             };
             let fd = i32::try_from(parse_u64(parts.next()?)?).ok()?;
@@ -348,7 +369,7 @@ fn decode_mount(value: &[u8]) -> Option<MountSpec> {
         }
     };
     let host_ok = match kind {
-        MountKind::Tmpfs => host.is_empty(),
+        MountKind::Tmpfs | MountKind::Dev => host.is_empty(),
         _ => host.first() == Some(&b'/'),
     };
     if parts.next().is_some() || guest.first() != Some(&b'/') || !host_ok {
@@ -408,6 +429,7 @@ impl LaunchConfig {
                 MountKind::Host => {}
                 MountKind::Tmpfs => s.push_str(",tmpfs,"),
                 MountKind::Overlay => s.push_str(",overlay,"),
+                MountKind::Dev => s.push_str(",dev,"),
             }
             if m.detached() {
                 push_u64(&mut s, m.fd.max(0) as u64);
@@ -554,6 +576,15 @@ mod tests {
                     readonly: false,
                     exclusive: false,
                     writeback: true,
+                },
+                MountSpec {
+                    guest: b"/dev".to_vec(),
+                    host: Vec::new(),
+                    kind: MountKind::Dev,
+                    fd: 1020,
+                    readonly: false,
+                    exclusive: false,
+                    writeback: false,
                 },
                 MountSpec {
                     guest: b"/usr/lib".to_vec(),

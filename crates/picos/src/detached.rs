@@ -12,6 +12,10 @@
 //!   written, and whose upper and work directories are in a private tmpfs
 //!   (so every change, deletions included, stays in memory: gVisor's rootfs
 //!   overlay).
+//! - dev: a tmpfs holding the harmless devices of the host's /dev (bind
+//!   mounts of the host's nodes: `picos_abi::DEV_DEVICES`), a devpts
+//!   instance of its own at `pts` (with `ptmx` a link into it), an empty
+//!   `shm` and the usual symlinks (`fd`, `stdin`, ...).
 //!
 //! Making a file system needs `CAP_SYS_ADMIN` in the user namespace that
 //! owns the mount namespace. As root, the CLI makes them itself. Otherwise
@@ -21,6 +25,7 @@
 //! Files there belong to the caller; other owners cannot be set (as a user
 //! could not natively).
 
+use picos_abi::{DEV_DEVICES as DEVICES, DEV_LINKS};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::mount::{
     fsconfig_create, fsconfig_set_flag, fsconfig_set_string, fsmount, fsopen, FsMountFlags,
@@ -37,6 +42,11 @@ pub enum Request {
     /// An overlay of host directory `lower` (canonical), its changes in a
     /// tmpfs of at most `size` bytes.
     Overlay { lower: PathBuf, size: Option<u64> },
+    /// A /dev of the library OS: a tmpfs of at most `size` bytes holding
+    /// the harmless devices of the host's /dev (`DEV_DEVICES`, each a bind
+    /// mount of the host's node), a devpts of its own, `shm` and the usual
+    /// symlinks.
+    Dev { size: Option<u64> },
 }
 
 /// Makes every file system of `reqs`, in order; returns their roots'
@@ -59,7 +69,14 @@ fn make_here(reqs: &[Request], userns: bool) -> io::Result<Vec<OwnedFd>> {
 }
 
 fn tmpfs(size: Option<u64>) -> io::Result<OwnedFd> {
+    tmpfs_with(size, None)
+}
+
+fn tmpfs_with(size: Option<u64>, mode: Option<&str>) -> io::Result<OwnedFd> {
     let fs = fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC)?;
+    if let Some(m) = mode {
+        fsconfig_set_string(fs.as_fd(), "mode", m)?;
+    }
     if let Some(s) = size {
         fsconfig_set_string(fs.as_fd(), "size", s.to_string().as_str())?;
     }
@@ -71,9 +88,78 @@ fn tmpfs(size: Option<u64>) -> io::Result<OwnedFd> {
     )?)
 }
 
+/// Makes the /dev of a `type = "dev"` mount.
+fn make_dev(size: Option<u64>) -> io::Result<OwnedFd> {
+    use rustix::fs::{mkdirat, openat, symlinkat, FileType, Mode, OFlags};
+    use rustix::mount::{move_mount, open_tree, MoveMountFlags, OpenTreeFlags};
+    let root = tmpfs_with(size, Some("0755"))?;
+    let bind = |host: &str, name: &str| -> io::Result<()> {
+        let tree = open_tree(
+            rustix::fs::CWD,
+            host,
+            OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC,
+        )?;
+        Ok(move_mount(
+            tree.as_fd(),
+            "",
+            root.as_fd(),
+            name,
+            MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+        )?)
+    };
+    for name in DEVICES {
+        let host = format!("/dev/{name}");
+        match rustix::fs::stat(host.as_str()) {
+            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::CharacterDevice => {}
+            // Not on this host (or not a device): left out.
+            _ => continue,
+        }
+        drop(openat(
+            root.as_fd(),
+            *name,
+            OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o666),
+        )?);
+        bind(&host, name)?;
+    }
+    // A devpts of its own (as a container's): the tree's terminals, which
+    // no other process's are among; /dev/ptmx is its ptmx (a link).
+    mkdirat(root.as_fd(), "pts", Mode::from_raw_mode(0o755))?;
+    let pts = fsopen("devpts", FsOpenFlags::FSOPEN_CLOEXEC)?;
+    fsconfig_set_string(pts.as_fd(), "ptmxmode", "0666")?;
+    fsconfig_set_string(pts.as_fd(), "mode", "0620")?;
+    fsconfig_create(pts.as_fd())?;
+    let pts = fsmount(
+        pts.as_fd(),
+        FsMountFlags::FSMOUNT_CLOEXEC,
+        MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NOEXEC,
+    )?;
+    move_mount(
+        pts.as_fd(),
+        "",
+        root.as_fd(),
+        "pts",
+        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+    )?;
+    mkdirat(root.as_fd(), "shm", Mode::from_raw_mode(0o1777))?;
+    // (mkdir's mode is masked by the umask.)
+    let shm = openat(
+        root.as_fd(),
+        "shm",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    rustix::fs::fchmod(&shm, Mode::from_raw_mode(0o1777))?;
+    for (name, target) in DEV_LINKS {
+        symlinkat(*target, root.as_fd(), *name)?;
+    }
+    Ok(root)
+}
+
 fn make_one(r: &Request, userns: bool) -> io::Result<OwnedFd> {
     match r {
         Request::Tmpfs { size } => tmpfs(*size),
+        Request::Dev { size } => make_dev(*size),
         Request::Overlay { lower, size } => {
             use rustix::fs::{mkdirat, Mode};
             let upper = tmpfs(*size)?;

@@ -28,8 +28,9 @@
 //!
 //! [[fs.mounts]]
 //! type = "chroot"                      # optional; "chroot" (a host directory, the default),
-//!                                      # "tmpfs" (in memory, no uri) or "overlay" (uri read-only
-//!                                      # below, changes kept in memory)
+//!                                      # "tmpfs" (in memory, no uri), "overlay" (uri read-only
+//!                                      # below, changes kept in memory) or "dev" (a /dev of
+//!                                      # harmless devices, no uri)
 //! path = "/"                           # where it appears in the picoprocess (absolute)
 //! uri = "file:/"                       # host path, with the "file:" prefix
 //! # size = "64M"                       # tmpfs/overlay: the most their memory holds
@@ -108,8 +109,8 @@ pub enum EnvValue {
 pub struct Mount {
     /// The mount type (`type` in the manifest): `"chroot"` (a host
     /// directory), `"tmpfs"` (files in memory, shared by the picoprocess
-    /// tree) or `"overlay"` (a host directory read-only below, changes kept
-    /// in memory).
+    /// tree), `"overlay"` (a host directory read-only below, changes kept
+    /// in memory) or `"dev"` (a tmpfs with the host's harmless devices).
     pub kind: String,
     /// `size` (tmpfs and overlay only): the most bytes their files may take
     /// in memory; `None`: the kernel's default for a tmpfs (half the RAM).
@@ -979,13 +980,14 @@ impl Checker<'_> {
             let kind = match fields.get("type") {
                 Some(n) => {
                     let kind = self.string(n)?;
-                    if !["chroot", "tmpfs", "overlay"].contains(&kind) {
+                    if !["chroot", "tmpfs", "overlay", "dev"].contains(&kind) {
                         return Err(self.invalid(
                             n,
                             format!(
                                 "`{}`: unsupported mount type {kind:?}; picos supports \"chroot\" \
-                                 (a host directory), \"tmpfs\" (files in memory) and \"overlay\" \
-                                 (a host directory below, changes in memory)",
+                                 (a host directory), \"tmpfs\" (files in memory), \"overlay\" \
+                                 (a host directory below, changes in memory) and \"dev\" (a /dev \
+                                 of harmless devices)",
                                 n.path
                             ),
                         ));
@@ -1089,12 +1091,12 @@ impl Checker<'_> {
                 Some(n) => Some(self.mount_size(n)?),
                 None => None,
             };
-            let uri = if kind == "tmpfs" {
+            let uri = if kind == "tmpfs" || kind == "dev" {
                 if let Some(n) = fields.get("uri") {
                     return Err(self.invalid(
                         n,
                         format!(
-                            "`{}`: a \"tmpfs\" mount starts empty and has no host directory \
+                            "`{}`: a \"{kind}\" mount has no host directory \
                              (drop `uri`, or use type = \"overlay\" to start from one)",
                             n.path
                         ),
@@ -1910,13 +1912,13 @@ stack = { size = "1K" }
         assert_eq!(
             err("[[fs.mounts]]\ntype = \"nfs\"\npath = \"/tmp\"\n"),
             "manifest.toml:2:8: `fs.mounts[0].type`: unsupported mount type \"nfs\"; picos supports \
-             \"chroot\" (a host directory), \"tmpfs\" (files in memory) and \"overlay\" (a host \
-             directory below, changes in memory)"
+             \"chroot\" (a host directory), \"tmpfs\" (files in memory), \"overlay\" (a host \
+             directory below, changes in memory) and \"dev\" (a /dev of harmless devices)"
         );
         assert_eq!(
             err("[[fs.mounts]]\ntype = \"tmpfs\"\npath = \"/tmp\"\nuri = \"file:/tmp\"\n"),
-            "manifest.toml:4:7: `fs.mounts[0].uri`: a \"tmpfs\" mount starts empty and has no host \
-             directory (drop `uri`, or use type = \"overlay\" to start from one)"
+            "manifest.toml:4:7: `fs.mounts[0].uri`: a \"tmpfs\" mount has no host directory (drop \
+             `uri`, or use type = \"overlay\" to start from one)"
         );
         assert_eq!(
             err("[[fs.mounts]]\ntype = \"overlay\"\npath = \"/usr\"\n"),

@@ -138,10 +138,11 @@ pub fn specs(mounts: &[Mount]) -> Result<Vec<MountSpec>, MountError> {
         };
         let kind = match m.kind.as_str() {
             "tmpfs" => MountKind::Tmpfs,
+            "dev" => MountKind::Dev,
             "overlay" => MountKind::Overlay,
             _ => MountKind::Host,
         };
-        let host = if kind == MountKind::Tmpfs {
+        let host = if matches!(kind, MountKind::Tmpfs | MountKind::Dev) {
             PathBuf::new()
         } else {
             let host = std::fs::canonicalize(m.host_path()).map_err(|e| err(e.to_string()))?;
@@ -153,6 +154,7 @@ pub fn specs(mounts: &[Mount]) -> Result<Vec<MountSpec>, MountError> {
         };
         match kind {
             MountKind::Host => {}
+            MountKind::Dev => requests.push((index, Request::Dev { size: m.size })),
             MountKind::Tmpfs => requests.push((index, Request::Tmpfs { size: m.size })),
             MountKind::Overlay => requests.push((
                 index,

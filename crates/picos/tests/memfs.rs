@@ -533,3 +533,84 @@ fn tmpfs_and_overlay_as_an_unprivileged_user() {
     }
     overlay_keeps_changes(true);
 }
+
+/// What the program in [`dev_mount_shows_harmless_devices_only`] does.
+const DEV_SCRIPT: &str = r#"
+import errno, os, pty
+print(sorted(os.listdir("/dev")))
+with open("/dev/null", "w") as f:
+    print(f.write("gone"))
+print(open("/dev/zero", "rb").read(4))
+print(len(open("/dev/urandom", "rb").read(16)), len(os.getrandom(8)))
+try:
+    with open("/dev/full", "w") as f:
+        f.write("x")
+except OSError as e:
+    print("full:", errno.errorcode[e.errno])
+for name in ["sda", "vda", "mem", "kmsg", "port", "shm/../sda"]:
+    print(name, os.path.exists("/dev/" + name))
+open("/dev/shm/f", "w").write("shared")
+print(oct(os.stat("/dev/shm").st_mode), os.listdir("/dev/shm"))
+fd = os.open("/dev/null", os.O_WRONLY)
+print(os.readlink(f"/proc/self/fd/{fd}"), os.path.realpath("/dev/stdout") == os.path.realpath(f"/proc/self/fd/1"))
+print(os.readlink("/dev/fd"), sorted(os.listdir("/dev/fd")) == sorted(os.listdir("/proc/self/fd")))
+m, s = pty.openpty()
+print(os.ttyname(s).startswith("/dev/pts/"), sorted(os.listdir("/dev/pts")))
+os.write(m, b"through a pty\n")
+print(os.read(s, 100))
+print([l.split()[1:3] for l in open("/proc/self/mounts") if l.split()[1] == "/dev"])
+"#;
+
+/// A `type = "dev"` mount: the host's null, zero, full, random, urandom
+/// and tty, a devpts of its own (a pty opened through /dev/ptmx works), an
+/// empty shm and the usual symlinks, and nothing else of the host's /dev
+/// (no disks, no kernel memory or log, no other process's terminal).
+fn dev_mount(as_nobody: bool) {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(work.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let m = write_manifest(
+        work.path(),
+        "[loader]\ninsecure__use_cmdline_argv = true\n\n\
+         [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\n\n\
+         [[fs.mounts]]\ntype = \"dev\"\npath = \"/dev\"\n",
+    );
+    let out = picos(&m, as_nobody)
+        .args(["/usr/bin/python3", "-c", DEV_SCRIPT])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let chr = |n: &str| {
+        std::fs::metadata(format!("/dev/{n}"))
+            .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_char_device(&m.file_type()))
+    };
+    let mut names: Vec<&str> = ["null", "zero", "full", "random", "urandom", "tty"]
+        .into_iter()
+        .filter(|n| chr(n))
+        .chain(["ptmx", "pts", "shm", "fd", "stdin", "stdout", "stderr"])
+        .collect();
+    names.sort();
+    let expected = format!(
+        "{names:?}\n4\nb'\\x00\\x00\\x00\\x00'\n16 8\nfull: ENOSPC\nsda False\nvda False\n\
+         mem False\nkmsg False\nport False\nshm/../sda False\n0o41777 ['f']\n/dev/null True\n\
+         /proc/self/fd True\nTrue ['0', 'ptmx']\nb'through a pty\\n'\n[['/dev', 'tmpfs']]\n"
+    )
+    .replace('"', "'");
+    assert_eq!(text(&out), expected);
+}
+
+#[test]
+fn dev_mount_shows_harmless_devices_only() {
+    if !Path::new("/usr/bin/python3").is_file() {
+        println!("SKIP dev_mount_shows_harmless_devices_only: /usr/bin/python3 missing: apt-get install python3");
+        return;
+    }
+    dev_mount(false);
+    match unprivileged_unavailable() {
+        Some(why) => println!("SKIP dev_mount_shows_harmless_devices_only as nobody: {why}"),
+        None => dev_mount(true),
+    }
+}

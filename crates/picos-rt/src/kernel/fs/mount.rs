@@ -112,6 +112,9 @@ pub fn init(specs: &[picos_abi::MountSpec], fds: &FdTable) -> Result<(), (usize,
                 Err(e) => return Err((i, e)),
             }
             ANY_DETACHED.store(true, Ordering::Relaxed);
+            if m.kind == picos_abi::MountKind::Dev {
+                note_dev_binds(i, m.fd);
+            }
             let placed = place_high(m.fd, fds, true).map_err(|e| (i, e))?;
             let _ = host::close(m.fd);
             placed
@@ -145,6 +148,40 @@ const STATX_MNT_ID: u32 = 0x1000;
 static MNT_IDS: [core::sync::atomic::AtomicU64; MAX_MOUNTS] =
     [const { core::sync::atomic::AtomicU64::new(0) }; MAX_MOUNTS];
 
+/// The host's mount ids of the bind mounts inside `type = "dev"` mounts
+/// (its devices and `pts`), with the mount that holds each; 0: none.
+static BINDS: [(
+    core::sync::atomic::AtomicU64,
+    core::sync::atomic::AtomicUsize,
+); 16] = [const {
+    (
+        core::sync::atomic::AtomicU64::new(0),
+        core::sync::atomic::AtomicUsize::new(0),
+    )
+}; 16];
+
+/// Notes the mount ids of the bind mounts of dev mount `i`, whose root is
+/// at `root` (their /proc links read as paths from `i`'s root too).
+fn note_dev_binds(i: usize, root: i32) {
+    const AT_SYMLINK_NOFOLLOW: i32 = 0x100;
+    let names = picos_abi::DEV_DEVICES.iter().copied().chain(["pts"]);
+    for name in names {
+        let Ok(c) = alloc::ffi::CString::new(name) else {
+            continue;
+        };
+        let Ok(s) = host::statx(root as isize, &c, AT_SYMLINK_NOFOLLOW, STATX_MNT_ID) else {
+            continue;
+        };
+        if s.mask() & STATX_MNT_ID == 0 || s.mnt_id() == MNT_IDS[i].load(Ordering::Relaxed) {
+            continue;
+        }
+        if let Some(slot) = BINDS.iter().find(|b| b.0.load(Ordering::Relaxed) == 0) {
+            slot.1.store(i, Ordering::Relaxed);
+            slot.0.store(s.mnt_id(), Ordering::Relaxed);
+        }
+    }
+}
+
 /// Is there a tmpfs or an overlay mount?
 static ANY_DETACHED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
@@ -165,7 +202,15 @@ pub fn detached_holding(dirfd: isize, path: &core::ffi::CStr, flags: i32) -> Opt
         return None;
     }
     let id = s.mnt_id();
-    MNT_IDS.iter().position(|m| m.load(Ordering::Relaxed) == id)
+    MNT_IDS
+        .iter()
+        .position(|m| m.load(Ordering::Relaxed) == id)
+        .or_else(|| {
+            BINDS
+                .iter()
+                .find(|b| b.0.load(Ordering::Relaxed) == id)
+                .map(|b| b.1.load(Ordering::Relaxed))
+        })
 }
 
 /// The guest path of `link`, the host's name of an object that tmpfs or
