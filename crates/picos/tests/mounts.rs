@@ -398,6 +398,66 @@ fn proc_mounts_shows_the_manifests_mounts() {
     assert!(!df.lines().any(|l| l.ends_with(" /sys")), "{df}");
 }
 
+/// /proc/self/status, stat and statm describe the program's memory, not
+/// the runtime's (whose reservation alone is tens of GiB of address
+/// space): their sizes agree with each other and are within a factor of
+/// two of native's for the same program.
+#[test]
+fn proc_self_status_describes_the_program() {
+    const T: &str = "proc_self_status_describes_the_program";
+    let python = "/usr/bin/python3";
+    if !Path::new(python).is_file() {
+        println!("SKIP {T}: {python} not installed: apt-get install python3");
+        return;
+    }
+    let script = r#"
+status = dict(l.split(":", 1) for l in open("/proc/self/status"))
+kb = lambda k: int(status[k].split()[0])
+stat = open("/proc/self/stat").read()
+fields = stat[stat.rindex(")") + 2:].split()
+statm = [int(x) for x in open("/proc/self/statm").read().split()]
+vsize, rss = int(fields[20]), int(fields[21])
+print(kb("VmSize"), kb("VmRSS"), kb("VmPeak"), kb("VmHWM"), kb("VmData"), vsize, rss, statm[0], statm[1])
+"#;
+    let parse = |o: &Output| -> Vec<u64> {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        text(o)
+            .split_whitespace()
+            .map(|w| w.parse().unwrap())
+            .collect()
+    };
+    let native = parse(&Command::new(python).args(["-c", script]).output().unwrap());
+    let picos = parse(&picos_run_with(
+        "[loader]\ninsecure__use_cmdline_argv = true\n\n\
+         [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\n",
+        python,
+        &["-c", script],
+    ));
+    let (size, rss, peak, hwm, data, vsize, stat_rss, m_size, m_rss) = (
+        picos[0], picos[1], picos[2], picos[3], picos[4], picos[5], picos[6], picos[7], picos[8],
+    );
+    // The three files agree (each read once while Python runs, so within
+    // a few pages and a few percent).
+    let near = |a: u64, b: u64| a.abs_diff(b) <= 64 + a.max(b) / 10;
+    assert!(
+        near(vsize / 1024, size) && near(m_size * 4, size),
+        "{picos:?}"
+    );
+    assert!(near(stat_rss * 4, rss) && near(m_rss * 4, rss), "{picos:?}");
+    assert!(peak >= size && hwm >= rss, "{picos:?}");
+    // Close to native's, nothing like the runtime's reservation.
+    for (what, p, n) in [
+        ("VmSize", size, native[0]),
+        ("VmRSS", rss, native[1]),
+        ("VmData", data, native[4]),
+    ] {
+        assert!(
+            p <= 2 * n && 2 * p >= n,
+            "{what}: picos {p} kB, native {n} kB"
+        );
+    }
+}
+
 /// The manifest of a write-back mount of `dir` at itself, under the host's
 /// tree.
 fn writeback_manifest(dir: &Path) -> String {

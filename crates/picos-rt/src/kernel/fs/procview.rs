@@ -7,14 +7,16 @@
 //! `mounts` and `mountinfo` (`/proc/mounts` is a link to the former) list
 //! the manifest's mounts at their guest paths, each as the bind mount of
 //! its host directory that it is (the host's mount of that directory gives
-//! the device, type and options), instead of the host's mount tree.
+//! the device, type and options), instead of the host's mount tree. Its
+//! `status`, `stat` and `statm` give the memory figures less the runtime's
+//! mappings.
 //!
 //! Linux makes the listing as it is read; this one is made at the open,
 //! from the host's, and handed to the program as an anonymous file in the
 //! same descriptor (a snapshot: mappings made after the open are not in
 //! it; `fstat` shows a regular file with a size; the descriptor's /proc
 //! link names a memfd). Other /proc files of the process (`smaps_rollup`,
-//! `numa_maps`, `status`) are still the host's.
+//! `numa_maps`) are still the host's.
 #![deny(unsafe_code)]
 
 use crate::host;
@@ -23,7 +25,15 @@ use alloc::vec::Vec;
 
 /// The files of a process's /proc directory the library OS shows its own
 /// view of.
-const VIEWS: [&[u8]; 4] = [b"maps", b"smaps", b"mounts", b"mountinfo"];
+const VIEWS: [&[u8]; 7] = [
+    b"maps",
+    b"smaps",
+    b"mounts",
+    b"mountinfo",
+    b"status",
+    b"stat",
+    b"statm",
+];
 
 /// Could a path the program opened name one of the /proc files it sees its
 /// own view of (maps, smaps, mounts, mountinfo)? (Only those are checked
@@ -50,6 +60,12 @@ enum View {
     Mounts,
     /// mountinfo: the same, in that format.
     MountInfo,
+    /// status: the memory figures without the runtime's mappings.
+    Status,
+    /// stat: the same for its `vsize` and `rss`.
+    Stat,
+    /// statm: the same for its sizes.
+    Statm,
 }
 
 /// The view of `rest`, a path below this process's /proc directory (`""`
@@ -60,6 +76,9 @@ fn view_of(rest: &[u8]) -> Option<View> {
         (b"/smaps", View::Maps),
         (b"/mounts", View::Mounts),
         (b"/mountinfo", View::MountInfo),
+        (b"/status", View::Status),
+        (b"/statm", View::Statm),
+        (b"/stat", View::Stat),
     ]
     .iter()
     .find_map(|(n, v)| rest.strip_suffix(*n).map(|d| (d, *v)))?;
@@ -102,6 +121,184 @@ pub fn filter(listing: &[u8], keep: impl Fn(usize, usize) -> bool) -> Vec<u8> {
     out
 }
 
+/// What some mappings of a process take, in kB (from its smaps).
+#[derive(Default, Debug, PartialEq, Eq)]
+pub struct Usage {
+    /// Their sizes.
+    size: u64,
+    /// Their resident pages.
+    rss: u64,
+    /// ... of which anonymous.
+    anon: u64,
+    /// ... of which of shared memory files (tmpfs, memfd).
+    shmem: u64,
+    /// The sizes of the private writable ones (VmData's).
+    data: u64,
+}
+
+/// What the mappings of `smaps` (a /proc smaps listing) for which
+/// `pick(start, end)` holds take.
+pub fn usage(smaps: &[u8], pick: impl Fn(usize, usize) -> bool) -> Usage {
+    let mut u = Usage::default();
+    let mut picked = false;
+    let mut shmem_file = false;
+    let mut rss = 0;
+    let mut anon = 0;
+    let kb = |line: &[u8]| -> u64 {
+        line.split(|&c| c == b' ')
+            .filter(|w| !w.is_empty())
+            .nth(1)
+            .and_then(|w| core::str::from_utf8(w).ok()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let end_record = |u: &mut Usage, picked: bool, shmem_file: bool, rss: u64, anon: u64| {
+        if picked {
+            u.rss += rss;
+            u.anon += anon;
+            if shmem_file {
+                u.shmem += rss - anon.min(rss);
+            }
+        }
+    };
+    for line in smaps.split(|&c| c == b'\n') {
+        let mut words = line.split(|&c| c == b' ').filter(|w| !w.is_empty());
+        let first = words.next().unwrap_or(b"");
+        let mut ends = first.split(|&c| c == b'-');
+        let hex = |h: Option<&[u8]>| {
+            let h = h.filter(|h| !h.is_empty() && h.iter().all(u8::is_ascii_hexdigit))?;
+            usize::from_str_radix(core::str::from_utf8(h).ok()?, 16).ok()
+        };
+        if let (Some(s), Some(e)) = (hex(ends.next()), hex(ends.next())) {
+            end_record(&mut u, picked, shmem_file, rss, anon);
+            (rss, anon) = (0, 0);
+            picked = pick(s, e);
+            let perms = words.next().unwrap_or(b"");
+            let name = words.nth(3).unwrap_or(b"");
+            shmem_file = name.starts_with(b"/memfd:") || name.starts_with(b"/dev/shm/");
+            if picked {
+                u.size += ((e - s) >> 10) as u64;
+                if perms.get(1) == Some(&b'w') && perms.get(3) == Some(&b'p') {
+                    u.data += ((e - s) >> 10) as u64;
+                }
+            }
+        } else if first == b"Rss:" {
+            rss = kb(line);
+        } else if first == b"Anonymous:" {
+            anon = kb(line);
+        }
+    }
+    end_record(&mut u, picked, shmem_file, rss, anon);
+    u
+}
+
+/// /proc's `status` without what `rt` takes: VmPeak and VmSize less its
+/// size, VmHWM and VmRSS less its resident pages (split into RssAnon,
+/// RssFile, RssShmem), VmData less its private writable mappings.
+pub fn status_without(status: &[u8], rt: &Usage) -> Vec<u8> {
+    let mut out = Vec::with_capacity(status.len());
+    for line in status.split_inclusive(|&c| c == b'\n') {
+        let key = line.split(|&c| c == b':').next().unwrap_or(b"");
+        let less = match key {
+            b"VmPeak" | b"VmSize" => rt.size,
+            b"VmHWM" | b"VmRSS" => rt.rss,
+            b"RssAnon" => rt.anon,
+            b"RssShmem" => rt.shmem,
+            b"RssFile" => rt.rss - rt.anon.min(rt.rss) - rt.shmem.min(rt.rss - rt.anon.min(rt.rss)),
+            b"VmData" => rt.data,
+            _ => {
+                out.extend_from_slice(line);
+                continue;
+            }
+        };
+        let value: u64 = line[key.len() + 1..]
+            .split(|&c| c == b' ' || c == b'\t' || c == b'\n')
+            .find(|w| !w.is_empty())
+            .and_then(|w| core::str::from_utf8(w).ok()?.parse().ok())
+            .unwrap_or(0);
+        out.extend_from_slice(
+            alloc::format!(
+                "{}:\t{:8} kB\n",
+                core::str::from_utf8(key).unwrap_or(""),
+                value.saturating_sub(less)
+            )
+            .as_bytes(),
+        );
+    }
+    out
+}
+
+/// /proc's `stat` without what `rt` takes: its `vsize` (field 23, bytes)
+/// and `rss` (field 24, pages).
+pub fn stat_without(stat: &[u8], rt: &Usage) -> Vec<u8> {
+    // The fields after the command's name, which is in parentheses and may
+    // hold anything.
+    let Some(close) = stat.iter().rposition(|&c| c == b')') else {
+        return stat.to_vec();
+    };
+    let (head, tail) = stat.split_at(close + 1);
+    let mut out = head.to_vec();
+    // tail: " S ppid ..." : field 3 is its first word.
+    for (i, w) in tail.split(|&c| c == b' ').enumerate() {
+        if i > 0 {
+            out.push(b' ');
+        }
+        let field = i + 2;
+        let less = match field {
+            23 => rt.size << 10,
+            24 => rt.rss >> 2,
+            _ => {
+                out.extend_from_slice(w);
+                continue;
+            }
+        };
+        let (digits, rest) = w.split_at(w.iter().take_while(|c| c.is_ascii_digit()).count());
+        match core::str::from_utf8(digits)
+            .ok()
+            .and_then(|d| d.parse::<u64>().ok())
+        {
+            Some(v) => {
+                out.extend_from_slice(alloc::format!("{}", v.saturating_sub(less)).as_bytes())
+            }
+            None => out.extend_from_slice(digits),
+        }
+        out.extend_from_slice(rest);
+    }
+    out
+}
+
+/// /proc's `statm` (pages: size resident shared text lib data dt) without
+/// what `rt` takes.
+pub fn statm_without(statm: &[u8], rt: &Usage) -> Vec<u8> {
+    let less = [
+        rt.size >> 2,
+        rt.rss >> 2,
+        (rt.rss - rt.anon.min(rt.rss)) >> 2,
+        0,
+        0,
+        rt.data >> 2,
+        0,
+    ];
+    let mut out = Vec::with_capacity(statm.len());
+    for (i, w) in statm.split(|&c| c == b' ').enumerate() {
+        if i > 0 {
+            out.push(b' ');
+        }
+        let (digits, rest) = w.split_at(w.iter().take_while(|c| c.is_ascii_digit()).count());
+        match core::str::from_utf8(digits)
+            .ok()
+            .and_then(|d| d.parse::<u64>().ok())
+        {
+            Some(v) => out.extend_from_slice(
+                alloc::format!("{}", v.saturating_sub(less.get(i).copied().unwrap_or(0)))
+                    .as_bytes(),
+            ),
+            None => out.extend_from_slice(digits),
+        }
+        out.extend_from_slice(rest);
+    }
+    out
+}
+
 /// The whole content of the file open at host descriptor `fd`.
 fn read_all(fd: i32) -> Result<Vec<u8>, Errno> {
     let mut listing = Vec::new();
@@ -129,6 +326,22 @@ pub fn replace_view(fd: i32, cloexec: bool) {
             View::Maps => filter(&listing, |s, e| {
                 !crate::mm::runtime::owns(s, e.saturating_sub(s))
             }),
+            View::Status | View::Stat | View::Statm => {
+                let path = alloc::format!("/proc/{}/smaps\0", host::getpid());
+                let c = core::ffi::CStr::from_bytes_with_nul(path.as_bytes())
+                    .map_err(|_| Errno::EINVAL)?;
+                let m = host::openat(host::AT_FDCWD, c, host::O_RDONLY | host::O_CLOEXEC, 0)?;
+                let smaps = read_all(m as i32);
+                let _ = host::close(m as i32);
+                let rt = usage(&smaps?, |s, e| {
+                    crate::mm::runtime::owns(s, e.saturating_sub(s))
+                });
+                match kind {
+                    View::Status => status_without(&listing, &rt),
+                    View::Stat => stat_without(&listing, &rt),
+                    _ => statm_without(&listing, &rt),
+                }
+            }
             View::Mounts | View::MountInfo => {
                 // The host's mountinfo, whichever of the two was opened.
                 let path = alloc::format!("/proc/{}/mountinfo\0", host::getpid());
@@ -395,7 +608,48 @@ mod tests {
         assert_eq!(view_of(b"/task/12/mountinfo"), Some(View::MountInfo));
         assert_eq!(view_of(b"/task//maps"), None);
         assert_eq!(view_of(b"/fd/maps"), None);
-        assert_eq!(view_of(b"/status"), None);
+        assert_eq!(view_of(b"/status"), Some(View::Status));
+        assert_eq!(view_of(b"/task/3/stat"), Some(View::Stat));
+        assert_eq!(view_of(b"/statm"), Some(View::Statm));
+        assert_eq!(view_of(b"/fd/status"), None);
+        assert_eq!(view_of(b"/limits"), None);
+    }
+
+    #[test]
+    fn memory_figures_leave_the_runtime_out() {
+        let smaps = b"00400000-00401000 r-xp 00000000 08:01 12 /bin/x\nSize: 4 kB\nRss: 4 kB\nAnonymous: 0 kB\n\
+7f0000000000-7f0000100000 rw-p 00000000 00:00 0 \nSize: 1024 kB\nRss: 200 kB\nAnonymous: 200 kB\n\
+7f0000100000-7f0000180000 r-xp 00000000 00:01 5 /memfd:picos-rt (deleted)\nSize: 512 kB\nRss: 300 kB\nAnonymous: 20 kB\n\
+7ffd0000-7ffd1000 rw-p 00000000 00:00 0 [stack]\nSize: 4 kB\nRss: 4 kB\nAnonymous: 4 kB\n";
+        let rt = usage(smaps, |s, _| s >= 0x7f00_0000_0000);
+        assert_eq!(
+            rt,
+            Usage {
+                size: 1536,
+                rss: 500,
+                anon: 220,
+                shmem: 280,
+                data: 1024
+            }
+        );
+        let status = b"Name:\tx\nVmPeak:\t    2000 kB\nVmSize:\t    1800 kB\nVmHWM:\t     600 kB\n\
+VmRSS:\t     508 kB\nRssAnon:\t     224 kB\nRssFile:\t       4 kB\nRssShmem:\t     280 kB\n\
+VmData:\t    1100 kB\nThreads:\t1\n";
+        assert_eq!(
+            core::str::from_utf8(&status_without(status, &rt)).unwrap(),
+            "Name:\tx\nVmPeak:\t     464 kB\nVmSize:\t     264 kB\nVmHWM:\t     100 kB\n\
+VmRSS:\t       8 kB\nRssAnon:\t       4 kB\nRssFile:\t       4 kB\nRssShmem:\t       0 kB\n\
+VmData:\t      76 kB\nThreads:\t1\n"
+        );
+        let stat = b"42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 99 1843200 127 18446744073709551615 1 2 3\n";
+        assert_eq!(
+            core::str::from_utf8(&stat_without(stat, &rt)).unwrap(),
+            "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 99 270336 2 18446744073709551615 1 2 3\n"
+        );
+        assert_eq!(
+            core::str::from_utf8(&statm_without(b"450 127 75 36 0 275 0\n", &rt)).unwrap(),
+            "66 2 5 36 0 19 0\n"
+        );
     }
 
     #[test]
