@@ -139,7 +139,8 @@ MEDIATED = {
   'getxattrat': 'fs::xattrat', 'setxattrat': 'fs::xattrat', 'listxattrat': 'fs::xattrat',
   'removexattrat': 'fs::xattrat', 'inotify_add_watch': 'fs::inotify_add_watch',
   'chdir': 'fs::chdir', 'fchdir': 'fs::fchdir', 'getcwd': 'fs::getcwd', 'close': 'fs::close',
-  'close_range': 'fs::close_range', 'dup2': 'fs::dup2', 'dup3': 'fs::dup3',
+  'close_range': 'fs::close_range', 'dup': 'fs::dup', 'dup2': 'fs::dup2', 'dup3': 'fs::dup3',
+  'fcntl': 'fs::fcntl',
   'getdents64': 'fs::getdents64',
   'chroot': 'fs::mount_tree', 'pivot_root': 'fs::mount_tree', 'mount': 'fs::mount_tree',
   'umount2': 'fs::mount_tree', 'open_tree': 'fs::mount_tree', 'open_tree_attr': 'fs::mount_tree',
@@ -166,7 +167,8 @@ MEDIATED = {k: v for k, v in MEDIATED.items() if v}
 # Mediated calls whose first argument is a descriptor the host serves
 # unchanged when the descriptor is passed through (a patched site calls the
 # host directly, as for a Host call); the handler sees the others.
-FD_PASSTHROUGH = ['close', 'getdents64', 'fstat', 'pread64', 'read', 'readv', 'preadv', 'preadv2', 'lseek', 'write', 'writev']
+FD_PASSTHROUGH = ['close', 'getdents64', 'fstat', 'pread64', 'read', 'readv', 'preadv', 'preadv2', 'lseek', 'write', 'writev',
+                  'dup', 'fcntl']
 # Mediated calls the host serves unchanged when the manifest mounts nothing
 # (sys::fs: each handler's first test): patched sites then go to the host
 # directly, as for a Host call.

@@ -377,6 +377,24 @@ fn same_tree(link: &[u8]) -> bool {
     }
 }
 
+/// Is process `pid` one of this picoprocess tree (its `/proc/PID/exe` is
+/// this tree's runtime)? This process is; one that cannot be inspected
+/// (another user's, a kernel thread, a zombie) is not.
+pub fn in_tree(pid: u32) -> bool {
+    if pid == host::getpid() as u32 {
+        return true;
+    }
+    let path = alloc::format!("/proc/{pid}/exe\0");
+    let Ok(path) = core::ffi::CStr::from_bytes_with_nul(path.as_bytes()) else {
+        return false;
+    };
+    let mut link = [0u8; 128];
+    match host::readlink(path, &mut link) {
+        Ok(len) => link[..len].starts_with(RUNTIME_EXE) && same_tree(&link[..len]),
+        Err(_) => false,
+    }
+}
+
 /// Has process `pid` ended? Asks `/proc/PID/exe`, which reads ENOENT from
 /// the moment a process has let go of its memory on its way out: for a
 /// zombie (killed but not yet reaped, which `kill(pid, 0)` still finds) as

@@ -323,7 +323,14 @@ fn open_path(
                 }
                 file = reads_file(mount);
                 wb = write_back(mount);
-                (walk::is_proc_fd_dir_guest(&guest), (from, how), rel)
+                let proc = if walk::is_proc_fd_dir_guest(&guest) {
+                    ProcDir::Fds
+                } else if walk::is_proc_root_guest(&guest) {
+                    ProcDir::Root
+                } else {
+                    ProcDir::No
+                };
+                (proc, (from, how), rel)
             }
             OpenPlan::Exists { mount, rel, mode } => {
                 if creat_excl {
@@ -345,7 +352,14 @@ fn open_path(
                     file = reads_file(mount);
                     wb = write_back(mount);
                 }
-                (walk::is_proc_fd_dir(mount, &rel), root(mount, &rel), rel)
+                let proc = if walk::is_proc_fd_dir(mount, &rel) {
+                    ProcDir::Fds
+                } else if walk::is_proc_root(mount, &rel) {
+                    ProcDir::Root
+                } else {
+                    ProcDir::No
+                };
+                (proc, root(mount, &rel), rel)
             }
             OpenPlan::Create { mount, rel } => {
                 if flags & host::O_CREAT == 0 || tmpfile {
@@ -358,7 +372,7 @@ fn open_path(
                     return Err(Errno::EROFS);
                 }
                 wb = write_back(mount);
-                (false, root(mount, &rel), rel)
+                (ProcDir::No, root(mount, &rel), rel)
             }
             OpenPlan::ProgramFd(n) => {
                 if writes && fd_readonly(n) && fs_object(host::fstat(n)?.st_mode) {
@@ -385,8 +399,10 @@ fn open_path(
                 plan = walk::open_plan_walk(fds, dirfd, &path, follow, resolve)?;
             }
             Ok(fd) => {
-                if proc_fd_dir {
-                    fds.note_proc_fd_dir(fd as i32);
+                match proc_fd_dir {
+                    ProcDir::Fds => fds.note_proc_fd_dir(fd as i32),
+                    ProcDir::Root => fds.note_proc_root(fd as i32),
+                    ProcDir::No => {}
                 }
                 if let Some(f) = file {
                     fds.note_file(fd as i32, f);
@@ -2062,6 +2078,38 @@ pub fn dup3(c: &mut Ctx<'_>, oldfd: i32, newfd: i32) -> SysResult {
     dup_to(c, oldfd, newfd)
 }
 
+/// Implements dup(2): the runtime's descriptors are not the program's
+/// (EBADF); a copy of a /proc directory whose listings the library OS
+/// filters is filtered too.
+#[syscall]
+pub fn dup(c: &mut Ctx<'_>, oldfd: i32) -> SysResult {
+    let t = fds(c);
+    if t.is_hidden(oldfd) {
+        return Err(Errno::EBADF);
+    }
+    let r = c.host()?;
+    t.copy_proc_note(oldfd, r as i32);
+    Ok(r)
+}
+
+/// Implements fcntl(2): as dup for `F_DUPFD` and `F_DUPFD_CLOEXEC`; every
+/// other command on the runtime's descriptors is EBADF.
+#[syscall]
+pub fn fcntl(c: &mut Ctx<'_>, fd: i32, cmd: i32, arg: usize) -> SysResult {
+    const F_DUPFD: i32 = 0;
+    const F_DUPFD_CLOEXEC: i32 = 1030;
+    let _ = arg;
+    let t = fds(c);
+    if t.is_hidden(fd) {
+        return Err(Errno::EBADF);
+    }
+    let r = c.host()?;
+    if cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC {
+        t.copy_proc_note(fd, r as i32);
+    }
+    Ok(r)
+}
+
 fn dup_to(c: &Ctx<'_>, oldfd: i32, newfd: i32) -> SysResult {
     let t = fds(c);
     if t.is_hidden(oldfd) {
@@ -2080,6 +2128,7 @@ fn dup_to(c: &Ctx<'_>, oldfd: i32, newfd: i32) -> SysResult {
     let r = c.host();
     if r.is_ok() && oldfd != newfd {
         t.forget_closed(newfd as u32, newfd as u32);
+        t.copy_proc_note(oldfd, newfd);
     }
     r
 }
@@ -2090,7 +2139,8 @@ fn dup_to(c: &Ctx<'_>, oldfd: i32, newfd: i32) -> SysResult {
 #[syscall]
 pub fn getdents64(c: &mut Ctx<'_>, fd: i32, dirp: usize, count: u32) -> SysResult {
     let t = fds(c);
-    if !t.is_proc_fd_dir(fd) {
+    let root = t.is_proc_root(fd);
+    if !root && !t.is_proc_fd_dir(fd) {
         return c.host();
     }
     let count = (count as usize).min(1 << 20);
@@ -2101,9 +2151,17 @@ pub fn getdents64(c: &mut Ctx<'_>, fd: i32, dirp: usize, count: u32) -> SysResul
         }
         let mut buf = alloc::vec![0u8; n];
         user::copy_in(&mut buf, dirp)?;
-        let kept = drop_entries(&mut buf, |name| {
-            parse_fd(name).is_some_and(|fd| t.is_hidden(fd))
-        });
+        let kept = if root {
+            // /proc: the processes of the tree only.
+            drop_entries(&mut buf, |name| {
+                parse_fd(name)
+                    .is_some_and(|pid| pid > 0 && !crate::kernel::process::in_tree(pid as u32))
+            })
+        } else {
+            drop_entries(&mut buf, |name| {
+                parse_fd(name).is_some_and(|fd| t.is_hidden(fd))
+            })
+        };
         if kept > 0 {
             user::copy_out(dirp, &buf[..kept])?;
             return Ok(kept);
@@ -2111,6 +2169,15 @@ pub fn getdents64(c: &mut Ctx<'_>, fd: i32, dirp: usize, count: u32) -> SysResul
         // Only runtime descriptors in this batch: read on, as an empty
         // batch would mean the end.
     }
+}
+
+/// What kind of /proc directory an open made.
+enum ProcDir {
+    No,
+    /// This process's descriptor directory.
+    Fds,
+    /// /proc itself.
+    Root,
 }
 
 /// The descriptor number a /proc/PID/fd entry's name is.

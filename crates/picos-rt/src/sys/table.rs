@@ -419,13 +419,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 32,
         name: "dup",
-        support: Support::Host,
+        support: Support::Mediated(sys::fs::dup),
         args: "f",
         full_context: false,
-        fd_passthrough: false,
+        fd_passthrough: true,
         host_unmounted: false,
         sandbox: Sandbox::Allow,
-        note: "",
+        note: "with mounts: path resolved by the library OS; else the host's",
     },
     SyscallDef {
         nr: 33,
@@ -871,13 +871,16 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 72,
         name: "fcntl",
-        support: Support::HostBlocking { restart: true },
+        support: Support::MediatedBlocking {
+            handler: sys::fs::fcntl,
+            restart: true,
+        },
         args: "fdx",
         full_context: false,
-        fd_passthrough: false,
+        fd_passthrough: true,
         host_unmounted: false,
         sandbox: Sandbox::Check,
-        note: "may block: runs in the interruptible window",
+        note: "with mounts: path resolved by the library OS; else the host's",
     },
     SyscallDef {
         nr: 73,

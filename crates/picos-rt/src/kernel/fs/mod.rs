@@ -98,9 +98,10 @@ pub struct FdTable {
     /// on these numbers reach the dispatcher.
     pub roots: [core::sync::atomic::AtomicI32; mount::MAX_MOUNTS],
     /// The program's descriptors of /proc's descriptor directory of this
-    /// process (-1: none), whose listings leave out the runtime's
-    /// descriptors (`sys::fs::getdents64`); their `passthrough` bits are
-    /// clear.
+    /// process, whose listings leave out the runtime's descriptors, and of
+    /// /proc itself (with [`PROC_ROOT`]), whose listings leave out the
+    /// processes outside the picoprocess tree (`sys::fs::getdents64`); -1:
+    /// none. Their `passthrough` bits are clear.
     pub proc_fd_dirs: [core::sync::atomic::AtomicI32; PROC_FD_DIRS],
     /// The program's descriptors of files of exclusive mounts (`file`),
     /// whose `fstat` and `pread64` the library OS answers; their
@@ -115,9 +116,13 @@ pub struct FdTable {
 /// shared ([`FdTable::note_shared`]): no descriptor has it.
 const SHARED: i32 = -1;
 
-/// How many /proc descriptor directories a table tracks at once (more
-/// stay unfiltered).
+/// How many /proc directories (descriptor directories and /proc itself) a
+/// table tracks at once (more stay unfiltered).
 pub const PROC_FD_DIRS: usize = 8;
+
+/// [`FdTable::proc_fd_dirs`]: the slot holds a descriptor of the host's
+/// /proc itself (the number with this bit).
+const PROC_ROOT: i32 = 1 << 30;
 
 /// The table the program starts with.
 static FIRST: FdTable = FdTable::new();
@@ -312,9 +317,19 @@ impl FdTable {
     /// Descriptor `fd` (the program's) is /proc's descriptor directory of
     /// this process: its listings leave out the runtime's descriptors.
     pub fn note_proc_fd_dir(&self, fd: i32) {
+        self.note_proc_dir(fd, 0);
+    }
+
+    /// Descriptor `fd` (the program's) is the host's /proc directory: its
+    /// listings leave out the processes outside the picoprocess tree.
+    pub fn note_proc_root(&self, fd: i32) {
+        self.note_proc_dir(fd, PROC_ROOT);
+    }
+
+    fn note_proc_dir(&self, fd: i32, kind: i32) {
         use core::sync::atomic::Ordering::Relaxed;
         for s in &self.proc_fd_dirs {
-            if s.compare_exchange(-1, fd, Relaxed, Relaxed).is_ok() {
+            if s.compare_exchange(-1, fd | kind, Relaxed, Relaxed).is_ok() {
                 self.passthrough.set(fd, false);
                 return;
             }
@@ -323,19 +338,20 @@ impl FdTable {
 
     /// Descriptors `first` to `last` were closed or replaced (close,
     /// close_range, dup2/dup3 onto them): every note of them goes (/proc
-    /// descriptor directories, files of exclusive mounts), and their
-    /// numbers pass through again.
+    /// directories, files of exclusive mounts), and their numbers pass
+    /// through again.
     pub fn forget_closed(&self, first: u32, last: u32) {
         self.forget_proc_fd_dirs_in(first, last);
         self.forget_files_in(first, last);
     }
 
-    /// Every noted descriptor from `first` to `last` was closed.
+    /// Every noted /proc directory from `first` to `last` was closed.
     fn forget_proc_fd_dirs_in(&self, first: u32, last: u32) {
         use core::sync::atomic::Ordering::Relaxed;
         for s in &self.proc_fd_dirs {
-            let fd = s.load(Relaxed);
-            if fd >= 0 && (first..=last).contains(&(fd as u32)) {
+            let v = s.load(Relaxed);
+            let fd = v & !PROC_ROOT;
+            if v >= 0 && (first..=last).contains(&(fd as u32)) {
                 self.forget_proc_fd_dir(fd);
             }
         }
@@ -350,13 +366,34 @@ impl FdTable {
                 .any(|s| s.load(core::sync::atomic::Ordering::Relaxed) == fd)
     }
 
+    /// Descriptor `new` is a copy of `old` (dup): if `old` is a /proc
+    /// directory whose listings are filtered, so is `new`.
+    pub fn copy_proc_note(&self, old: i32, new: i32) {
+        if self.is_proc_root(old) {
+            self.note_proc_root(new);
+        } else if self.is_proc_fd_dir(old) {
+            self.note_proc_fd_dir(new);
+        }
+    }
+
+    /// Is `fd` one [`FdTable::note_proc_root`] noted?
+    pub fn is_proc_root(&self, fd: i32) -> bool {
+        fd >= 0
+            && self
+                .proc_fd_dirs
+                .iter()
+                .any(|s| s.load(core::sync::atomic::Ordering::Relaxed) == fd | PROC_ROOT)
+    }
+
     /// Descriptor `fd` was closed or replaced: no longer a noted one.
     fn forget_proc_fd_dir(&self, fd: i32) {
         use core::sync::atomic::Ordering::Relaxed;
         // Loads first: a compare-exchange per slot on every close cost
         // ~50 ns.
         for s in &self.proc_fd_dirs {
-            if s.load(Relaxed) == fd && s.compare_exchange(fd, -1, Relaxed, Relaxed).is_ok() {
+            let v = s.load(Relaxed);
+            if v >= 0 && v & !PROC_ROOT == fd && s.compare_exchange(v, -1, Relaxed, Relaxed).is_ok()
+            {
                 self.passthrough.set(fd, true);
             }
         }

@@ -309,6 +309,9 @@ fn start(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, Errno> {
 fn open_canonical(fds: &FdTable, p: &[u8]) -> Result<(HostFd, Stat, usize), Errno> {
     let i = covering(p);
     let rel = relative(i, p);
+    if hides_process(i, &rel) {
+        return Err(Errno::ENOENT);
+    }
     let how = OpenHow {
         flags: (host::O_PATH | host::O_NOFOLLOW | host::O_CLOEXEC) as u64,
         mode: 0,
@@ -387,6 +390,7 @@ fn magic(i: usize, p: &[u8]) -> Option<Magic> {
     Some(r)
 }
 
+/// The number `s` spells (its callers check that it is all digits).
 fn parse(s: &[u8]) -> Option<i64> {
     if s.len() > 10 {
         return None;
@@ -692,7 +696,11 @@ fn fast_target(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Option<Lexical>
         return Ok(None);
     }
     let base = start(fds, dirfd, path)?;
-    Ok(lexical(&base, path, path.first() != Some(&b'/')))
+    let l = lexical(&base, path, path.first() != Some(&b'/'));
+    if l.as_ref().is_some_and(|l| hides_process_guest(&l.guest)) {
+        return Err(Errno::ENOENT);
+    }
+    Ok(l)
 }
 
 /// The object `path` (relative to `dirfd`) names, following a symlink in
@@ -1069,6 +1077,66 @@ pub fn open_exec(path: &[u8]) -> Result<(i32, Stat), (Errno, bool)> {
 /// `fd` names?
 fn access_empty(fd: i32, mode: i32) -> Result<(), Errno> {
     host::faccessat2(fd as isize, c"", mode, host::AT_EMPTY_PATH).map(|_| ())
+}
+
+/// Is `rel` (NUL-terminated or not, in mount `i`) under the host's /proc
+/// (the cheap test: only the path)? Returns the rest after `/proc`.
+fn host_proc_rest(i: usize, rel: &[u8]) -> Option<Vec<u8>> {
+    if table()[i].detached() {
+        return None;
+    }
+    let host = &table()[i].host;
+    let under_proc = if host == b"/" {
+        rel.starts_with(b"proc/") || rel.starts_with(b"proc\0") || rel == b"proc"
+    } else {
+        host.starts_with(b"/proc")
+    };
+    if !under_proc {
+        return None;
+    }
+    let rel = rel.strip_suffix(b"\0").unwrap_or(rel);
+    let mut with_nul = rel.to_vec();
+    with_nul.push(0);
+    let host_path = host_path(i, &with_nul);
+    let rest = host_path.strip_prefix(b"/proc")?;
+    (rest.is_empty() || rest[0] == b'/').then(|| rest.to_vec())
+}
+
+/// Does `rel` (in mount `i`) name, in the host's /proc, a process outside
+/// the picoprocess tree (`/proc/PID` or below)? Those are not the
+/// program's to see: ENOENT, as for a process that does not exist.
+pub fn hides_process(i: usize, rel: &[u8]) -> bool {
+    let Some(rest) = host_proc_rest(i, rel) else {
+        return false;
+    };
+    let pid = rest
+        .strip_prefix(b"/")
+        .unwrap_or(&rest)
+        .split(|&c| c == b'/')
+        .next()
+        .filter(|p| !p.is_empty() && p.iter().all(u8::is_ascii_digit))
+        .and_then(parse);
+    match pid {
+        Some(p) if p > 0 && p <= u32::MAX as i64 => !crate::kernel::process::in_tree(p as u32),
+        _ => false,
+    }
+}
+
+/// As [`hides_process`], for canonical guest path `guest`.
+fn hides_process_guest(guest: &[u8]) -> bool {
+    let i = covering(guest);
+    hides_process(i, &relative(i, guest))
+}
+
+/// Is `rel` (NUL-terminated, in mount `i`) the host's /proc itself?
+pub fn is_proc_root(i: usize, rel: &[u8]) -> bool {
+    host_proc_rest(i, rel).is_some_and(|r| r.is_empty() || r == b"/")
+}
+
+/// As [`is_proc_root`], for canonical guest path `guest`.
+pub fn is_proc_root_guest(guest: &[u8]) -> bool {
+    let i = covering(guest);
+    is_proc_root(i, &relative(i, guest))
 }
 
 /// Is guest path `guest` (canonical) the host's /proc descriptor directory
