@@ -371,8 +371,25 @@ pub fn replace_view(fd: i32, cloexec: bool) {
                     n => off += n,
                 }
             }
+            // Reopened with the program's access mode and status flags
+            // (O_RDONLY, O_NONBLOCK, ...: what F_GETFL shows), not the
+            // memfd's O_RDWR.
+            const F_GETFL: i32 = 3;
+            const KEEP: usize = !(host::O_CREAT
+                | host::O_EXCL
+                | host::O_TRUNC
+                | host::O_NOFOLLOW
+                | host::O_DIRECTORY
+                | host::O_CLOEXEC) as usize;
+            let fl = host::fcntl(fd, F_GETFL, 0)? & KEEP;
+            let path = alloc::format!("/proc/self/fd/{m}\0");
+            let c =
+                core::ffi::CStr::from_bytes_with_nul(path.as_bytes()).map_err(|_| Errno::EINVAL)?;
+            let r = host::openat(host::AT_FDCWD, c, fl as i32 | host::O_CLOEXEC, 0)? as i32;
             let flags = if cloexec { host::O_CLOEXEC } else { 0 };
-            host::dup3(m, fd, flags).map(|_| ())
+            let done = host::dup3(r, fd, flags).map(|_| ());
+            let _ = host::close(r);
+            done
         })();
         let _ = host::close(m);
         done

@@ -697,7 +697,9 @@ fn fast_target(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Option<Lexical>
     }
     let base = start(fds, dirfd, path)?;
     let l = lexical(&base, path, path.first() != Some(&b'/'));
-    if l.as_ref().is_some_and(|l| hides_process_guest(&l.guest)) {
+    if l.as_ref()
+        .is_some_and(|l| hides_process_guest(l.mount, &l.guest))
+    {
         return Err(Errno::ENOENT);
     }
     Ok(l)
@@ -1122,10 +1124,16 @@ pub fn hides_process(i: usize, rel: &[u8]) -> bool {
     }
 }
 
-/// As [`hides_process`], for canonical guest path `guest`.
-fn hides_process_guest(guest: &[u8]) -> bool {
-    let i = covering(guest);
-    hides_process(i, &relative(i, guest))
+/// As [`hides_process`], for guest path `guest` shown by mount `i` (the
+/// cheap test first: this runs on every lookup under mounts).
+fn hides_process_guest(i: usize, guest: &[u8]) -> bool {
+    let m = &table()[i];
+    let may = !m.detached()
+        && (m.host.starts_with(b"/proc")
+            || m.host == b"/"
+                && picos_abi::rest_after(&m.guest, guest)
+                    .is_some_and(|r| r == b"/proc" || r.starts_with(b"/proc/")));
+    may && hides_process(i, &relative(i, guest))
 }
 
 /// Is `rel` (NUL-terminated, in mount `i`) the host's /proc itself?
