@@ -193,6 +193,61 @@ int main(void)
     e = errno;
     check_errno("blocking read interrupted", n, e, EINTR);
 
+    /* fcntl(F_SETLKW) waiting for a lock another process holds: restarted
+     * by SA_RESTART until the holder lets go, EINTR without it. */
+    int lp[2];
+    if (pipe(lp) != 0) {
+        perror("pipe");
+        return 1;
+    }
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    char l;
+    pid_t holder = fork();
+    if (holder == 0) {
+        if (fcntl(fd, F_SETLK, &fl) != 0 || write(lp[1], "l", 1) != 1)
+            _exit(1);
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        while (nanosleep(&ts, &ts) != 0)
+            ;
+        _exit(0); /* lets go of the lock */
+    }
+    while (read(lp[0], &l, 1) < 0 && errno == EINTR)
+        ;
+    set_handler(SA_RESTART);
+    hits_before = hits;
+    int r = fcntl(fd, F_SETLKW, &fl);
+    e = errno;
+    checkf("blocking F_SETLKW restarted", r == 0, "r=%d errno=%s", r, errno_name(e));
+    checkf("signals during the blocking F_SETLKW", hits > hits_before, "hits %ld -> %ld",
+           hits_before, (long)hits);
+    while (waitpid(holder, &status, 0) < 0 && errno == EINTR)
+        ;
+    check("lock holder exited", WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    fl.l_type = F_UNLCK;
+    check("unlock", fcntl(fd, F_SETLK, &fl) == 0);
+    fl.l_type = F_WRLCK;
+    holder = fork();
+    if (holder == 0) {
+        if (fcntl(fd, F_SETLK, &fl) != 0 || write(lp[1], "l", 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    while (read(lp[0], &l, 1) < 0 && errno == EINTR)
+        ;
+    set_handler(0);
+    r = fcntl(fd, F_SETLKW, &fl);
+    e = errno;
+    check_errno("blocking F_SETLKW interrupted", r, e, EINTR);
+    kill(holder, SIGKILL);
+    while (waitpid(holder, &status, 0) < 0 && errno == EINTR)
+        ;
+    close(lp[0]);
+    close(lp[1]);
+
     /* Calls that do not block never fail with EINTR, even without
      * SA_RESTART: a signal that comes just before one is handled first and
      * the call then runs (picos must not cut them short). */

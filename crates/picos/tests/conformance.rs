@@ -447,6 +447,12 @@ fn compare(label: &str, what: &str, a: &Outcome, b: &Outcome, b_name: &str) -> O
 
 /// Run every case of `prog` in every variant; panic with all problems found.
 fn conformance(prog: &str, cases: &[Case]) {
+    conformance_with(prog, cases, &[]);
+}
+
+/// As [`conformance`], with `extra` arguments to `picos run` (such as
+/// `--no-patch`: every call trapped, through the handlers).
+fn conformance_with(prog: &str, cases: &[Case], extra: &[&str]) {
     let cwd = tempfile::Builder::new()
         .prefix(&format!("picos-conformance-{prog}-"))
         .tempdir()
@@ -484,7 +490,7 @@ fn conformance(prog: &str, cases: &[Case]) {
             let second = if native_only {
                 run(native_cmd(&bin, case.args), cwd.path())
             } else {
-                run(picos_cmd(&bin, case.args, &[]), cwd.path())
+                run(picos_cmd(&bin, case.args, extra), cwd.path())
             };
             let second = match second {
                 Ok(o) => o,
@@ -662,6 +668,14 @@ fn exit_codes() {
 #[test]
 fn fork_wait() {
     conformance("fork_wait", &[ok(&[])]);
+}
+
+/// File locks that wait (tests/conformance/locks.c), with patched sites and
+/// with every call trapped.
+#[test]
+fn locks() {
+    conformance("locks", &[ok(&[])]);
+    conformance_with("locks", &[ok(&[])], &["--no-patch"]);
 }
 
 #[test]

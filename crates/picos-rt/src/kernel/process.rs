@@ -19,10 +19,12 @@ use picos_abi::LaunchConfig;
 pub struct Process {
     pub actions: crate::kernel::signal::SigActions,
     pub ids: IdCache,
-    /// The working directory's guest path, when it lies on an exclusive
-    /// mount (`kernel::fs::dcache`: nothing else can rename it there); None:
-    /// ask the host.
-    pub cwd: crate::sync::Lock<Option<Vec<u8>>>,
+    /// The working directory's guest path under mounts, as the host last
+    /// gave it, and whether it is exact: on an exclusive mount nothing can
+    /// rename it (`kernel::fs::dcache`); elsewhere another process may
+    /// have renamed a directory above it since, so it only picks the mount
+    /// of a relative path's one host call. None: ask the host.
+    pub cwd: crate::sync::Lock<Option<(Vec<u8>, bool)>>,
 }
 
 impl Process {

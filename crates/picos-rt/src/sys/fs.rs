@@ -2103,7 +2103,8 @@ pub fn fcntl(c: &mut Ctx<'_>, fd: i32, cmd: i32, arg: usize) -> SysResult {
     if t.is_hidden(fd) {
         return Err(Errno::EBADF);
     }
-    let r = c.host()?;
+    // (F_SETLKW, F_OFD_SETLKW wait: in the interruptible window.)
+    let r = c.host_blocking()?;
     if cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC {
         t.copy_proc_note(fd, r as i32);
     }

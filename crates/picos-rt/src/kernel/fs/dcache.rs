@@ -580,33 +580,52 @@ fn fill(fds: &FdTable, i: usize, p: &[u8]) -> Option<Result<Node, Errno>> {
 
 // ------------------------------------------------------------ working directory
 
-/// The working directory's guest path, if cached (see [`set_cwd`]).
+/// The working directory's guest path, if cached exactly (see
+/// [`set_cwd`]).
 pub fn cwd() -> Option<Vec<u8>> {
     with_cwd(|c| c.to_vec())
 }
 
-/// `f` of the cached working directory's guest path, if there is one (no
+/// `f` of the working directory's guest path, if it is cached exactly (no
 /// copy of it made).
 pub fn with_cwd<R>(f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-    if !enabled() || !CWD_CACHEABLE.load(Ordering::Relaxed) {
+    with_record(true, f)
+}
+
+/// `f` of the working directory's guest path as last known, if there is
+/// one: exact on an exclusive mount; elsewhere perhaps a name a directory
+/// above it had before another process renamed it, which still picks the
+/// right mount (a rename stays within its mount) for a relative path that
+/// the host resolves from the working directory itself.
+pub fn with_lookup_cwd<R>(f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+    with_record(false, f)
+}
+
+fn with_record<R>(exact: bool, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+    if !super::mount::active() || !CWD_CACHEABLE.load(Ordering::Relaxed) {
         return None;
     }
     let t = crate::kernel::thread::current();
     let g = t.process().cwd.lock();
-    g.as_deref().map(f)
+    match g.as_ref() {
+        Some((p, e)) if *e || !exact => Some(f(p)),
+        _ => None,
+    }
 }
 
-/// The host gave `guest` as the working directory: kept if an exclusive
-/// mount shows it (no one can rename it there), until the next chdir.
+/// The host gave `guest` as the working directory: kept until the next
+/// chdir, exact if an exclusive mount shows it (no one can rename it
+/// there).
 pub fn set_cwd(guest: &[u8]) {
-    if enabled() && CWD_CACHEABLE.load(Ordering::Relaxed) && exclusive(covering(guest)) {
-        *crate::kernel::thread::current().process().cwd.lock() = Some(guest.to_vec());
+    if super::mount::active() && CWD_CACHEABLE.load(Ordering::Relaxed) {
+        let exact = enabled() && exclusive(covering(guest));
+        *crate::kernel::thread::current().process().cwd.lock() = Some((guest.to_vec(), exact));
     }
 }
 
 /// The working directory changed (chdir, fchdir).
 pub fn forget_cwd() {
-    if enabled() {
+    if super::mount::active() {
         *crate::kernel::thread::current().process().cwd.lock() = None;
     }
 }

@@ -695,8 +695,20 @@ fn fast_target(fds: &FdTable, dirfd: i32, path: &[u8]) -> Result<Option<Lexical>
     if path.split(|&c| c == b'/').any(|c| c == b"..") {
         return Ok(None);
     }
-    let base = start(fds, dirfd, path)?;
-    let l = lexical(&base, path, path.first() != Some(&b'/'));
+    let relative = path.first() != Some(&b'/');
+    // A relative path from the working directory: its last known name
+    // picks the mount (no host call); the host resolves the path from the
+    // directory itself.
+    let known = (relative && dirfd == host::AT_FDCWD as i32)
+        .then(|| super::dcache::with_lookup_cwd(|cwd| lexical(cwd, path, true)))
+        .flatten();
+    let l = match known {
+        Some(l) => l,
+        None => {
+            let base = start(fds, dirfd, path)?;
+            lexical(&base, path, relative)
+        }
+    };
     if l.as_ref()
         .is_some_and(|l| hides_process_guest(l.mount, &l.guest))
     {
