@@ -1136,16 +1136,21 @@ pub fn hides_process(i: usize, rel: &[u8]) -> bool {
     }
 }
 
-/// As [`hides_process`], for guest path `guest` shown by mount `i` (the
-/// cheap test first: this runs on every lookup under mounts).
-fn hides_process_guest(i: usize, guest: &[u8]) -> bool {
+/// Might guest path `guest`, shown by mount `i`, be in the host's /proc?
+/// (The cheap test, without allocating: it runs on every lookup and open
+/// under mounts.)
+fn may_be_in_proc(i: usize, guest: &[u8]) -> bool {
     let m = &table()[i];
-    let may = !m.detached()
+    !m.detached()
         && (m.host.starts_with(b"/proc")
             || m.host == b"/"
                 && picos_abi::rest_after(&m.guest, guest)
-                    .is_some_and(|r| r == b"/proc" || r.starts_with(b"/proc/")));
-    may && hides_process(i, &relative(i, guest))
+                    .is_some_and(|r| r == b"/proc" || r.starts_with(b"/proc/")))
+}
+
+/// As [`hides_process`], for guest path `guest` shown by mount `i`.
+fn hides_process_guest(i: usize, guest: &[u8]) -> bool {
+    may_be_in_proc(i, guest) && hides_process(i, &relative(i, guest))
 }
 
 /// Is `rel` (NUL-terminated, in mount `i`) the host's /proc itself?
@@ -1156,14 +1161,14 @@ pub fn is_proc_root(i: usize, rel: &[u8]) -> bool {
 /// As [`is_proc_root`], for canonical guest path `guest`.
 pub fn is_proc_root_guest(guest: &[u8]) -> bool {
     let i = covering(guest);
-    is_proc_root(i, &relative(i, guest))
+    may_be_in_proc(i, guest) && is_proc_root(i, &relative(i, guest))
 }
 
 /// Is guest path `guest` (canonical) the host's /proc descriptor directory
 /// of this process?
 pub fn is_proc_fd_dir_guest(guest: &[u8]) -> bool {
     let i = covering(guest);
-    is_proc_fd_dir(i, &relative(i, guest))
+    may_be_in_proc(i, guest) && is_proc_fd_dir(i, &relative(i, guest))
 }
 
 /// Is `rel` (NUL-terminated, in mount `i`) the host's /proc descriptor
