@@ -584,7 +584,9 @@ impl Walker<'_> {
 /// Linux's rules for them (`dir/.` with O_CREAT|O_EXCL is EEXIST, `dir/`
 /// with O_CREAT is EISDIR).
 fn lexical(base: &[u8], path: &[u8], base_relative: bool) -> Option<Lexical> {
-    let mut raw: Vec<&[u8]> = Vec::new();
+    // (Sized up front: this runs on every path call under mounts, and
+    // growing these was a tenth of the runtime's time in an open.)
+    let mut raw: Vec<&[u8]> = Vec::with_capacity(path.len() / 2 + 1);
     for c in path.split(|&c| c == b'/') {
         match c {
             b"" => {}
@@ -592,7 +594,8 @@ fn lexical(base: &[u8], path: &[u8], base_relative: bool) -> Option<Lexical> {
             c => raw.push(c),
         }
     }
-    let mut full = base.to_vec();
+    let mut full = Vec::with_capacity(base.len() + path.len() + 2);
+    full.extend_from_slice(base);
     for c in raw.iter().filter(|c| **c != b".") {
         if full.last() != Some(&b'/') {
             full.push(b'/');
@@ -620,15 +623,16 @@ fn lexical(base: &[u8], path: &[u8], base_relative: bool) -> Option<Lexical> {
         Vec::new()
     } else {
         // The base itself lies inside the mount: start from its path there.
-        let r = relative(i, base);
-        let r = &r[..r.len() - 1];
+        let mut r = relative(i, base);
+        r.pop();
         if r == b"." {
             Vec::new()
         } else {
-            r.to_vec()
+            r
         }
     };
     let mut rel = inside;
+    rel.reserve(path.len() + 3);
     let rest: &[&[u8]] = if base_relative && !crosses {
         &raw
     } else {
