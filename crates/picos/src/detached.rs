@@ -55,17 +55,42 @@ pub fn make(reqs: &[Request]) -> io::Result<Vec<OwnedFd>> {
     if reqs.is_empty() {
         return Ok(Vec::new());
     }
-    match make_here(reqs, false) {
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => make_in_user_namespace(reqs),
+    // The lower directories' owners and modes, as this process sees them
+    // (in a user namespace another owner would read as the overflow id).
+    let owners: Vec<Option<Owner>> = reqs
+        .iter()
+        .map(|r| match r {
+            Request::Overlay { lower, .. } => rustix::fs::stat(lower).ok().map(|st| Owner {
+                uid: st.st_uid,
+                gid: st.st_gid,
+                mode: st.st_mode & 0o7777,
+            }),
+            _ => None,
+        })
+        .collect();
+    match make_here(reqs, false, &owners) {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => make_in_user_namespace(reqs, &owners),
         r => r,
     }
 }
 
+/// A lower directory's owner and mode.
+#[derive(Clone, Copy, Debug)]
+struct Owner {
+    uid: u32,
+    gid: u32,
+    mode: u32,
+}
+
 /// Makes them in this process. `userns`: the process is in a user namespace
 /// of its own (overlay then keeps its attributes in `user.` extended
-/// attributes, as it must there).
-fn make_here(reqs: &[Request], userns: bool) -> io::Result<Vec<OwnedFd>> {
-    reqs.iter().map(|r| make_one(r, userns)).collect()
+/// attributes, as it must there). `owners`: each overlay's lower
+/// directory's owner and mode, as the caller sees them.
+fn make_here(reqs: &[Request], userns: bool, owners: &[Option<Owner>]) -> io::Result<Vec<OwnedFd>> {
+    reqs.iter()
+        .enumerate()
+        .map(|(i, r)| make_one(r, userns, owners.get(i).copied().flatten()))
+        .collect()
 }
 
 fn tmpfs(size: Option<u64>) -> io::Result<OwnedFd> {
@@ -156,7 +181,7 @@ fn make_dev(size: Option<u64>) -> io::Result<OwnedFd> {
     Ok(root)
 }
 
-fn make_one(r: &Request, userns: bool) -> io::Result<OwnedFd> {
+fn make_one(r: &Request, userns: bool, owner: Option<Owner>) -> io::Result<OwnedFd> {
     match r {
         Request::Tmpfs { size } => tmpfs(*size),
         Request::Dev { size } => make_dev(*size),
@@ -166,8 +191,9 @@ fn make_one(r: &Request, userns: bool) -> io::Result<OwnedFd> {
             mkdirat(upper.as_fd(), "upper", Mode::from_raw_mode(0o755))?;
             // The overlay's root takes its owner and mode from the upper
             // directory: the lower one's (as root; in a user namespace the
-            // owner stays the caller).
-            let st = rustix::fs::stat(lower)?;
+            // owner stays the caller, with the caller's native access).
+            let st =
+                owner.ok_or_else(|| io::Error::other("the lower directory's owner is unknown"))?;
             let up = rustix::fs::openat(
                 upper.as_fd(),
                 "upper",
@@ -179,11 +205,24 @@ fn make_one(r: &Request, userns: bool) -> io::Result<OwnedFd> {
             if !userns {
                 rustix::fs::fchown(
                     &up,
-                    Some(rustix::fs::Uid::from_raw(st.st_uid)),
-                    Some(rustix::fs::Gid::from_raw(st.st_gid)),
+                    Some(rustix::fs::Uid::from_raw(st.uid)),
+                    Some(rustix::fs::Gid::from_raw(st.gid)),
                 )?;
             }
-            rustix::fs::fchmod(&up, Mode::from_raw_mode(st.st_mode & 0o7777))?;
+            let mut mode = st.mode;
+            if userns && st.uid != rustix::process::getuid().as_raw() {
+                // In a user namespace the root belongs to the caller, not to
+                // the lower directory's owner: give the owner the access
+                // the caller has natively (its group's or everyone's), so
+                // that it cannot write there where natively it could not.
+                let theirs = if st.gid == rustix::process::getgid().as_raw() {
+                    (mode >> 3) & 0o7
+                } else {
+                    mode & 0o7
+                };
+                mode = (mode & !0o700) | (theirs << 6);
+            }
+            rustix::fs::fchmod(&up, Mode::from_raw_mode(mode))?;
             mkdirat(upper.as_fd(), "work", Mode::from_raw_mode(0o755))?;
             let fs = fsopen("overlay", FsOpenFlags::FSOPEN_CLOEXEC)?;
             set_lower(&fs, lower)?;
@@ -235,7 +274,7 @@ fn set_lower(fs: &OwnedFd, lower: &Path) -> io::Result<()> {
 
 /// Makes them in a child process in a user namespace of its own, which
 /// sends the descriptors back.
-fn make_in_user_namespace(reqs: &[Request]) -> io::Result<Vec<OwnedFd>> {
+fn make_in_user_namespace(reqs: &[Request], owners: &[Option<Owner>]) -> io::Result<Vec<OwnedFd>> {
     use rustix::net::{
         recvmsg, sendmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage,
         RecvFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
@@ -269,7 +308,7 @@ fn make_in_user_namespace(reqs: &[Request]) -> io::Result<Vec<OwnedFd>> {
             for (path, value) in &maps {
                 std::fs::write(path, value)?;
             }
-            make_here(reqs, true)
+            make_here(reqs, true, owners)
         })();
         let mut iov_byte = [0u8; 4];
         let code = match &result {

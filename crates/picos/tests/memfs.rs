@@ -135,7 +135,7 @@ fn on_tmpfs(p: &Path) -> bool {
     // SAFETY: statfs(2) of a NUL-terminated path into a zeroed struct.
     unsafe {
         let mut s: libc::statfs = std::mem::zeroed();
-        libc::statfs(c.as_ptr(), &mut s) == 0 && s.f_type as i64 == libc::TMPFS_MAGIC as i64
+        libc::statfs(c.as_ptr(), &mut s) == 0 && s.f_type as i64 == libc::TMPFS_MAGIC
     }
 }
 
@@ -532,6 +532,49 @@ fn tmpfs_and_overlay_as_an_unprivileged_user() {
         println!("SKIP {T} (tmpfs part): /usr/bin/python3 missing: apt-get install python3");
     }
     overlay_keeps_changes(true);
+    // A lower directory of another owner (root, mode 755): natively nobody
+    // may not create a file in it, and through the overlay neither (its
+    // root is the caller's in the user namespace, with the caller's access).
+    let work = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(work.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let lower = work.path().join("rootdir");
+    std::fs::create_dir(&lower).unwrap();
+    std::fs::set_permissions(&lower, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let script = "touch \"$1/x\" 2>/dev/null && echo created || echo refused";
+    let native = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "/bin/sh",
+            "-c",
+            script,
+            "sh",
+        ])
+        .arg(&lower)
+        .output()
+        .unwrap();
+    assert_eq!(text(&native), "refused\n");
+    let m = write_manifest(
+        work.path(),
+        &format!(
+            "[loader]\ninsecure__use_cmdline_argv = true\n\n\
+             [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\n\n\
+             [[fs.mounts]]\ntype = \"overlay\"\npath = \"{0}\"\nuri = \"file:{0}\"\n",
+            lower.display()
+        ),
+    );
+    let out = picos(&m, true)
+        .args(["/bin/sh", "-c", script, "sh"])
+        .arg(&lower)
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&out),
+        "refused\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// What the program in [`dev_mount_shows_harmless_devices_only`] does.
