@@ -105,12 +105,14 @@ fn tmpfs_with(size: Option<u64>, mode: Option<&str>) -> io::Result<OwnedFd> {
     if let Some(s) = size {
         fsconfig_set_string(fs.as_fd(), "size", s.to_string().as_str())?;
     }
+    create(&fs, MountAttrFlags::empty())
+}
+
+/// Creates the file system configured in `fs` and mounts it, attached
+/// nowhere, with `attrs`: its root's descriptor (close-on-exec).
+fn create(fs: &OwnedFd, attrs: MountAttrFlags) -> io::Result<OwnedFd> {
     fsconfig_create(fs.as_fd())?;
-    Ok(fsmount(
-        fs.as_fd(),
-        FsMountFlags::FSMOUNT_CLOEXEC,
-        MountAttrFlags::empty(),
-    )?)
+    Ok(fsmount(fs.as_fd(), FsMountFlags::FSMOUNT_CLOEXEC, attrs)?)
 }
 
 /// Makes the /dev of a `type = "dev"` mount.
@@ -153,10 +155,8 @@ fn make_dev(size: Option<u64>) -> io::Result<OwnedFd> {
     let pts = fsopen("devpts", FsOpenFlags::FSOPEN_CLOEXEC)?;
     fsconfig_set_string(pts.as_fd(), "ptmxmode", "0666")?;
     fsconfig_set_string(pts.as_fd(), "mode", "0620")?;
-    fsconfig_create(pts.as_fd())?;
-    let pts = fsmount(
-        pts.as_fd(),
-        FsMountFlags::FSMOUNT_CLOEXEC,
+    let pts = create(
+        &pts,
         MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NOEXEC,
     )?;
     move_mount(
@@ -237,14 +237,9 @@ fn make_one(r: &Request, userns: bool, owner: Option<Owner>) -> io::Result<Owned
             if userns {
                 fsconfig_set_flag(fs.as_fd(), "userxattr")?;
             }
-            fsconfig_create(fs.as_fd())?;
             // The overlay holds its upper layer; this descriptor of the
             // tmpfs can go.
-            Ok(fsmount(
-                fs.as_fd(),
-                FsMountFlags::FSMOUNT_CLOEXEC,
-                MountAttrFlags::empty(),
-            )?)
+            create(&fs, MountAttrFlags::empty())
         }
     }
 }

@@ -1138,18 +1138,25 @@ impl Checker<'_> {
         Ok(mounts)
     }
 
+    /// A size: an integer of bytes, or a string with K/M/G (`parse_size`);
+    /// one too large for 64 bits reads as `u64::MAX`, for the caller's
+    /// bound to refuse. `example` is the type error's expectation.
+    fn size(&self, node: &Node<'_>, example: &str) -> Result<u64> {
+        let malformed = || self.type_error(node, example);
+        match node.data {
+            Data::Value(Value::Integer(i)) => u64::try_from(*i.value()).map_err(|_| malformed()),
+            Data::Value(Value::String(s)) => match parse_size(s.value()) {
+                Ok(n) => Ok(n),
+                Err(SizeError::Malformed) => Err(malformed()),
+                Err(SizeError::TooLarge) => Ok(u64::MAX),
+            },
+            _ => Err(malformed()),
+        }
+    }
+
     /// `fs.mounts[].size`: bytes, or a string with K/M/G; at least a page.
     fn mount_size(&self, node: &Node<'_>) -> Result<u64> {
-        let malformed = || self.type_error(node, "a size like 67108864 or \"64M\"");
-        let size = match node.data {
-            Data::Value(Value::Integer(i)) => u64::try_from(*i.value()).map_err(|_| malformed())?,
-            Data::Value(Value::String(s)) => match parse_size(s.value()) {
-                Ok(n) => n,
-                Err(SizeError::Malformed) => return Err(malformed()),
-                Err(SizeError::TooLarge) => u64::MAX,
-            },
-            _ => return Err(malformed()),
-        };
+        let size = self.size(node, "a size like 67108864 or \"64M\"")?;
         if size < 4096 {
             return Err(self.invalid(
                 node,
@@ -1164,16 +1171,7 @@ impl Checker<'_> {
     }
 
     fn stack_size(&self, node: &Node<'_>) -> Result<u64> {
-        let malformed = || self.type_error(node, "a size like 8388608 or \"8M\"");
-        let size = match node.data {
-            Data::Value(Value::Integer(i)) => u64::try_from(*i.value()).map_err(|_| malformed())?,
-            Data::Value(Value::String(s)) => match parse_size(s.value()) {
-                Ok(n) => n,
-                Err(SizeError::Malformed) => return Err(malformed()),
-                Err(SizeError::TooLarge) => u64::MAX,
-            },
-            _ => return Err(malformed()),
-        };
+        let size = self.size(node, "a size like 8388608 or \"8M\"")?;
         if size == 0 {
             return Err(self.invalid(node, format!("`{}` must not be zero", node.path)));
         }

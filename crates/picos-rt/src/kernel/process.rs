@@ -379,32 +379,9 @@ fn same_tree(link: &[u8]) -> bool {
     }
 }
 
-/// Is process `pid` one of this picoprocess tree (its `/proc/PID/exe` is
-/// this tree's runtime)? This process is; one that cannot be inspected
-/// (another user's, a kernel thread, a zombie) is not.
-pub fn in_tree(pid: u32) -> bool {
-    if pid == host::getpid() as u32 {
-        return true;
-    }
-    let path = alloc::format!("/proc/{pid}/exe\0");
-    let Ok(path) = core::ffi::CStr::from_bytes_with_nul(path.as_bytes()) else {
-        return false;
-    };
-    let mut link = [0u8; 128];
-    match host::readlink(path, &mut link) {
-        Ok(len) => link[..len].starts_with(RUNTIME_EXE) && same_tree(&link[..len]),
-        Err(_) => false,
-    }
-}
-
-/// Has process `pid` ended? Asks `/proc/PID/exe`, which reads ENOENT from
-/// the moment a process has let go of its memory on its way out: for a
-/// zombie (killed but not yet reaped, which `kill(pid, 0)` still finds) as
-/// for a pid nobody has. With `picoprocess`, a process with that pid that
-/// is not a picoprocess (the pid was reused) counts as ended too. When in
-/// doubt (`/proc` unreadable, a process we may not inspect), no. No
-/// descriptor, no allocation (called from the SIGSYS handler).
-fn gone(pid: u32, picoprocess: bool) -> bool {
+/// readlink of `/proc/PID/exe` into `link` (no descriptor, no
+/// allocation: also called from the SIGSYS handler).
+fn read_exe(pid: u32, link: &mut [u8]) -> Result<usize, Errno> {
     // "/proc/" + at most 10 digits + "/exe" + NUL.
     let mut path = [0u8; 24];
     let mut n = 0;
@@ -426,11 +403,34 @@ fn gone(pid: u32, picoprocess: bool) -> bool {
         path[n] = b;
         n += 1;
     }
-    let Ok(path) = core::ffi::CStr::from_bytes_with_nul(&path[..n]) else {
-        return false;
-    };
+    let path = core::ffi::CStr::from_bytes_with_nul(&path[..n]).map_err(|_| Errno::EINVAL)?;
+    host::readlink(path, link)
+}
+
+/// Is process `pid` one of this picoprocess tree (its `/proc/PID/exe` is
+/// this tree's runtime)? This process is; one that cannot be inspected
+/// (another user's, a kernel thread, a zombie) is not.
+pub fn in_tree(pid: u32) -> bool {
+    if pid == host::getpid() as u32 {
+        return true;
+    }
     let mut link = [0u8; 128];
-    match host::readlink(path, &mut link) {
+    match read_exe(pid, &mut link) {
+        Ok(len) => link[..len].starts_with(RUNTIME_EXE) && same_tree(&link[..len]),
+        Err(_) => false,
+    }
+}
+
+/// Has process `pid` ended? Asks `/proc/PID/exe`, which reads ENOENT from
+/// the moment a process has let go of its memory on its way out: for a
+/// zombie (killed but not yet reaped, which `kill(pid, 0)` still finds) as
+/// for a pid nobody has. With `picoprocess`, a process with that pid that
+/// is not a picoprocess (the pid was reused) counts as ended too. When in
+/// doubt (`/proc` unreadable, a process we may not inspect), no. No
+/// descriptor, no allocation (called from the SIGSYS handler).
+fn gone(pid: u32, picoprocess: bool) -> bool {
+    let mut link = [0u8; 128];
+    match read_exe(pid, &mut link) {
         Ok(len) => picoprocess && !same_tree(&link[..len]),
         // No such process (or one without memory any more), if /proc is there.
         Err(Errno::ENOENT) => host::readlink(c"/proc/self/exe", &mut link).is_ok(),

@@ -251,19 +251,23 @@ pub fn stat_without(stat: &[u8], rt: &Usage) -> Vec<u8> {
                 continue;
             }
         };
-        let (digits, rest) = w.split_at(w.iter().take_while(|c| c.is_ascii_digit()).count());
-        match core::str::from_utf8(digits)
-            .ok()
-            .and_then(|d| d.parse::<u64>().ok())
-        {
-            Some(v) => {
-                out.extend_from_slice(alloc::format!("{}", v.saturating_sub(less)).as_bytes())
-            }
-            None => out.extend_from_slice(digits),
-        }
-        out.extend_from_slice(rest);
+        push_less(&mut out, w, less);
     }
     out
+}
+
+/// Appends field `w` of a /proc listing to `out` with its leading number
+/// less `less` (not below 0); a field without one is copied as it is.
+fn push_less(out: &mut Vec<u8>, w: &[u8], less: u64) {
+    let (digits, rest) = w.split_at(w.iter().take_while(|c| c.is_ascii_digit()).count());
+    match core::str::from_utf8(digits)
+        .ok()
+        .and_then(|d| d.parse::<u64>().ok())
+    {
+        Some(v) => out.extend_from_slice(alloc::format!("{}", v.saturating_sub(less)).as_bytes()),
+        None => out.extend_from_slice(digits),
+    }
+    out.extend_from_slice(rest);
 }
 
 /// /proc's `statm` (pages: size resident shared text lib data dt) without
@@ -283,20 +287,19 @@ pub fn statm_without(statm: &[u8], rt: &Usage) -> Vec<u8> {
         if i > 0 {
             out.push(b' ');
         }
-        let (digits, rest) = w.split_at(w.iter().take_while(|c| c.is_ascii_digit()).count());
-        match core::str::from_utf8(digits)
-            .ok()
-            .and_then(|d| d.parse::<u64>().ok())
-        {
-            Some(v) => out.extend_from_slice(
-                alloc::format!("{}", v.saturating_sub(less.get(i).copied().unwrap_or(0)))
-                    .as_bytes(),
-            ),
-            None => out.extend_from_slice(digits),
-        }
-        out.extend_from_slice(rest);
+        push_less(&mut out, w, less.get(i).copied().unwrap_or(0));
     }
     out
+}
+
+/// The whole content of this process's host /proc file `name`.
+fn read_own(name: &str) -> Result<Vec<u8>, Errno> {
+    let path = alloc::format!("/proc/{}/{name}\0", host::getpid());
+    let c = core::ffi::CStr::from_bytes_with_nul(path.as_bytes()).map_err(|_| Errno::EINVAL)?;
+    let m = host::openat(host::AT_FDCWD, c, host::O_RDONLY | host::O_CLOEXEC, 0)?;
+    let r = read_all(m as i32);
+    let _ = host::close(m as i32);
+    r
 }
 
 /// The whole content of the file open at host descriptor `fd`.
@@ -327,13 +330,7 @@ pub fn replace_view(fd: i32, cloexec: bool) {
                 !crate::mm::runtime::owns(s, e.saturating_sub(s))
             }),
             View::Status | View::Stat | View::Statm => {
-                let path = alloc::format!("/proc/{}/smaps\0", host::getpid());
-                let c = core::ffi::CStr::from_bytes_with_nul(path.as_bytes())
-                    .map_err(|_| Errno::EINVAL)?;
-                let m = host::openat(host::AT_FDCWD, c, host::O_RDONLY | host::O_CLOEXEC, 0)?;
-                let smaps = read_all(m as i32);
-                let _ = host::close(m as i32);
-                let rt = usage(&smaps?, |s, e| {
+                let rt = usage(&read_own("smaps")?, |s, e| {
                     crate::mm::runtime::owns(s, e.saturating_sub(s))
                 });
                 match kind {
@@ -344,12 +341,7 @@ pub fn replace_view(fd: i32, cloexec: bool) {
             }
             View::Mounts | View::MountInfo => {
                 // The host's mountinfo, whichever of the two was opened.
-                let path = alloc::format!("/proc/{}/mountinfo\0", host::getpid());
-                let c = core::ffi::CStr::from_bytes_with_nul(path.as_bytes())
-                    .map_err(|_| Errno::EINVAL)?;
-                let m = host::openat(host::AT_FDCWD, c, host::O_RDONLY | host::O_CLOEXEC, 0)?;
-                let info = read_all(m as i32);
-                let _ = host::close(m as i32);
+                let info = read_own("mountinfo");
                 let fds = crate::kernel::thread::current().fd_table.get();
                 let dev = |i: usize| {
                     let root = super::mount::root_fd(fds, i);

@@ -1178,22 +1178,11 @@ pub fn is_proc_fd_dir_guest(guest: &[u8]) -> bool {
 /// Is `rel` (NUL-terminated, in mount `i`) the host's /proc descriptor
 /// directory of this process (`/proc/PID/fd` or `/proc/PID/task/TID/fd`)?
 pub fn is_proc_fd_dir(i: usize, rel: &[u8]) -> bool {
-    // The cheap test first (it runs on every open): only a path under the
-    // host's /proc can be one.
-    if table()[i].detached() {
+    // (host_proc_rest makes the cheap test first: it runs on every open.)
+    let Some(rest) = host_proc_rest(i, rel) else {
         return false;
-    }
-    let host = &table()[i].host;
-    let under_proc = if host == b"/" {
-        rel.starts_with(b"proc/")
-    } else {
-        host.starts_with(b"/proc")
     };
-    if !under_proc {
-        return false;
-    }
-    let host_path = host_path(i, rel);
-    let Some(rest) = host_path.strip_prefix(b"/proc/") else {
+    let Some(rest) = rest.strip_prefix(b"/") else {
         return false;
     };
     let parts: Vec<&[u8]> = rest.split(|&c| c == b'/').collect();
