@@ -16,22 +16,12 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
+
+mod common;
+use common::{is_root, text, workspace};
 
 const PICOS: &str = env!("CARGO_BIN_EXE_picos");
-
-fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn text(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid(2) has no arguments and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
 
 /// Writes `manifest` into `dir` and returns its path.
 fn write_manifest(dir: &Path, manifest: &str) -> PathBuf {
@@ -100,12 +90,26 @@ fn unprivileged_unavailable() -> Option<String> {
     None
 }
 
+/// A manifest (written into `dir`) with the host's tree read-only at `/`
+/// and an overlay of host directory `lower` at its own path.
+fn overlay_manifest(dir: &Path, lower: &Path) -> PathBuf {
+    write_manifest(
+        dir,
+        &format!(
+            "[loader]\ninsecure__use_cmdline_argv = true\n\n\
+             [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\n\n\
+             [[fs.mounts]]\ntype = \"overlay\"\npath = \"{0}\"\nuri = \"file:{0}\"\n",
+            lower.display()
+        ),
+    )
+}
+
 /// Every file of directory `dir`: relative path, then type, mode and
 /// content (a symlink's target).
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u32, u32, Vec<u8>)> {
     let mut out = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
         for e in std::fs::read_dir(&d).unwrap() {
             let p = e.unwrap().path();
             let md = std::fs::symlink_metadata(&p).unwrap();
@@ -115,7 +119,7 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u32, u32, Vec<u8>)> {
                     .into_os_string()
                     .into_encoded_bytes()
             } else if md.is_dir() {
-                todo.push(p.clone());
+                pending.push(p.clone());
                 Vec::new()
             } else {
                 std::fs::read(&p).unwrap()
@@ -405,15 +409,7 @@ fn overlay_keeps_changes(as_nobody: bool) {
         "{}",
         String::from_utf8_lossy(&native.stderr)
     );
-    let m = write_manifest(
-        work.path(),
-        &format!(
-            "[loader]\ninsecure__use_cmdline_argv = true\n\n\
-             [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\n\n\
-             [[fs.mounts]]\ntype = \"overlay\"\npath = \"{0}\"\nuri = \"file:{0}\"\n",
-            lower.display()
-        ),
-    );
+    let m = overlay_manifest(work.path(), &lower);
     let out = picos(&m, as_nobody)
         .args(["/bin/sh", "-c", OVERLAY_SCRIPT, "sh"])
         .arg(&lower)
@@ -448,25 +444,7 @@ fn make_builds_into_an_overlay() {
         println!("SKIP {T}: make or cc not installed: apt-get install make gcc");
         return;
     }
-    let write_project = |p: &Path| {
-        std::fs::create_dir_all(p).unwrap();
-        std::fs::write(
-            p.join("main.c"),
-            "#include <stdio.h>\n#include \"h.h\"\nint main(void) { printf(\"%d\\n\", f()); return 0; }\n",
-        )
-        .unwrap();
-        std::fs::write(p.join("h.h"), "int f(void);\n").unwrap();
-        std::fs::write(
-            p.join("f.c"),
-            "#include \"h.h\"\nint f(void) { return 42; }\n",
-        )
-        .unwrap();
-        std::fs::write(
-            p.join("Makefile"),
-            "prog: main.o f.o\n\tcc -o $@ $^\n%.o: %.c h.h\n\tcc -O1 -c $<\n",
-        )
-        .unwrap();
-    };
+    let write_project = common::write_c_project;
     let work = tempfile::tempdir().unwrap();
     let native_dir = work.path().join("native");
     write_project(&native_dir);
@@ -555,15 +533,7 @@ fn tmpfs_and_overlay_as_an_unprivileged_user() {
         .output()
         .unwrap();
     assert_eq!(text(&native), "refused\n");
-    let m = write_manifest(
-        work.path(),
-        &format!(
-            "[loader]\ninsecure__use_cmdline_argv = true\n\n\
-             [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\n\n\
-             [[fs.mounts]]\ntype = \"overlay\"\npath = \"{0}\"\nuri = \"file:{0}\"\n",
-            lower.display()
-        ),
-    );
+    let m = overlay_manifest(work.path(), &lower);
     let out = picos(&m, true)
         .args(["/bin/sh", "-c", script, "sh"])
         .arg(&lower)

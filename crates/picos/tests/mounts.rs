@@ -14,21 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
+use common::{is_root, text, workspace};
 
 const PICOS: &str = env!("CARGO_BIN_EXE_picos");
-
-fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid(2) has no arguments and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn text(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// A guest tree: `root` shown at `/`, with `data` at /data (read-write),
 /// `rodir` at /ro (read-only, holding `f`), `other` at /other, and the
@@ -1315,26 +1303,7 @@ fn make_builds_a_c_project_on_a_mount() {
         println!("SKIP {T}: make or cc not installed: apt-get install make gcc");
         return;
     }
-    let write_project = |dir: &Path| {
-        let p = dir.join("proj");
-        std::fs::create_dir_all(&p).unwrap();
-        std::fs::write(
-            p.join("main.c"),
-            "#include <stdio.h>\n#include \"h.h\"\nint main(void) { printf(\"%d\\n\", f()); return 0; }\n",
-        )
-        .unwrap();
-        std::fs::write(p.join("h.h"), "int f(void);\n").unwrap();
-        std::fs::write(
-            p.join("f.c"),
-            "#include \"h.h\"\nint f(void) { return 42; }\n",
-        )
-        .unwrap();
-        std::fs::write(
-            p.join("Makefile"),
-            "prog: main.o f.o\n\tcc -o $@ $^\n%.o: %.c h.h\n\tcc -O1 -c $<\n",
-        )
-        .unwrap();
-    };
+    let write_project = |dir: &Path| common::write_c_project(&dir.join("proj"));
     let native_dir = tempfile::tempdir().unwrap();
     write_project(native_dir.path());
     let native = Command::new("make")

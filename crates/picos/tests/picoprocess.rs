@@ -6,13 +6,9 @@ use std::path::PathBuf;
 use std::process::Command;
 
 mod common;
-use common::output_within;
+use common::{output_within, workspace};
 
 const PICOS: &str = env!("CARGO_BIN_EXE_picos");
-
-fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn compile(name: &str) -> PathBuf {
     compile_with(name, &[])

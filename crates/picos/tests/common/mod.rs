@@ -1,11 +1,57 @@
 //! Helpers shared by the integration tests (`mod common;` in each).
 
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
+
+// (Each test binary uses some of these: the others are dead there.)
+
+/// The workspace's root (where `tests/` and `tools/` are).
+#[allow(dead_code)]
+pub fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A command's standard output, as text.
+#[allow(dead_code)]
+pub fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Writes a small C project into directory `p` (made if need be): two
+/// sources, a header and a Makefile whose `prog` prints 42.
+#[allow(dead_code)]
+pub fn write_c_project(p: &std::path::Path) {
+    std::fs::create_dir_all(p).unwrap();
+    std::fs::write(
+        p.join("main.c"),
+        "#include <stdio.h>\n#include \"h.h\"\nint main(void) { printf(\"%d\\n\", f()); return 0; }\n",
+    )
+    .unwrap();
+    std::fs::write(p.join("h.h"), "int f(void);\n").unwrap();
+    std::fs::write(
+        p.join("f.c"),
+        "#include \"h.h\"\nint f(void) { return 42; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("Makefile"),
+        "prog: main.o f.o\n\tcc -o $@ $^\n%.o: %.c h.h\n\tcc -O1 -c $<\n",
+    )
+    .unwrap();
+}
+
+/// Does the test run as root?
+#[allow(dead_code)]
+pub fn is_root() -> bool {
+    // SAFETY: geteuid(2) has no arguments and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
 
 /// Runs `cmd` to its end in a process group of its own and returns its
 /// output; if it is still running after `limit`, kills the whole group
 /// (the program and anything it started) and fails the test.
+#[allow(dead_code)]
 pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
     use std::os::unix::process::CommandExt;
     let child = cmd
