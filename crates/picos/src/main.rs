@@ -5,6 +5,7 @@
 //! picos syscalls [--json]
 //! picos manifest check FILE
 //! picos manifest default
+//! picos sandbox explain [-m MANIFEST]
 //! picos bench [--quick] [--rows PATTERN] [--pin CPU] [--json FILE] [--svg FILE] [--compare OLD.json]
 //! ```
 //!
@@ -17,6 +18,7 @@ mod detached;
 mod manifest;
 mod mounts;
 mod run;
+mod sandbox;
 mod syscalls;
 
 use clap::{Arg, ArgAction, Command};
@@ -64,6 +66,27 @@ fn cli() -> Command {
                 .subcommand(
                     Command::new("default")
                         .about("Print the embedded default manifest (used when `run` gets no -m)"),
+                ),
+        )
+        .subcommand(
+            Command::new("sandbox")
+                .about("Work with the sandbox (picos run --sandbox)")
+                .subcommand_required(true)
+                .arg_required_else_help(true)
+                .subcommand(
+                    Command::new("explain")
+                        .about(
+                            "Print, in words, what a sandboxed program may do: files, network, \
+                             other processes, system calls",
+                        )
+                        .arg(
+                            Arg::new("manifest")
+                                .short('m')
+                                .long("manifest")
+                                .value_name("MANIFEST")
+                                .value_parser(clap::value_parser!(PathBuf))
+                                .help("The manifest (default: the embedded one, as run --sandbox)"),
+                        ),
                 ),
         )
         .subcommand(bench::command())
@@ -163,7 +186,35 @@ fn main() -> ExitCode {
             }
             _ => unreachable!("clap requires a manifest subcommand"),
         },
+        Some(("sandbox", m)) => match m.subcommand() {
+            Some(("explain", m)) => sandbox_explain(m.get_one::<PathBuf>("manifest")),
+            _ => unreachable!("clap requires a sandbox subcommand"),
+        },
         _ => unreachable!("clap requires a subcommand"),
+    }
+}
+
+/// `picos sandbox explain [-m MANIFEST]`: the policy `picos run --sandbox`
+/// would apply, from the same manifest and working directory.
+fn sandbox_explain(manifest: Option<&PathBuf>) -> ExitCode {
+    let result = run::run_manifest(manifest.map(PathBuf::as_path), true).and_then(|m| {
+        let specs = mounts::specs(&m.mounts)?;
+        let policy = sandbox::Policy {
+            mounts: &specs,
+            settings: &m.sandbox,
+            extra_files: Vec::new(),
+        };
+        Ok(sandbox::explain(&policy))
+    });
+    match result {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("picos: {e}");
+            ExitCode::from(e.exit_code())
+        }
     }
 }
 

@@ -176,6 +176,28 @@ pub struct Manifest {
     pub stack_size_bytes: Option<u64>,
     /// `fs.mounts`, in manifest order.
     pub mounts: Vec<Mount>,
+    /// `[sandbox]`: the kernel-enforced confinement (docs/SECURITY.md).
+    pub sandbox: SandboxSettings,
+}
+
+/// The `[sandbox]` table: whether the picoprocess is confined (+SC +RM)
+/// and what it may reach beyond its mounts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SandboxSettings {
+    /// `sandbox.enable` (default false; `picos run --sandbox` sets it).
+    pub enable: bool,
+    /// `sandbox.allow_weaker` (default false): run even where the kernel's
+    /// Landlock lacks an ABI level the sandbox uses, with what it has.
+    pub allow_weaker: bool,
+    /// `sandbox.net.bind`: TCP ports the program may bind (none by default).
+    pub net_bind: Vec<u16>,
+    /// `sandbox.net.connect`: TCP ports the program may connect to.
+    pub net_connect: Vec<u16>,
+    /// `sandbox.net.udp` (default false): UDP and other non-TCP IP sockets,
+    /// which Landlock cannot restrict by port.
+    pub net_udp: bool,
+    /// `sandbox.max_open_files`: RLIMIT_NOFILE (default: the caller's).
+    pub max_open_files: Option<u64>,
 }
 
 impl Default for Manifest {
@@ -193,6 +215,7 @@ impl Default for Manifest {
             start_dir: None,
             stack_size_bytes: None,
             mounts: Vec::new(),
+            sandbox: SandboxSettings::default(),
         }
     }
 }
@@ -437,6 +460,14 @@ const SCHEMA: &[&str] = &[
     "sys",
     "sys.stack",
     "sys.stack.size",
+    "sandbox",
+    "sandbox.enable",
+    "sandbox.allow_weaker",
+    "sandbox.max_open_files",
+    "sandbox.net",
+    "sandbox.net.bind",
+    "sandbox.net.connect",
+    "sandbox.net.udp",
 ];
 
 /// Gramine keys that picos does not have, with what to do instead (by schema path).
@@ -849,7 +880,60 @@ impl Checker<'_> {
                 }
             }
         }
+        if let Some(sb) = root.get("sandbox") {
+            let sb = self.table(sb, true)?;
+            if let Some(n) = sb.get("enable") {
+                m.sandbox.enable = self.bool(n)?;
+            }
+            if let Some(n) = sb.get("allow_weaker") {
+                m.sandbox.allow_weaker = self.bool(n)?;
+            }
+            if let Some(n) = sb.get("max_open_files") {
+                m.sandbox.max_open_files = Some(self.integer(n, 1, 1 << 30)?);
+            }
+            if let Some(net) = sb.get("net") {
+                let net = self.table(net, true)?;
+                if let Some(n) = net.get("bind") {
+                    m.sandbox.net_bind = self.ports(n)?;
+                }
+                if let Some(n) = net.get("connect") {
+                    m.sandbox.net_connect = self.ports(n)?;
+                }
+                if let Some(n) = net.get("udp") {
+                    m.sandbox.net_udp = self.bool(n)?;
+                }
+            }
+        }
         Ok(m)
+    }
+
+    /// An integer in `min..=max`.
+    fn integer(&self, node: &Node<'_>, min: u64, max: u64) -> Result<u64> {
+        match node.data {
+            Data::Value(Value::Integer(i)) => {
+                let v = *i.value();
+                if v < 0 || (v as u64) < min || (v as u64) > max {
+                    return Err(self.invalid(
+                        node,
+                        format!("`{}` must be from {min} to {max}, found {v}", node.path),
+                    ));
+                }
+                Ok(v as u64)
+            }
+            _ => Err(self.type_error(node, "an integer")),
+        }
+    }
+
+    /// An array of TCP port numbers (0 to 65535; 0 lets `bind` pick one).
+    fn ports(&self, node: &Node<'_>) -> Result<Vec<u16>> {
+        let mut ports = Vec::new();
+        for e in self.array(node, "an array of port numbers, like [8080]")? {
+            let p = self.integer(&e, 0, 65535)? as u16;
+            if !ports.contains(&p) {
+                ports.push(p);
+            }
+        }
+        Ok(ports)
     }
 
     fn argv(&self, node: &Node<'_>) -> Result<Vec<String>> {
@@ -1294,6 +1378,12 @@ uri = "file:/srv/data"
 
 [sys]
 stack.size = "8M"
+
+[sandbox]
+enable = true
+allow_weaker = true
+max_open_files = 256
+net = { bind = [8080, 0], connect = [443, 443], udp = true }
 "#;
 
     fn full() -> Manifest {
@@ -1324,6 +1414,50 @@ stack.size = "8M"
                     writeback: false,
                 },
             ],
+            sandbox: SandboxSettings {
+                enable: true,
+                allow_weaker: true,
+                net_bind: vec![8080, 0],
+                net_connect: vec![443],
+                net_udp: true,
+                max_open_files: Some(256),
+            },
+        }
+    }
+
+    #[test]
+    fn sandbox_keys_are_checked() {
+        for (text, key, msg) in [
+            ("[sandbox]\nenable = 1\n", "sandbox.enable", "true or false"),
+            (
+                "[sandbox.net]\nbind = [70000]\n",
+                "sandbox.net.bind[0]",
+                "from 0 to 65535",
+            ),
+            (
+                "[sandbox.net]\nconnect = \"80\"\n",
+                "sandbox.net.connect",
+                "port numbers",
+            ),
+            (
+                "[sandbox]\nmax_open_files = 0\n",
+                "sandbox.max_open_files",
+                "from 1",
+            ),
+        ] {
+            match parse(text) {
+                Err(ManifestError::Invalid {
+                    key: k, message, ..
+                }) => {
+                    assert_eq!(k, key, "{text}");
+                    assert!(message.contains(msg), "{text}: {message}");
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        match parse("[sandbox]\nenabel = true\n") {
+            Err(ManifestError::UnknownKey { .. }) => {}
+            other => panic!("{other:?}"),
         }
     }
 
@@ -1378,6 +1512,12 @@ fs.mounts = [
   { path = "/data", uri = "file:/srv/data" },
 ]
 sys.stack.size = "8M"
+sandbox.enable = true
+sandbox.allow_weaker = true
+sandbox.max_open_files = 256
+sandbox.net.bind = [8080, 0]
+sandbox.net.connect = [443]
+sandbox.net.udp = true
 "#;
         assert_eq!(parse(dotted).unwrap(), full());
     }
@@ -1648,7 +1788,10 @@ stack = { size = "1K" }
         assert_eq!(suggest("", "mounts"), Some("fs.mounts"));
         assert_eq!(suggest("", "qqq"), None);
         assert_eq!(suggest("fs.mounts[]", "typ"), Some("type"));
-        assert_eq!(allowed_keys(""), ["libos", "loader", "fs", "sys"]);
+        assert_eq!(
+            allowed_keys(""),
+            ["libos", "loader", "fs", "sys", "sandbox"]
+        );
         assert_eq!(
             allowed_keys("fs.mounts[]"),
             [

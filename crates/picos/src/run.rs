@@ -28,6 +28,8 @@ pub struct RunArgs {
     trace: bool,
     /// `--no-patch`.
     no_patch: bool,
+    /// `--sandbox`.
+    sandbox: bool,
     /// `--stats`.
     stats: bool,
     /// `--stats-json FILE`.
@@ -80,6 +82,17 @@ impl RunArgs {
                 .help("Do not patch syscall sites: every system call takes the trap path"),
         )
         .arg(
+            Arg::new("sandbox")
+                .long("sandbox")
+                .action(ArgAction::SetTrue)
+                .help(
+                    "Confine the program (kernel-enforced: seccomp, Landlock, no capabilities). \
+                     Without a manifest that mounts directories: the working directory \
+                     read-write, /usr, /etc, /bin, /sbin, /lib* read-only, a private /tmp, \
+                     no network (see 'picos sandbox explain')",
+                ),
+        )
+        .arg(
             Arg::new("log_level")
                 .long("log-level")
                 .value_name("LEVEL")
@@ -106,6 +119,7 @@ impl RunArgs {
             manifest: m.get_one::<PathBuf>("manifest").cloned(),
             trace: m.get_flag("trace"),
             no_patch: m.get_flag("no_patch"),
+            sandbox: m.get_flag("sandbox"),
             stats: m.get_flag("stats"),
             stats_json: m.get_one::<PathBuf>("stats_json").cloned(),
             log_level: m.get_one::<String>("log_level").cloned(),
@@ -162,6 +176,9 @@ pub enum RunError {
          with it, and cannot run under picos, which does not offer it to programs"
     )]
     NoDispatch(std::io::Error),
+    /// The sandbox cannot be set up as asked.
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::SandboxError),
 }
 
 /// Why opening the `--stats-json` file failed, in words.
@@ -339,13 +356,32 @@ struct Plan {
     env: Vec<OsString>,
     cwd: Option<PathBuf>,
     config: LaunchConfig,
+    /// The sandbox's settings, if the program is to be confined.
+    sandbox: Option<crate::manifest::SandboxSettings>,
 }
 
-fn plan(args: &RunArgs) -> Result<Plan, RunError> {
-    let manifest = match &args.manifest {
+/// The manifest of `picos run`: `-m`'s or the embedded default; with
+/// `--sandbox` (or `sandbox.enable`) and no mounts of its own (the embedded
+/// default's `/` from `file:/` is none), the sandbox's default mounts.
+pub fn run_manifest(path: Option<&Path>, sandbox_flag: bool) -> Result<Manifest, RunError> {
+    let mut manifest = match path {
         Some(p) => Manifest::from_file(p)?,
         None => Manifest::embedded_default(),
     };
+    manifest.sandbox.enable |= sandbox_flag;
+    if manifest.sandbox.enable && (path.is_none() || manifest.mounts.is_empty()) {
+        let cwd = std::env::current_dir().map_err(|e| {
+            RunError::Sandbox(crate::sandbox::SandboxError::Setup(format!(
+                "the working directory: {e}"
+            )))
+        })?;
+        manifest.mounts = crate::sandbox::default_mounts(&cwd)?;
+    }
+    Ok(manifest)
+}
+
+fn plan(args: &RunArgs) -> Result<Plan, RunError> {
+    let manifest = run_manifest(args.manifest.as_deref(), args.sandbox)?;
     let host_env = crate::host_env();
     let mut log_level = manifest.log_level;
     if let Some(l) = &args.log_level {
@@ -424,6 +460,7 @@ fn plan(args: &RunArgs) -> Result<Plan, RunError> {
         env,
         cwd,
         config,
+        sandbox: manifest.sandbox.enable.then(|| manifest.sandbox.clone()),
     })
 }
 
@@ -547,6 +584,21 @@ fn launch(p: Plan) -> Result<std::convert::Infallible, RunError> {
     env.push(cstring(format!("{prefix}{}", config.encode()).as_bytes())?);
     if let Some(d) = &p.cwd {
         std::env::set_current_dir(d).map_err(RunError::Spawn)?;
+    }
+    if let Some(settings) = &p.sandbox {
+        let policy = crate::sandbox::Policy {
+            mounts: &config.mounts,
+            settings,
+            extra_files: if config.stats_json.is_empty() {
+                Vec::new()
+            } else {
+                vec![PathBuf::from(OsStr::from_bytes(&config.stats_json))]
+            },
+        };
+        let applied = crate::sandbox::apply(&policy)?;
+        if let Some(w) = applied.weaker {
+            eprintln!("picos: warning: {w}");
+        }
     }
     let e = exec(&path, &argv, &env);
     Err(RunError::Spawn(e))

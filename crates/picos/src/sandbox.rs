@@ -1,0 +1,757 @@
+//! The sandbox (`picos run --sandbox`, `[sandbox] enable = true`): the
+//! seeds' **+SC +RM** configuration. Everything here is enforced by the
+//! kernel and installed by the CLI in the process that becomes the
+//! picoprocess, just before it execs the runtime, so it holds from the
+//! program's first instruction, on every thread, in every child, and after
+//! every `execve`, even when the program takes the runtime over and makes
+//! system calls the runtime never sees (docs/SECURITY.md):
+//!
+//! - **rlimits**: no core dumps (a core handler runs outside the sandbox);
+//!   `sandbox.max_open_files` as RLIMIT_NOFILE.
+//! - **capabilities**: all dropped (bounding, ambient, effective,
+//!   permitted, inheritable sets), so root inside is an ordinary user.
+//! - **no_new_privs**: set-user-ID and file capabilities give nothing.
+//! - **+RM, Landlock**: file access only beneath the mounts (read-only ones
+//!   read and execute only), `/proc` read-only for the runtime; TCP bind
+//!   and connect only to the ports the manifest names; no signals to, and
+//!   no abstract UNIX sockets of, processes outside the picoprocess tree.
+//! - **+SC, seccomp**: a filter derived from the syscall table
+//!   (`picos_rt::sys::table`, column `sandbox`), with argument checks where
+//!   a call is dangerous ([`CHECKS`]). Calls it refuses fail with EPERM.
+//!
+//! Why seccompiler and landlock (the rust-vmm and Landlock projects' own
+//! crates) rather than hand-written BPF and raw syscalls: both are the
+//! maintained references for exactly this job.
+
+use crate::manifest::{Mount, SandboxSettings};
+use landlock::{
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, PathFd,
+    Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
+};
+use picos_abi::{MountKind, MountSpec};
+use picos_rt::sys::def::Sandbox;
+use picos_rt::sys::table::TABLE;
+use seccompiler::{
+    SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op, SeccompCondition as Cond,
+    SeccompFilter, SeccompRule, TargetArch,
+};
+use std::collections::BTreeMap;
+use std::os::fd::BorrowedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// The Landlock ABI the sandbox is built for: 4 (TCP ports), 5 (device
+/// ioctls), 6 (signal and abstract-socket scoping).
+pub const LANDLOCK_ABI: ABI = ABI::V6;
+const LANDLOCK_ABI_NUMBER: i32 = 6;
+
+/// Why the sandbox could not be set up. The program never starts then.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error(
+        "--sandbox: this kernel's Landlock is {0}; the sandbox needs ABI {LANDLOCK_ABI_NUMBER} \
+         (Linux 6.12+: TCP port rules, device ioctls, signal and abstract-socket scoping). \
+         Set `sandbox.allow_weaker = true` in the manifest to run with what the kernel has"
+    )]
+    LandlockTooOld(String),
+    #[error(
+        "--sandbox: the working directory is /, and the default policy makes it writable; \
+         run from a project directory, or give a manifest that says what to mount"
+    )]
+    CwdIsRoot,
+    #[error("--sandbox: {0}")]
+    Setup(String),
+}
+
+fn setup(what: &str, e: impl std::fmt::Display) -> SandboxError {
+    SandboxError::Setup(format!("{what}: {e}"))
+}
+
+/// The directories the default policy shows read-only, where the host
+/// has them (`/bin`, `/lib*` are symlinks into `/usr` on a merged-/usr
+/// system: the mount shows what they lead to).
+const DEFAULT_READONLY: &[&str] = &[
+    "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+];
+
+/// The mounts of `--sandbox` without a manifest that mounts anything: an
+/// empty in-memory `/`, the host's `/usr`, `/etc`, `/bin`, `/sbin` and
+/// `/lib*` read-only, the working directory `cwd` read-write at its own
+/// path, a private tmpfs `/tmp`, a `/dev` of harmless devices and the
+/// host's `/proc` read-only.
+pub fn default_mounts(cwd: &Path) -> Result<Vec<Mount>, SandboxError> {
+    let chroot = |path: &str, uri: &str, readonly: bool| Mount {
+        kind: "chroot".into(),
+        size: None,
+        path: path.into(),
+        uri: format!("file:{uri}"),
+        readonly,
+        exclusive: false,
+        writeback: false,
+    };
+    let memory = |kind: &str, path: &str| Mount {
+        kind: kind.into(),
+        size: None,
+        path: path.into(),
+        uri: String::new(),
+        readonly: false,
+        exclusive: false,
+        writeback: false,
+    };
+    let cwd = std::fs::canonicalize(cwd).map_err(|e| setup("the working directory", e))?;
+    if cwd == Path::new("/") {
+        return Err(SandboxError::CwdIsRoot);
+    }
+    let cwd = cwd.to_str().ok_or_else(|| {
+        SandboxError::Setup(format!(
+            "the working directory {} is not UTF-8; give a manifest",
+            cwd.display()
+        ))
+    })?;
+    let mut mounts = vec![memory("tmpfs", "/")];
+    for d in DEFAULT_READONLY {
+        if Path::new(d).is_dir() && *d != cwd {
+            mounts.push(chroot(d, d, true));
+        }
+    }
+    if cwd != "/tmp" {
+        mounts.push(memory("tmpfs", "/tmp"));
+    }
+    mounts.push(memory("dev", "/dev"));
+    mounts.push(chroot("/proc", "/proc", true));
+    if !mounts.iter().any(|m| m.path == cwd) {
+        mounts.push(chroot(cwd, cwd, false));
+    } else {
+        // The working directory is one of the read-only ones (`/usr`):
+        // it stays read-only; the policy never widens a system directory.
+    }
+    // A mount must come after the one that holds its mount point.
+    mounts.sort_by_key(|m| m.path.matches('/').count() - usize::from(m.path == "/"));
+    Ok(mounts)
+}
+
+/// What the sandbox allows: the mounts as the runtime gets them, the
+/// manifest's settings, and files the CLI itself names (`--stats-json`).
+pub struct Policy<'a> {
+    pub mounts: &'a [MountSpec],
+    pub settings: &'a SandboxSettings,
+    pub extra_files: Vec<PathBuf>,
+}
+
+/// A rule of the Landlock ruleset, as `explain` shows it.
+struct FsRule<'a> {
+    /// The host directory (or the mount's kind and guest path).
+    what: String,
+    fd: Option<i32>,
+    path: Option<&'a Path>,
+    access: BitFlags<AccessFs>,
+}
+
+fn read_only(abi: ABI) -> BitFlags<AccessFs> {
+    AccessFs::from_read(abi)
+}
+
+impl Policy<'_> {
+    fn fs_rules(&self) -> Vec<FsRule<'_>> {
+        let abi = LANDLOCK_ABI;
+        let mut rules = Vec::new();
+        for m in self.mounts {
+            let access = if m.readonly {
+                read_only(abi)
+            } else {
+                AccessFs::from_all(abi)
+            };
+            let guest = String::from_utf8_lossy(&m.guest);
+            match m.kind {
+                MountKind::Host => rules.push(FsRule {
+                    what: format!("{} (host {})", guest, String::from_utf8_lossy(&m.host)),
+                    fd: None,
+                    path: Some(Path::new(std::ffi::OsStr::from_bytes(&m.host))),
+                    access,
+                }),
+                kind => rules.push(FsRule {
+                    what: format!(
+                        "{} ({})",
+                        guest,
+                        match kind {
+                            MountKind::Tmpfs => "tmpfs, in memory",
+                            MountKind::Overlay => "overlay: changes in memory",
+                            _ => "dev: null, zero, full, random, urandom, tty, pts, shm",
+                        }
+                    ),
+                    fd: Some(m.fd),
+                    path: None,
+                    access,
+                }),
+            }
+        }
+        // The runtime reads its own /proc files (maps, smaps, fd, exe);
+        // the kernel's ptrace checks (which Landlock extends to processes
+        // outside the domain) guard other processes' mem, environ and fd.
+        rules.push(FsRule {
+            what: "/proc (host; for the runtime's own files)".into(),
+            fd: None,
+            path: Some(Path::new("/proc")),
+            access: AccessFs::ReadFile | AccessFs::ReadDir,
+        });
+        for f in &self.extra_files {
+            rules.push(FsRule {
+                what: format!("{} (the --stats-json file)", f.display()),
+                fd: None,
+                path: Some(f.as_path()),
+                access: AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate,
+            });
+        }
+        rules
+    }
+}
+
+/// The Landlock ABI version of this kernel (0: none).
+pub fn landlock_abi() -> i32 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: landlock_create_ruleset(NULL, 0, VERSION) only returns the
+    // ABI version; no memory is passed.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    if v < 0 {
+        0
+    } else {
+        v as i32
+    }
+}
+
+// --- seccomp -----------------------------------------------------------------------------
+
+const NS_FLAGS: u64 = 0x7E02_0000; // CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET
+const CLONE_NEWTIME: u64 = 0x80;
+const TIOCSTI: u64 = 0x5412;
+const TIOCLINUX: u64 = 0x541C;
+const MSG_FASTOPEN: u64 = 0x2000_0000;
+const ADDR_NO_RANDOMIZE: u64 = 0x0040000;
+const AF_UNIX: u64 = 1;
+const AF_INET: u64 = 2;
+const AF_INET6: u64 = 10;
+const AF_NETLINK: u64 = 16;
+const SOCK_STREAM: u64 = 1;
+const IPPROTO_TCP: u64 = 6;
+
+/// The prctl options a sandboxed program may use: those that read or set
+/// the calling process's own state. Refused: PR_SET_MM (rewrites the
+/// process's memory map fields), PR_SET_PTRACER (lets others trace it),
+/// PR_SET_SECUREBITS and PR_CAP_AMBIENT's raise (capabilities are gone
+/// anyway), PR_SET_IO_FLUSHER and anything newer the table has not vetted.
+pub const PRCTL_ALLOWED: &[(u64, &str)] = &[
+    (1, "PR_SET_PDEATHSIG"),
+    (2, "PR_GET_PDEATHSIG"),
+    (3, "PR_GET_DUMPABLE"),
+    (4, "PR_SET_DUMPABLE"),
+    (5, "PR_GET_UNALIGN"),
+    (7, "PR_GET_KEEPCAPS"),
+    (8, "PR_SET_KEEPCAPS"),
+    (9, "PR_GET_FPEMU"),
+    (11, "PR_GET_FPEXC"),
+    (13, "PR_GET_TIMING"),
+    (15, "PR_SET_NAME"),
+    (16, "PR_GET_NAME"),
+    (19, "PR_GET_ENDIAN"),
+    (21, "PR_GET_SECCOMP"),
+    (22, "PR_SET_SECCOMP"),
+    (23, "PR_CAPBSET_READ"),
+    (24, "PR_CAPBSET_DROP"),
+    (25, "PR_GET_TSC"),
+    (26, "PR_SET_TSC"),
+    (27, "PR_GET_SECUREBITS"),
+    (29, "PR_SET_TIMERSLACK"),
+    (30, "PR_GET_TIMERSLACK"),
+    (33, "PR_MCE_KILL"),
+    (34, "PR_MCE_KILL_GET"),
+    (36, "PR_SET_CHILD_SUBREAPER"),
+    (37, "PR_GET_CHILD_SUBREAPER"),
+    (38, "PR_SET_NO_NEW_PRIVS"),
+    (39, "PR_GET_NO_NEW_PRIVS"),
+    (40, "PR_GET_TID_ADDRESS"),
+    (41, "PR_SET_THP_DISABLE"),
+    (42, "PR_GET_THP_DISABLE"),
+    (45, "PR_SET_FP_MODE"),
+    (46, "PR_GET_FP_MODE"),
+    (52, "PR_GET_SPECULATION_CTRL"),
+    (53, "PR_SET_SPECULATION_CTRL"),
+    (59, "PR_SET_SYSCALL_USER_DISPATCH"),
+    (62, "PR_SCHED_CORE"),
+    (65, "PR_SET_MDWE"),
+    (66, "PR_GET_MDWE"),
+    (0x4155_5856, "PR_GET_AUXV"),
+    (0x5356_4d41, "PR_SET_VMA"),
+];
+
+/// One argument check of the filter, as `picos sandbox explain` prints it.
+pub struct Check {
+    pub call: &'static str,
+    pub allows: &'static str,
+    pub why: &'static str,
+}
+
+/// The calls the filter allows only with some arguments, and why.
+pub const CHECKS: &[Check] = &[
+    Check {
+        call: "clone",
+        allows: "no CLONE_NEW* flag",
+        why: "a new namespace (user, mount, net, ...) is a new kernel attack surface",
+    },
+    Check {
+        call: "unshare",
+        allows: "no CLONE_NEW* flag (CLONE_FILES, CLONE_FS, CLONE_SYSVSEM)",
+        why: "as clone; the runtime itself unshares its descriptor table",
+    },
+    Check {
+        call: "clone3",
+        allows: "nothing (the runtime serves the program's clone3 with clone)",
+        why: "its flags are in memory, which a filter cannot read",
+    },
+    Check {
+        call: "ioctl",
+        allows: "any request but TIOCSTI and TIOCLINUX (low 32 bits compared)",
+        why: "they push input into the terminal the sandbox shares with its caller",
+    },
+    Check {
+        call: "prctl",
+        allows: "the options in sandbox::PRCTL_ALLOWED (the process's own state)",
+        why: "PR_SET_MM, PR_SET_PTRACER and the like change what others may do",
+    },
+    Check {
+        call: "personality",
+        allows: "a query (0xffffffff), PER_LINUX, PER_LINUX|ADDR_NO_RANDOMIZE",
+        why: "MMAP_PAGE_ZERO and READ_IMPLIES_EXEC weaken the kernel's own defences",
+    },
+    Check {
+        call: "socket",
+        allows: "AF_UNIX; AF_NETLINK route; AF_INET/AF_INET6 TCP (any type with sandbox.net.udp)",
+        why: "Landlock restricts TCP ports only; raw, packet and other families reach the host",
+    },
+    Check {
+        call: "socketpair",
+        allows: "AF_UNIX",
+        why: "as socket",
+    },
+    Check {
+        call: "sendto, sendmsg, sendmmsg",
+        allows: "no MSG_FASTOPEN",
+        why: "a TCP Fast Open send connects without connect(2), where Landlock checks ports",
+    },
+];
+
+/// Why the filter allows a call the table marks `allow` or `check`.
+pub fn reason(name: &str, class: Sandbox) -> &'static str {
+    if let Some(c) = CHECKS
+        .iter()
+        .find(|c| c.call.split(", ").any(|n| n == name))
+    {
+        return c.allows;
+    }
+    match name {
+        "kill" | "tkill" | "tgkill" | "rt_sigqueueinfo" | "rt_tgsigqueueinfo"
+        | "pidfd_send_signal" | "pidfd_open" => {
+            "its target: Landlock's signal scoping (the tree's own processes only)"
+        }
+        "connect" | "bind" | "listen" | "accept" | "accept4" => {
+            "TCP ports: Landlock's network rules; abstract sockets: its scoping"
+        }
+        "execve" | "execveat" => "what it runs: Landlock (execute right, beneath the mounts)",
+        n if n.starts_with("set") && n.contains("id") || n == "setgroups" || n == "capset" => {
+            "capabilities are dropped: only what an unprivileged process may do"
+        }
+        _ => match class {
+            Sandbox::Allow => "touches nothing outside the process",
+            Sandbox::Check => "its paths, files or targets: Landlock and the dropped capabilities",
+            Sandbox::Deny => "refused",
+        },
+    }
+}
+
+fn rule(conds: Vec<Cond>) -> SeccompRule {
+    SeccompRule::new(conds).expect("the sandbox's seccomp rules are well formed")
+}
+
+fn cond(arg: u8, len: Len, op: Op, value: u64) -> Cond {
+    Cond::new(arg, len, op, value).expect("the sandbox's seccomp conditions are well formed")
+}
+
+/// The seccomp rules: syscall number → conditions (empty: always allowed).
+/// A call missing from the map fails with EPERM.
+pub fn seccomp_rules(udp: bool) -> BTreeMap<i64, Vec<SeccompRule>> {
+    let mut map = BTreeMap::new();
+    for d in TABLE {
+        let nr = d.nr as i64;
+        let rules = match (d.name, d.sandbox) {
+            ("unshare", _) => vec![rule(vec![cond(
+                0,
+                Len::Qword,
+                Op::MaskedEq(NS_FLAGS | CLONE_NEWTIME),
+                0,
+            )])],
+            (_, Sandbox::Deny) | ("clone3", _) => continue,
+            ("clone", _) => vec![rule(vec![cond(0, Len::Qword, Op::MaskedEq(NS_FLAGS), 0)])],
+            ("ioctl", _) => vec![rule(vec![
+                cond(1, Len::Dword, Op::Ne, TIOCSTI),
+                cond(1, Len::Dword, Op::Ne, TIOCLINUX),
+            ])],
+            ("prctl", _) => PRCTL_ALLOWED
+                .iter()
+                .map(|&(o, _)| rule(vec![cond(0, Len::Dword, Op::Eq, o)]))
+                .collect(),
+            ("personality", _) => vec![
+                rule(vec![cond(0, Len::Dword, Op::Eq, 0xffff_ffff)]),
+                rule(vec![cond(
+                    0,
+                    Len::Dword,
+                    Op::MaskedEq(0xffff_ffff & !ADDR_NO_RANDOMIZE),
+                    0,
+                )]),
+            ],
+            ("socket", _) => {
+                let mut r = vec![
+                    rule(vec![cond(0, Len::Dword, Op::Eq, AF_UNIX)]),
+                    rule(vec![
+                        cond(0, Len::Dword, Op::Eq, AF_NETLINK),
+                        cond(2, Len::Dword, Op::Eq, 0),
+                    ]),
+                ];
+                for fam in [AF_INET, AF_INET6] {
+                    if udp {
+                        r.push(rule(vec![cond(0, Len::Dword, Op::Eq, fam)]));
+                    } else {
+                        for proto in [0, IPPROTO_TCP] {
+                            r.push(rule(vec![
+                                cond(0, Len::Dword, Op::Eq, fam),
+                                cond(1, Len::Dword, Op::MaskedEq(0xf), SOCK_STREAM),
+                                cond(2, Len::Dword, Op::Eq, proto),
+                            ]));
+                        }
+                    }
+                }
+                r
+            }
+            ("socketpair", _) => vec![rule(vec![cond(0, Len::Dword, Op::Eq, AF_UNIX)])],
+            ("sendto" | "sendmmsg", _) => {
+                vec![rule(vec![cond(
+                    3,
+                    Len::Dword,
+                    Op::MaskedEq(MSG_FASTOPEN),
+                    0,
+                )])]
+            }
+            ("sendmsg", _) => vec![rule(vec![cond(
+                2,
+                Len::Dword,
+                Op::MaskedEq(MSG_FASTOPEN),
+                0,
+            )])],
+            _ => Vec::new(),
+        };
+        map.insert(nr, rules);
+    }
+    map
+}
+
+/// The compiled filter.
+pub fn seccomp_program(udp: bool) -> seccompiler::BpfProgram {
+    let filter = SeccompFilter::new(
+        seccomp_rules(udp),
+        SeccompAction::Errno(libc::EPERM as u32),
+        SeccompAction::Allow,
+        TargetArch::x86_64,
+    )
+    .expect("the sandbox's seccomp filter is well formed");
+    filter
+        .try_into()
+        .expect("the sandbox's seccomp filter compiles")
+}
+
+// --- applying it -------------------------------------------------------------------------
+
+/// What `apply` could not enforce (with `allow_weaker`), to say at start-up.
+pub struct Applied {
+    pub weaker: Option<String>,
+}
+
+fn setrlimit(resource: rustix::process::Resource, limit: u64) -> std::io::Result<()> {
+    let lim = rustix::process::Rlimit {
+        current: Some(limit),
+        maximum: Some(limit),
+    };
+    rustix::process::setrlimit(resource, lim).map_err(std::io::Error::from)
+}
+
+/// Drops every capability: the bounding set (so that an execve as root
+/// gains none back), the ambient set, then the effective, permitted and
+/// inheritable sets. Without CAP_SETPCAP (not root) the bounding set
+/// cannot be changed; no_new_privs keeps an exec from gaining anything.
+fn drop_capabilities() -> std::io::Result<()> {
+    const PR_CAPBSET_DROP: libc::c_int = 24;
+    const PR_CAP_AMBIENT: libc::c_int = 47;
+    const PR_CAP_AMBIENT_CLEAR_ALL: libc::c_ulong = 4;
+    for cap in 0..64 {
+        // SAFETY: prctl with integer arguments.
+        let r = unsafe { libc::prctl(PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) };
+        if r != 0 {
+            match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::EINVAL) => break, // past the last capability
+                Some(libc::EPERM) => break,  // no CAP_SETPCAP: nothing to drop
+                _ => return Err(std::io::Error::last_os_error()),
+            }
+        }
+    }
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) };
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let mut header = Header {
+        version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
+        pid: 0,
+    };
+    let data = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capset(2) with a live header and two data words, as version
+    // 3 requires.
+    let r = unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Confines this process (single-threaded, about to exec the runtime):
+/// rlimits, capabilities, no_new_privs, Landlock, then seccomp (last: the
+/// calls before it are ones the filter refuses).
+pub fn apply(policy: &Policy<'_>) -> Result<Applied, SandboxError> {
+    let settings = policy.settings;
+    let abi = landlock_abi();
+    let mut weaker = None;
+    if abi < LANDLOCK_ABI_NUMBER {
+        let have = if abi == 0 {
+            "not available".to_string()
+        } else {
+            format!("ABI {abi}")
+        };
+        if !settings.allow_weaker {
+            return Err(SandboxError::LandlockTooOld(have));
+        }
+        weaker = Some(format!(
+            "Landlock is {have} here (the sandbox needs ABI {LANDLOCK_ABI_NUMBER}): what it \
+             lacks is not enforced (sandbox.allow_weaker)"
+        ));
+    }
+    setrlimit(rustix::process::Resource::Core, 0).map_err(|e| setup("RLIMIT_CORE", e))?;
+    if let Some(n) = settings.max_open_files {
+        setrlimit(rustix::process::Resource::Nofile, n)
+            .map_err(|e| setup("sandbox.max_open_files", e))?;
+    }
+    drop_capabilities().map_err(|e| setup("dropping capabilities", e))?;
+
+    let level = if settings.allow_weaker {
+        CompatLevel::BestEffort
+    } else {
+        CompatLevel::HardRequirement
+    };
+    let ll = |e: landlock::RulesetError| setup("Landlock", e);
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(level)
+        .handle_access(AccessFs::from_all(LANDLOCK_ABI))
+        .map_err(ll)?
+        .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+        .map_err(ll)?
+        .scope(Scope::AbstractUnixSocket | Scope::Signal)
+        .map_err(ll)?
+        .create()
+        .map_err(ll)?;
+    for r in policy.fs_rules() {
+        // Rules name a file's access rights only (no directory rights).
+        let access = match r.path {
+            Some(p) if !p.is_dir() => r.access & AccessFs::from_file(LANDLOCK_ABI),
+            _ => r.access,
+        };
+        ruleset = match (r.fd, r.path) {
+            (Some(fd), _) => {
+                // SAFETY: `fd` is the root of a mount the CLI made and
+                // holds open (MountSpec.fd) until it execs the runtime.
+                let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+                ruleset.add_rule(PathBeneath::new(fd, access))
+            }
+            (None, Some(p)) => {
+                let pfd = PathFd::new(p).map_err(|e| setup(&r.what, e))?;
+                ruleset.add_rule(PathBeneath::new(pfd, access))
+            }
+            (None, None) => continue,
+        }
+        .map_err(|e| setup(&r.what, e))?;
+    }
+    for &p in &settings.net_bind {
+        ruleset = ruleset
+            .add_rule(NetPort::new(p, AccessNet::BindTcp))
+            .map_err(|e| setup("sandbox.net.bind", e))?;
+    }
+    for &p in &settings.net_connect {
+        ruleset = ruleset
+            .add_rule(NetPort::new(p, AccessNet::ConnectTcp))
+            .map_err(|e| setup("sandbox.net.connect", e))?;
+    }
+    // restrict_self sets no_new_privs first.
+    let status = ruleset.restrict_self().map_err(ll)?;
+    if status.ruleset == landlock::RulesetStatus::NotEnforced {
+        weaker.get_or_insert_with(|| "Landlock is not enforced".into());
+    }
+    let prog = seccomp_program(settings.net_udp);
+    seccompiler::apply_filter(&prog).map_err(|e| setup("seccomp", e))?;
+    Ok(Applied { weaker })
+}
+
+/// `picos sandbox explain`: the policy in words.
+pub fn explain(policy: &Policy<'_>) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "The program may read and write files only here (Landlock, kernel-enforced):"
+    );
+    let rw = AccessFs::from_all(LANDLOCK_ABI);
+    for r in policy.fs_rules() {
+        let how = if r.access == rw {
+            "read, write, execute"
+        } else if r.access.contains(AccessFs::Execute) {
+            "read, execute"
+        } else if r.access.contains(AccessFs::WriteFile) {
+            "read, write"
+        } else {
+            "read"
+        };
+        let _ = writeln!(s, "  {:<22} {}", how, r.what);
+    }
+    for m in policy.mounts {
+        if m.kind == MountKind::Host && !m.readonly {
+            let host = String::from_utf8_lossy(&m.host);
+            if host == "/" || host == "/dev" {
+                let _ = writeln!(
+                    s,
+                    "  warning: the host's {host} is writable: its devices and files are reachable"
+                );
+            }
+        }
+    }
+    let st = policy.settings;
+    let ports = |v: &[u16]| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
+        }
+    };
+    let _ = writeln!(s, "\nNetwork (Landlock TCP rules; seccomp for the rest):");
+    let _ = writeln!(s, "  TCP bind:    ports {}", ports(&st.net_bind));
+    let _ = writeln!(s, "  TCP connect: ports {}", ports(&st.net_connect));
+    let _ = writeln!(
+        s,
+        "  UDP, raw and other sockets: {}",
+        if st.net_udp {
+            "UDP allowed (any address and port)"
+        } else {
+            "refused (EPERM); UNIX sockets and netlink route queries allowed"
+        }
+    );
+    let _ = writeln!(
+        s,
+        "\nOther processes: signals and abstract UNIX sockets reach the picoprocess tree only \
+         (Landlock scoping); ptrace and /proc/PID/{{mem,environ,fd}} of other processes are \
+         refused."
+    );
+    let _ = writeln!(
+        s,
+        "Privileges: every capability dropped; no_new_privs (set-user-ID gives nothing); \
+         no core dumps{}.",
+        match st.max_open_files {
+            Some(n) => format!("; at most {n} open files"),
+            None => String::new(),
+        }
+    );
+    let denied: Vec<&str> = TABLE
+        .iter()
+        .filter(|d| d.sandbox == Sandbox::Deny && d.name != "unshare")
+        .map(|d| d.name)
+        .chain(["clone3"])
+        .collect();
+    let _ = writeln!(
+        s,
+        "\nSystem calls (seccomp): {} allowed, {} with argument checks, {} refused with EPERM.",
+        TABLE.len() - denied.len(),
+        CHECKS.len(),
+        denied.len()
+    );
+    for c in CHECKS {
+        let _ = writeln!(s, "  {}: only {}\n      ({})", c.call, c.allows, c.why);
+    }
+    let _ = writeln!(s, "  refused: {}", denied.join(" "));
+    let _ = writeln!(
+        s,
+        "\nEvery rule is installed before the program's first instruction and holds for every \
+         thread and child, even if the program takes over picos's runtime (docs/SECURITY.md)."
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_filter_compiles_and_refuses_what_the_table_denies() {
+        for udp in [false, true] {
+            let rules = seccomp_rules(udp);
+            for d in TABLE {
+                let present = rules.contains_key(&(d.nr as i64));
+                let expected =
+                    d.name == "unshare" || (d.sandbox != Sandbox::Deny && d.name != "clone3");
+                assert_eq!(present, expected, "{}", d.name);
+            }
+            assert!(!seccomp_program(udp).is_empty());
+        }
+    }
+
+    #[test]
+    fn default_mounts_refuse_the_root_as_working_directory() {
+        assert!(matches!(
+            default_mounts(Path::new("/")),
+            Err(SandboxError::CwdIsRoot)
+        ));
+        let m = default_mounts(Path::new("/usr/share")).unwrap();
+        assert_eq!(m[0].path, "/");
+        let cwd = m.iter().find(|m| m.path == "/usr/share").unwrap();
+        assert!(!cwd.readonly);
+        assert!(m.iter().any(|m| m.path == "/usr" && m.readonly));
+        assert!(m.iter().any(|m| m.path == "/tmp" && m.kind == "tmpfs"));
+        // Every mount point's parent is mounted before it.
+        for (i, x) in m.iter().enumerate().skip(1) {
+            assert!(m[..i]
+                .iter()
+                .any(|p| p.path == "/" || x.path.starts_with(&format!("{}/", p.path))));
+        }
+    }
+}
