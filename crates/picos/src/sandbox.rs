@@ -540,6 +540,247 @@ fn drop_capabilities() -> std::io::Result<()> {
     }
 }
 
+/// mount_setattr(2) on a detached tree (rustix has no wrapper): `attrs`
+/// set on every mount of it.
+fn set_mount_attrs(tree: &std::os::fd::OwnedFd, attrs: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    let a = MountAttr {
+        attr_set: attrs,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    const AT_RECURSIVE: libc::c_uint = 0x8000;
+    // SAFETY: mount_setattr with a live descriptor, an empty C string and
+    // a pointer to a live struct of the size passed.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE,
+            &a as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const MOUNT_ATTR_NODEV: u64 = 0x4;
+const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+
+/// A host file or directory the private tree shows, at its own path.
+struct Bind {
+    host: PathBuf,
+    readonly: bool,
+    noexec: bool,
+}
+
+impl Policy<'_> {
+    /// What the private tree holds: the host directories of the mounts
+    /// (an overlay's lower one read-only: the runtime names it), the
+    /// host's /proc read-only, and the extra files.
+    fn binds(&self) -> Vec<Bind> {
+        let mut v: Vec<Bind> = self
+            .mounts
+            .iter()
+            .filter(|m| matches!(m.kind, MountKind::Host | MountKind::Overlay))
+            .map(|m| Bind {
+                host: PathBuf::from(std::ffi::OsStr::from_bytes(&m.host)),
+                readonly: m.readonly || m.kind == MountKind::Overlay,
+                noexec: false,
+            })
+            .collect();
+        if !v.iter().any(|b| b.host == Path::new("/proc")) {
+            v.push(Bind {
+                host: "/proc".into(),
+                readonly: true,
+                noexec: true,
+            });
+        }
+        for f in &self.extra_files {
+            v.push(Bind {
+                host: f.clone(),
+                readonly: false,
+                noexec: true,
+            });
+        }
+        // Parents before what they hold.
+        v.sort_by_key(|b| b.host.components().count());
+        v
+    }
+}
+
+/// Opens (making the directories, or the file, where missing) `rel` in
+/// the tree of `root`; returns a descriptor of it to mount on.
+fn make_target(
+    root: &std::os::fd::OwnedFd,
+    rel: &Path,
+    dir: bool,
+) -> std::io::Result<std::os::fd::OwnedFd> {
+    use rustix::fs::{mkdirat, openat, Mode, OFlags};
+    let mut cur = rustix::io::dup(root)?;
+    let comps: Vec<_> = rel.components().collect();
+    for (i, c) in comps.iter().enumerate() {
+        let name = c.as_os_str();
+        let last = i + 1 == comps.len();
+        let path_only = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let next = match openat(&cur, name, path_only, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) if last && !dir => {
+                drop(openat(
+                    &cur,
+                    name,
+                    OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC,
+                    Mode::from_raw_mode(0o600),
+                )?);
+                openat(&cur, name, path_only, Mode::empty())?
+            }
+            Err(rustix::io::Errno::NOENT) => {
+                mkdirat(&cur, name, Mode::from_raw_mode(0o755))?;
+                openat(&cur, name, path_only | OFlags::DIRECTORY, Mode::empty())?
+            }
+            Err(e) => return Err(e.into()),
+        };
+        cur = next;
+    }
+    Ok(cur)
+}
+
+/// Moves this process into a mount namespace of its own (and a user
+/// namespace, mapping only the caller's ids to themselves, where it may
+/// not make a mount namespace otherwise), whose root is an empty tmpfs
+/// holding only what the policy shows: each host directory of the mounts
+/// at its own host path (so the runtime's names stay right), read-only
+/// ones read-only in the kernel, nothing set-user-ID or device-special.
+/// Nothing else of the host's tree can be named, by any call: this is
+/// what keeps a program that went around the runtime from a Unix socket
+/// outside, or from changing the mode or times of a file outside, which
+/// Landlock does not cover. Skipped when a mount shows the host's `/`.
+fn private_tree(policy: &Policy<'_>) -> Result<(), SandboxError> {
+    use rustix::fs::{Mode, OFlags};
+    use rustix::mount::{
+        fsconfig_create, fsconfig_set_string, fsmount, fsopen, move_mount, open_tree, FsMountFlags,
+        FsOpenFlags, MountAttrFlags, MoveMountFlags, OpenTreeFlags,
+    };
+    use rustix::thread::{unshare_unsafe, UnshareFlags};
+    let binds = policy.binds();
+    if binds.iter().any(|b| b.host == Path::new("/")) {
+        return Ok(());
+    }
+    let cwd = std::env::current_dir().map_err(|e| setup("the working directory", e))?;
+    let uid = rustix::process::getuid().as_raw();
+    let gid = rustix::process::getgid().as_raw();
+    // SAFETY: the CLI has one thread; nothing it holds depends on the
+    // namespaces it leaves.
+    match unsafe { unshare_unsafe(UnshareFlags::NEWNS) } {
+        Ok(()) => {}
+        Err(rustix::io::Errno::PERM) => {
+            // SAFETY: as above.
+            unsafe { unshare_unsafe(UnshareFlags::NEWUSER | UnshareFlags::NEWNS) }
+                .map_err(|e| setup("a user and mount namespace", e))?;
+            for (path, value) in [
+                ("/proc/self/setgroups", "deny".to_string()),
+                ("/proc/self/uid_map", format!("{uid} {uid} 1")),
+                ("/proc/self/gid_map", format!("{gid} {gid} 1")),
+            ] {
+                std::fs::write(path, value).map_err(|e| setup(path, e))?;
+            }
+        }
+        Err(e) => return Err(setup("a mount namespace", e)),
+    }
+    fn step(what: &'static str) -> impl Fn(rustix::io::Errno) -> SandboxError {
+        move |e| setup(what, e)
+    }
+    rustix::mount::mount_change(
+        "/",
+        rustix::mount::MountPropagationFlags::PRIVATE | rustix::mount::MountPropagationFlags::REC,
+    )
+    .map_err(step("making the mount namespace private"))?;
+    // Every tree to show, taken before anything is covered.
+    let mut trees = Vec::new();
+    for b in &binds {
+        let what = b.host.display().to_string();
+        let tree = open_tree(
+            rustix::fs::CWD,
+            &b.host,
+            OpenTreeFlags::OPEN_TREE_CLONE
+                | OpenTreeFlags::OPEN_TREE_CLOEXEC
+                | OpenTreeFlags::AT_RECURSIVE,
+        )
+        .map_err(|e| setup(&what, e))?;
+        let mut attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+        if b.readonly {
+            attrs |= MOUNT_ATTR_RDONLY;
+        }
+        if b.noexec {
+            attrs |= MOUNT_ATTR_NOEXEC;
+        }
+        set_mount_attrs(&tree, attrs).map_err(|e| setup(&what, e))?;
+        trees.push(tree);
+    }
+    let fs = fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC).map_err(step("the root tmpfs"))?;
+    fsconfig_set_string(&fs, "mode", "0755").map_err(step("the root tmpfs"))?;
+    fsconfig_set_string(&fs, "size", "1M").map_err(step("the root tmpfs"))?;
+    fsconfig_create(&fs).map_err(step("the root tmpfs"))?;
+    let root = fsmount(
+        &fs,
+        FsMountFlags::FSMOUNT_CLOEXEC,
+        MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV,
+    )
+    .map_err(step("the root tmpfs"))?;
+    for (b, tree) in binds.iter().zip(&trees) {
+        let what = b.host.display().to_string();
+        let rel = b.host.strip_prefix("/").unwrap_or(&b.host);
+        let target = make_target(&root, rel, b.host.is_dir()).map_err(|e| setup(&what, e))?;
+        move_mount(
+            tree,
+            "",
+            &target,
+            "",
+            MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH | MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH,
+        )
+        .map_err(|e| setup(&what, e))?;
+    }
+    // The new root, attached (over /proc, already taken: this namespace's
+    // own), becomes the root; the old one is let go.
+    move_mount(
+        &root,
+        "",
+        rustix::fs::CWD,
+        "/proc",
+        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+    )
+    .map_err(step("attaching the new root"))?;
+    let top = rustix::fs::open(
+        "/proc",
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(step("the new root"))?;
+    rustix::process::fchdir(&top).map_err(step("the new root"))?;
+    rustix::process::pivot_root(".", ".").map_err(step("pivot_root"))?;
+    rustix::mount::unmount(".", rustix::mount::UnmountFlags::DETACH)
+        .map_err(step("letting the host's tree go"))?;
+    std::env::set_current_dir("/").map_err(|e| setup("the new root", e))?;
+    // The caller's directory, if the tree shows it (else `/`).
+    let _ = std::env::set_current_dir(&cwd);
+    Ok(())
+}
+
 /// Confines this process (single-threaded, about to exec the runtime):
 /// rlimits, capabilities, no_new_privs, Landlock, then seccomp (last: the
 /// calls before it are ones the filter refuses).
@@ -566,6 +807,7 @@ pub fn apply(policy: &Policy<'_>) -> Result<Applied, SandboxError> {
         setrlimit(rustix::process::Resource::Nofile, n)
             .map_err(|e| setup("sandbox.max_open_files", e))?;
     }
+    private_tree(policy)?;
     drop_capabilities().map_err(|e| setup("dropping capabilities", e))?;
 
     let level = if settings.allow_weaker {
