@@ -153,7 +153,9 @@ pub struct MountSpec {
     pub kind: MountKind,
     /// For a tmpfs or an overlay, the descriptor of its root in this
     /// process (not close-on-exec: each runtime passes its own on to the
-    /// next through execve); -1 for a host directory.
+    /// next through execve); for a host directory, -1, or its root as a
+    /// runtime passes it on through execve (so that the next one needs no
+    /// free descriptor for it: the program's table may be full).
     pub fd: i32,
     /// Writes are refused with EROFS.
     pub readonly: bool,
@@ -342,8 +344,9 @@ pub fn host_to_guest(mounts: &[MountSpec], host: &[u8]) -> Option<Vec<u8>> {
 
 /// `ro,GUEST,HOST`, `rox,GUEST,HOST` (read-only, exclusive),
 /// `rw,GUEST,HOST` or `rwb,GUEST,HOST` (read-write, write-back) (paths
-/// hex-encoded, both absolute), then `,tmpfs,FD` or `,overlay,FD` for the
-/// file systems the CLI made (a tmpfs's HOST is empty).
+/// hex-encoded, both absolute), then `,tmpfs,FD`, `,overlay,FD` or
+/// `,dev,FD` for the file systems the CLI made (a tmpfs's HOST is empty),
+/// or `,host,FD` for a host directory's root a runtime passes on.
 fn decode_mount(value: &[u8]) -> Option<MountSpec> {
     let mut parts = value.split(|&c| c == b',');
     let (readonly, exclusive, writeback) = match parts.next()? {
@@ -359,6 +362,7 @@ fn decode_mount(value: &[u8]) -> Option<MountSpec> {
         None => (MountKind::Host, -1),
         Some(k) => {
             let kind = match k {
+                b"host" => MountKind::Host,
                 b"tmpfs" => MountKind::Tmpfs,
                 b"overlay" => MountKind::Overlay,
                 b"dev" => MountKind::Dev,
@@ -426,12 +430,15 @@ impl LaunchConfig {
             s.push(',');
             hex_encode(&mut s, &m.host);
             match m.kind {
+                // A host directory's root passed on by a runtime to the
+                // next through execve (the CLI opens none).
+                MountKind::Host if m.fd >= 0 => s.push_str(",host,"),
                 MountKind::Host => {}
                 MountKind::Tmpfs => s.push_str(",tmpfs,"),
                 MountKind::Overlay => s.push_str(",overlay,"),
                 MountKind::Dev => s.push_str(",dev,"),
             }
-            if m.detached() {
+            if m.detached() || m.fd >= 0 {
                 push_u64(&mut s, m.fd.max(0) as u64);
             }
         }
@@ -554,7 +561,7 @@ mod tests {
                     guest: b"/usr".to_vec(),
                     host: b"/usr".to_vec(),
                     kind: MountKind::Host,
-                    fd: -1,
+                    fd: 987,
                     readonly: true,
                     exclusive: true,
                     writeback: false,

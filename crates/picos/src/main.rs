@@ -5,7 +5,7 @@
 //! picos syscalls [--json]
 //! picos manifest check FILE
 //! picos manifest default
-//! picos sandbox explain [-m MANIFEST]
+//! picos sandbox explain [-m MANIFEST] [--syscalls]
 //! picos bench [--quick] [--rows PATTERN] [--pin CPU] [--json FILE] [--svg FILE] [--compare OLD.json]
 //! ```
 //!
@@ -86,6 +86,14 @@ fn cli() -> Command {
                                 .value_name("MANIFEST")
                                 .value_parser(clap::value_parser!(PathBuf))
                                 .help("The manifest (default: the embedded one, as run --sandbox)"),
+                        )
+                        .arg(
+                            Arg::new("syscalls")
+                                .long("syscalls")
+                                .action(ArgAction::SetTrue)
+                                .help(
+                                    "List every system call: allowed, checked or refused, and why",
+                                ),
                         ),
                 ),
         )
@@ -187,6 +195,10 @@ fn main() -> ExitCode {
             _ => unreachable!("clap requires a manifest subcommand"),
         },
         Some(("sandbox", m)) => match m.subcommand() {
+            Some(("explain", m)) if m.get_flag("syscalls") => {
+                print!("{}", sandbox::explain_syscalls());
+                ExitCode::SUCCESS
+            }
             Some(("explain", m)) => sandbox_explain(m.get_one::<PathBuf>("manifest")),
             _ => unreachable!("clap requires a sandbox subcommand"),
         },

@@ -301,17 +301,17 @@ pub struct Check {
 pub const CHECKS: &[Check] = &[
     Check {
         call: "clone",
-        allows: "no CLONE_NEW* flag",
+        allows: "without a CLONE_NEW* flag",
         why: "a new namespace (user, mount, net, ...) is a new kernel attack surface",
     },
     Check {
         call: "unshare",
-        allows: "no CLONE_NEW* flag (CLONE_FILES, CLONE_FS, CLONE_SYSVSEM)",
+        allows: "without a CLONE_NEW* flag (CLONE_FILES, CLONE_FS, CLONE_SYSVSEM)",
         why: "as clone; the runtime itself unshares its descriptor table",
     },
     Check {
         call: "clone3",
-        allows: "nothing (the runtime serves the program's clone3 with clone)",
+        allows: "never (the runtime serves the program's clone3 with clone)",
         why: "its flags are in memory, which a filter cannot read",
     },
     Check {
@@ -321,7 +321,7 @@ pub const CHECKS: &[Check] = &[
     },
     Check {
         call: "prctl",
-        allows: "the options in sandbox::PRCTL_ALLOWED (the process's own state)",
+        allows: "the options of sandbox::PRCTL_ALLOWED (the process's own state)",
         why: "PR_SET_MM, PR_SET_PTRACER and the like change what others may do",
     },
     Check {
@@ -341,7 +341,7 @@ pub const CHECKS: &[Check] = &[
     },
     Check {
         call: "sendto, sendmsg, sendmmsg",
-        allows: "no MSG_FASTOPEN",
+        allows: "without MSG_FASTOPEN",
         why: "a TCP Fast Open send connects without connect(2), where Landlock checks ports",
     },
 ];
@@ -873,7 +873,8 @@ pub fn explain(policy: &Policy<'_>) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "The program may read and write files only here (Landlock, kernel-enforced):"
+        "The program may reach files only here (Landlock, kernel-enforced; and nothing else of \
+         the host's file system exists in its mount namespace):"
     );
     let rw = AccessFs::from_all(LANDLOCK_ABI);
     for r in policy.fs_rules() {
@@ -942,13 +943,18 @@ pub fn explain(policy: &Policy<'_>) -> String {
         .collect();
     let _ = writeln!(
         s,
-        "\nSystem calls (seccomp): {} allowed, {} with argument checks, {} refused with EPERM.",
+        "\nSystem calls (seccomp): {} allowed ({} of them with argument checks), {} refused \
+         with EPERM ('picos sandbox explain --syscalls' lists them all, with the reasons).",
         TABLE.len() - denied.len(),
-        CHECKS.len(),
+        CHECKS
+            .iter()
+            .map(|c| c.call.split(", ").count())
+            .sum::<usize>()
+            - 1,
         denied.len()
     );
     for c in CHECKS {
-        let _ = writeln!(s, "  {}: only {}\n      ({})", c.call, c.allows, c.why);
+        let _ = writeln!(s, "  {}: {}\n      ({})", c.call, c.allows, c.why);
     }
     let _ = writeln!(s, "  refused: {}", denied.join(" "));
     let _ = writeln!(
@@ -956,6 +962,39 @@ pub fn explain(policy: &Policy<'_>) -> String {
         "\nEvery rule is installed before the program's first instruction and holds for every \
          thread and child, even if the program takes over picos's runtime (docs/SECURITY.md)."
     );
+    s
+}
+
+/// `picos sandbox explain --syscalls`: every system call, what the filter
+/// does with it and why.
+pub fn explain_syscalls() -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(s, "{:>4}  {:<24} {:<9} WHY", "NR", "NAME", "FILTER");
+    for d in TABLE {
+        let checked = CHECKS
+            .iter()
+            .any(|c| c.call.split(", ").any(|n| n == d.name));
+        let (verdict, why) = if d.name == "clone3" {
+            (
+                "refused",
+                CHECKS
+                    .iter()
+                    .find(|c| c.call == "clone3")
+                    .map_or("", |c| c.why),
+            )
+        } else if d.sandbox == Sandbox::Deny && d.name != "unshare" {
+            (
+                "refused",
+                "host administration, or a way around the runtime (syscall table: deny)",
+            )
+        } else if checked {
+            ("checked", reason(d.name, d.sandbox))
+        } else {
+            ("allowed", reason(d.name, d.sandbox))
+        };
+        let _ = writeln!(s, "{:>4}  {:<24} {:<9} {}", d.nr, d.name, verdict, why);
+    }
     s
 }
 
@@ -975,6 +1014,19 @@ mod tests {
             }
             assert!(!seccomp_program(udp).is_empty());
         }
+    }
+
+    #[test]
+    fn every_call_has_a_verdict_and_a_reason() {
+        let text = explain_syscalls();
+        assert_eq!(text.lines().count(), TABLE.len() + 1);
+        for l in text.lines().skip(1) {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            assert!(["allowed", "checked", "refused"].contains(&f[2]), "{l}");
+            assert!(f.len() > 3, "no reason: {l}");
+        }
+        assert!(text.contains(" ptrace                   refused"));
+        assert!(text.contains(" ioctl                    checked   any request but TIOCSTI"));
     }
 
     #[test]

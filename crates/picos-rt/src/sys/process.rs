@@ -400,34 +400,42 @@ fn exec_common(
     // then stand alone.
     // Under mounts the path is the guest's: the runtime finds the file and
     // the host checks it by its descriptor.
+    // A full descriptor table (the lookup's EMFILE) skips this check: the
+    // kernel's execve needs no descriptor, and the runtime's own checks
+    // below run in a table of their own.
     let mut found = None;
-    let (check_dir, check_path, check_flags) =
-        if crate::kernel::fs::mount::active() && !path.is_empty() {
-            use crate::kernel::fs::walk::{lookup, Found};
-            let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
-            let fd = match lookup(c.t.fd_table.get(), dirfd as i32, &path, follow)? {
-                Found::Object { fd, .. } => {
-                    let n = fd.0;
-                    found = Some(fd);
-                    n
-                }
-                Found::ProgramFd(n) => n,
-            };
-            (fd as usize, c"".as_ptr() as usize, flags | AT_EMPTY_PATH)
-        } else {
-            (dirfd as usize, path_ptr, flags)
-        };
-    let check = host_call(
-        host::nr::EXECVEAT,
-        [
-            check_dir,
-            check_path,
-            argv,
-            envp,
-            (check_flags | AT_EXECVE_CHECK) as usize,
-            0,
-        ],
-    );
+    let target = if crate::kernel::fs::mount::active() && !path.is_empty() {
+        use crate::kernel::fs::walk::{lookup, Found};
+        let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
+        match lookup(c.t.fd_table.get(), dirfd as i32, &path, follow) {
+            Ok(Found::Object { fd, .. }) => {
+                let n = fd.0;
+                found = Some(fd);
+                Some((n as usize, c"".as_ptr() as usize, flags | AT_EMPTY_PATH))
+            }
+            Ok(Found::ProgramFd(n)) => {
+                Some((n as usize, c"".as_ptr() as usize, flags | AT_EMPTY_PATH))
+            }
+            Err(Errno::EMFILE) => None,
+            Err(e) => return Err(e),
+        }
+    } else {
+        Some((dirfd as usize, path_ptr, flags))
+    };
+    let check = match target {
+        Some((check_dir, check_path, check_flags)) => host_call(
+            host::nr::EXECVEAT,
+            [
+                check_dir,
+                check_path,
+                argv,
+                envp,
+                (check_flags | AT_EXECVE_CHECK) as usize,
+                0,
+            ],
+        ),
+        None => Ok(0),
+    };
     drop(found);
     if let Err(e) = check {
         if e != Errno::EINVAL {

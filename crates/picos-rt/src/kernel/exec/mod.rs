@@ -57,15 +57,23 @@ pub fn exec_runtime(
     } else {
         name.to_vec()
     };
-    // The roots of the tmpfs and overlay mounts stay open across execve
-    // (not close-on-exec); the next runtime finds them at their numbers in
-    // this table (which a dup2 may have moved).
-    for m in cfg.mounts.iter_mut().filter(|m| m.detached()) {
+    // The mounts' roots stay open across execve; the next runtime finds
+    // them at their numbers in this table (which a dup2 may have moved).
+    // Those of the tmpfs and overlay mounts are never close-on-exec; those
+    // of host directories are only for the execve (the next runtime needs
+    // no free descriptor for them: the program's table may be full).
+    const F_SETFD: i32 = 2;
+    const FD_CLOEXEC: usize = 1;
+    let mut opened = Vec::new();
+    for m in cfg.mounts.iter_mut() {
         if let Some(i) = crate::kernel::fs::mount::table()
             .iter()
             .position(|x| x.guest == m.guest)
         {
             m.fd = crate::kernel::fs::mount::root_fd(t.fd_table.get(), i);
+            if !m.detached() && m.fd >= 0 && host::fcntl(m.fd, F_SETFD, 0).is_ok() {
+                opened.push(m.fd);
+            }
         }
     }
     let prefix = [CONFIG_ENV.as_bytes(), b"="].concat();
@@ -89,6 +97,9 @@ pub fn exec_runtime(
         ),
     );
     let r = host::execve(c"/proc/self/exe", argv, &env);
+    for &fd in &opened {
+        let _ = host::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
     let _ = host::rt_sigprocmask(
         crate::host::abi::SIG_SETMASK,
         Some(crate::kernel::signal::RUNTIME_MASK),

@@ -115,8 +115,12 @@ pub fn init(specs: &[picos_abi::MountSpec], fds: &FdTable) -> Result<(), (usize,
             if m.kind == picos_abi::MountKind::Dev {
                 note_dev_binds(i, m.fd);
             }
-            let placed = place_high(m.fd, fds, true).map_err(|e| (i, e))?;
-            let _ = host::close(m.fd);
+            keep_or_place(m.fd, fds, true).map_err(|e| (i, e))?
+        } else if m.fd >= 0 && host::fstat(m.fd).is_ok_and(|s| s.st_mode & 0o170000 == 0o040000) {
+            // Passed on by the runtime before execve.
+            const F_SETFD: i32 = 2;
+            let placed = keep_or_place(m.fd, fds, false).map_err(|e| (i, e))?;
+            let _ = host::fcntl(placed, F_SETFD, 1 /* FD_CLOEXEC */);
             placed
         } else {
             let path = [m.host.as_slice(), b"\0"].concat();
@@ -255,6 +259,19 @@ fn place_high(fd: i32, fds: &FdTable, keep_on_exec: bool) -> Result<i32, Errno> 
         }
         base = n as usize + 1;
     }
+}
+
+/// `fd` itself if it is in the runtime's range already (as one the
+/// runtime before execve placed there: the program's table may be full
+/// now, and its limit lowered), else a duplicate placed there ([`place_high`]),
+/// `fd` closed.
+fn keep_or_place(fd: i32, fds: &FdTable, keep_on_exec: bool) -> Result<i32, Errno> {
+    if fd as usize >= high_base() {
+        return Ok(fd);
+    }
+    let placed = place_high(fd, fds, keep_on_exec)?;
+    let _ = host::close(fd);
+    Ok(placed)
 }
 
 /// The descriptor of mount `i`'s directory in table `fds`.
