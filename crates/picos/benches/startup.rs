@@ -7,7 +7,10 @@
 //! ```
 //!
 //! `--picos PATH` measures another `picos` binary (an earlier build, for an
-//! A/B comparison: compare the two runs' ratios to native).
+//! A/B comparison: compare the two runs' ratios to native). `--sandbox`
+//! compares `picos run --sandbox` with plain `picos run` instead of picos
+//! with native (what the sandbox adds to start-up; run it from a directory
+//! other than `/`, which the sandbox's default policy refuses).
 //!
 //! Each sample is the mean wall time of K back-to-back runs (spawn to exit).
 //! Reported: mean ± 95% confidence interval (Student's t) per column, the
@@ -42,16 +45,24 @@ fn mean_ci(xs: &[f64]) -> (f64, f64) {
     (mean, t95(xs.len() - 1) * (var / n).sqrt())
 }
 
-fn time_runs(cmd: &[&str], picos: Option<&str>, k: usize) -> f64 {
+/// How a column starts the command: directly, or under `picos run` with
+/// these options.
+#[derive(Clone, Copy)]
+enum Col<'a> {
+    Native,
+    Picos(&'a str, &'a [&'a str]),
+}
+
+fn time_runs(cmd: &[&str], col: Col<'_>, k: usize) -> f64 {
     let start = Instant::now();
     for _ in 0..k {
-        let mut c = match picos {
-            Some(p) => {
+        let mut c = match col {
+            Col::Picos(p, opts) => {
                 let mut c = Command::new(p);
-                c.arg("run").arg("--").args(cmd);
+                c.arg("run").args(opts).arg("--").args(cmd);
                 c
             }
-            None => {
+            Col::Native => {
                 let mut c = Command::new(cmd[0]);
                 c.args(&cmd[1..]);
                 c
@@ -77,20 +88,20 @@ struct Row {
     n: usize,
 }
 
-fn bench(name: &str, cmd: &[&str], picos: &str, samples: usize, k: usize) -> Row {
+fn bench(name: &str, cmd: &[&str], base: Col<'_>, test: Col<'_>, samples: usize, k: usize) -> Row {
     // Warm-up: page cache, dynamic linker cache, CPU frequency.
     for _ in 0..3 {
-        time_runs(cmd, None, 1);
-        time_runs(cmd, Some(picos), 1);
+        time_runs(cmd, base, 1);
+        time_runs(cmd, test, 1);
     }
     let (mut nat, mut pic) = (Vec::new(), Vec::new());
     for i in 0..samples {
         if i % 2 == 0 {
-            nat.push(time_runs(cmd, None, k));
-            pic.push(time_runs(cmd, Some(picos), k));
+            nat.push(time_runs(cmd, base, k));
+            pic.push(time_runs(cmd, test, k));
         } else {
-            pic.push(time_runs(cmd, Some(picos), k));
-            nat.push(time_runs(cmd, None, k));
+            pic.push(time_runs(cmd, test, k));
+            nat.push(time_runs(cmd, base, k));
         }
         eprint!("\r{name}: sample {}/{samples}", i + 1);
     }
@@ -123,12 +134,23 @@ fn main() {
         .position(|a| a == "--picos")
         .and_then(|i| args.get(i + 1))
         .map_or(env!("CARGO_BIN_EXE_picos"), |p| p.as_str());
-    let mut rows = vec![bench("/bin/true", &["/bin/true"], picos, samples, k)];
+    let sandbox = args.iter().any(|a| a == "--sandbox");
+    let (base, test, names) = if sandbox {
+        (
+            Col::Picos(picos, &[]),
+            Col::Picos(picos, &["--sandbox"]),
+            ("picos", "picos --sandbox"),
+        )
+    } else {
+        (Col::Native, Col::Picos(picos, &[]), ("native", "picos"))
+    };
+    let mut rows = vec![bench("/bin/true", &["/bin/true"], base, test, samples, k)];
     if std::path::Path::new("/usr/bin/python3").exists() {
         rows.push(bench(
             "python3 -c pass",
             &["/usr/bin/python3", "-c", "pass"],
-            picos,
+            base,
+            test,
             samples,
             k,
         ));
@@ -137,13 +159,15 @@ fn main() {
         rows.push(bench(
             "busybox true (static)",
             &["/bin/busybox", "true"],
-            picos,
+            base,
+            test,
             samples,
             k,
         ));
     }
     println!("picos: {picos}\n");
-    println!("| command | native (ms) | picos (ms) | picos − native (ms) | picos / native |");
+    let (a, b) = names;
+    println!("| command | {a} (ms) | {b} (ms) | {b} − {a} (ms) | {b} / {a} |");
     println!("|---|---|---|---|---|");
     for r in &rows {
         let ms = |v: (f64, f64)| format!("{:.3} ± {:.3}", v.0 * 1e3, v.1 * 1e3);

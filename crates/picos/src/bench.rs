@@ -75,6 +75,14 @@ pub enum Launch {
     /// mount at the files directory's path (docs/FILESYSTEM.md, "tmpfs and
     /// overlay mounts"). Only the file-system rows run there.
     PicosTmpfs,
+    /// `picos run -m SANDBOX -- guest`: the seeds' +SC +RM, `--sandbox`'s
+    /// seccomp filter, Landlock domain (one rule, at `/`: every open walks
+    /// from its file to the root, Landlock's deepest case), no
+    /// capabilities, with the host's tree passed through, so that the
+    /// column shows the sandbox's own cost apart from the mounts'
+    /// (`picos+mounts`). TCP ports are all allowed (the TCP row connects
+    /// to a port the kernel picks).
+    PicosSandbox,
     /// A configuration of the seed papers that picos does not have yet:
     /// shown as "n/a (not implemented)", never measured.
     NotImplemented,
@@ -125,7 +133,7 @@ pub const CONFIGS: &[Config] = &[
     // The seeds' sandboxed column: seccomp filter + reference monitor.
     Config {
         name: "+SC +RM",
-        launch: Launch::NotImplemented,
+        launch: Launch::PicosSandbox,
     },
 ];
 
@@ -671,6 +679,7 @@ struct Ctx {
     cache_manifest: PathBuf,
     writeback_manifest: PathBuf,
     tmpfs_manifest: PathBuf,
+    sandbox_manifest: PathBuf,
     timeout: Duration,
 }
 
@@ -719,6 +728,15 @@ fn tmpfs_manifest_text(dir: &Path) -> String {
     )
 }
 
+/// The manifest of the `+SC +RM` column: the host's tree at `/`, passed
+/// through, and the sandbox on (every TCP port allowed).
+fn sandbox_manifest_text() -> String {
+    "[loader]\ninsecure__use_cmdline_argv = true\ninsecure__use_host_env = true\n\n\
+     [sandbox]\nenable = true\nnet.tcp = true\n\n\
+     [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\n"
+        .to_string()
+}
+
 /// Runs the guest once: `row` with `iters` operations, in column `cfg`.
 fn run_guest(ctx: &Ctx, cfg: &Config, spec: &RowSpec, iters: u64) -> Result<Sample, Stop> {
     let guest = if spec.builtin_guest() {
@@ -738,11 +756,16 @@ fn run_guest(ctx: &Ctx, cfg: &Config, spec: &RowSpec, iters: u64) -> Result<Samp
             c.arg("run").args(args).arg("--").arg(guest);
             c
         }
-        Launch::PicosMounts | Launch::PicosCache | Launch::PicosWriteBack | Launch::PicosTmpfs => {
+        Launch::PicosMounts
+        | Launch::PicosCache
+        | Launch::PicosWriteBack
+        | Launch::PicosTmpfs
+        | Launch::PicosSandbox => {
             let manifest = match cfg.launch {
                 Launch::PicosCache => &ctx.cache_manifest,
                 Launch::PicosWriteBack => &ctx.writeback_manifest,
                 Launch::PicosTmpfs => &ctx.tmpfs_manifest,
+                Launch::PicosSandbox => &ctx.sandbox_manifest,
                 _ => &ctx.mounts_manifest,
             };
             let mut c = std::process::Command::new(&ctx.picos);
@@ -1060,6 +1083,10 @@ fn run(opts: &Options) -> Result<bool, Stop> {
                     "  {:<12} picos run -m TMPFS -- guest (TMPFS: / from file:/, a tmpfs at the files directory's path; file-system rows only)",
                     c.name
                 ),
+                Launch::PicosSandbox => println!(
+                    "  {:<12} picos run -m SANDBOX -- guest (SANDBOX: --sandbox's seccomp filter, Landlock and no capabilities, the host's tree passed through: docs/SECURITY.md)",
+                    c.name
+                ),
                 Launch::NotImplemented => {
                     println!("  {:<12} not implemented (shown as n/a)", c.name)
                 }
@@ -1117,6 +1144,9 @@ fn run(opts: &Options) -> Result<bool, Stop> {
     let tmpfs_manifest = manifest_dir.0.join("tmpfs.toml");
     std::fs::write(&tmpfs_manifest, tmpfs_manifest_text(&canonical))
         .map_err(|e| Stop::Error(format!("{}: {e}", tmpfs_manifest.display())))?;
+    let sandbox_manifest = manifest_dir.0.join("sandbox.toml");
+    std::fs::write(&sandbox_manifest, sandbox_manifest_text())
+        .map_err(|e| Stop::Error(format!("{}: {e}", sandbox_manifest.display())))?;
     let ctx = Ctx {
         picos,
         guest,
@@ -1125,6 +1155,7 @@ fn run(opts: &Options) -> Result<bool, Stop> {
         cache_manifest,
         writeback_manifest,
         tmpfs_manifest,
+        sandbox_manifest,
         timeout: opts.timeout,
     };
     let mut progress = Progress {

@@ -196,6 +196,10 @@ pub struct SandboxSettings {
     /// `sandbox.net.udp` (default false): UDP and other non-TCP IP sockets,
     /// which Landlock cannot restrict by port.
     pub net_udp: bool,
+    /// `sandbox.net.tcp` (default false): every TCP port, for binding and
+    /// connecting (then `net.bind` and `net.connect` are refused: they
+    /// would add nothing).
+    pub net_tcp: bool,
     /// `sandbox.max_open_files`: RLIMIT_NOFILE (default: the caller's).
     pub max_open_files: Option<u64>,
 }
@@ -468,6 +472,7 @@ const SCHEMA: &[&str] = &[
     "sandbox.net.bind",
     "sandbox.net.connect",
     "sandbox.net.udp",
+    "sandbox.net.tcp",
 ];
 
 /// Gramine keys that picos does not have, with what to do instead (by schema path).
@@ -901,6 +906,20 @@ impl Checker<'_> {
                 }
                 if let Some(n) = net.get("udp") {
                     m.sandbox.net_udp = self.bool(n)?;
+                }
+                if let Some(n) = net.get("tcp") {
+                    m.sandbox.net_tcp = self.bool(n)?;
+                    let lists = ["bind", "connect"].iter().any(|k| net.get(k).is_some());
+                    if m.sandbox.net_tcp && lists {
+                        return Err(self.invalid(
+                            n,
+                            format!(
+                                "`{}` = true allows every TCP port: drop `net.bind` and \
+                                 `net.connect`, or this key",
+                                n.path
+                            ),
+                        ));
+                    }
                 }
             }
         }
@@ -1420,6 +1439,7 @@ net = { bind = [8080, 0], connect = [443, 443], udp = true }
                 net_bind: vec![8080, 0],
                 net_connect: vec![443],
                 net_udp: true,
+                net_tcp: false,
                 max_open_files: Some(256),
             },
         }
@@ -1443,6 +1463,11 @@ net = { bind = [8080, 0], connect = [443, 443], udp = true }
                 "[sandbox]\nmax_open_files = 0\n",
                 "sandbox.max_open_files",
                 "from 1",
+            ),
+            (
+                "[sandbox.net]\nbind = [80]\ntcp = true\n",
+                "sandbox.net.tcp",
+                "every TCP port",
             ),
         ] {
             match parse(text) {

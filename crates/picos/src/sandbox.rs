@@ -816,11 +816,16 @@ pub fn apply(policy: &Policy<'_>) -> Result<Applied, SandboxError> {
         CompatLevel::HardRequirement
     };
     let ll = |e: landlock::RulesetError| setup("Landlock", e);
+    let net = if settings.net_tcp {
+        BitFlags::empty()
+    } else {
+        AccessNet::BindTcp | AccessNet::ConnectTcp
+    };
     let mut ruleset = Ruleset::default()
         .set_compatibility(level)
         .handle_access(AccessFs::from_all(LANDLOCK_ABI))
         .map_err(ll)?
-        .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+        .handle_access(net)
         .map_err(ll)?
         .scope(Scope::AbstractUnixSocket | Scope::Signal)
         .map_err(ll)?
@@ -909,8 +914,12 @@ pub fn explain(policy: &Policy<'_>) -> String {
         }
     };
     let _ = writeln!(s, "\nNetwork (Landlock TCP rules; seccomp for the rest):");
-    let _ = writeln!(s, "  TCP bind:    ports {}", ports(&st.net_bind));
-    let _ = writeln!(s, "  TCP connect: ports {}", ports(&st.net_connect));
+    if st.net_tcp {
+        let _ = writeln!(s, "  TCP bind and connect: any port (sandbox.net.tcp)");
+    } else {
+        let _ = writeln!(s, "  TCP bind:    ports {}", ports(&st.net_bind));
+        let _ = writeln!(s, "  TCP connect: ports {}", ports(&st.net_connect));
+    }
     let _ = writeln!(
         s,
         "  UDP, raw and other sockets: {}",

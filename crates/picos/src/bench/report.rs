@@ -269,6 +269,7 @@ pub fn json(results: &[RowResult], info: &RunInfo) -> String {
                 Launch::PicosCache => Some(Some(&["-m", "CACHE"])),
                 Launch::PicosWriteBack => Some(Some(&["-m", "WRITEBACK"])),
                 Launch::PicosTmpfs => Some(Some(&["-m", "TMPFS"])),
+                Launch::PicosSandbox => Some(Some(&["-m", "SANDBOX"])),
                 Launch::NotImplemented => None,
             },
             why: (c.launch == Launch::NotImplemented).then_some("not implemented"),
