@@ -139,11 +139,11 @@ pub struct Policy<'a> {
 }
 
 /// A rule of the Landlock ruleset, as `explain` shows it.
-struct FsRule<'a> {
+struct FsRule {
     /// The host directory (or the mount's kind and guest path).
     what: String,
     fd: Option<i32>,
-    path: Option<&'a Path>,
+    path: Option<PathBuf>,
     access: BitFlags<AccessFs>,
 }
 
@@ -152,10 +152,20 @@ fn read_only(abi: ABI) -> BitFlags<AccessFs> {
 }
 
 impl Policy<'_> {
-    fn fs_rules(&self) -> Vec<FsRule<'_>> {
+    /// The mounts; none (the program sees the host's tree, passed through)
+    /// is the host's `/` read-write.
+    fn mounts(&self) -> std::borrow::Cow<'_, [MountSpec]> {
+        if self.mounts.is_empty() {
+            std::borrow::Cow::Owned(vec![MountSpec::host_dir(b"/", b"/")])
+        } else {
+            std::borrow::Cow::Borrowed(self.mounts)
+        }
+    }
+
+    fn fs_rules(&self) -> Vec<FsRule> {
         let abi = LANDLOCK_ABI;
         let mut rules = Vec::new();
-        for m in self.mounts {
+        for m in self.mounts().iter() {
             let access = if m.readonly {
                 read_only(abi)
             } else {
@@ -166,7 +176,7 @@ impl Policy<'_> {
                 MountKind::Host => rules.push(FsRule {
                     what: format!("{} (host {})", guest, String::from_utf8_lossy(&m.host)),
                     fd: None,
-                    path: Some(Path::new(std::ffi::OsStr::from_bytes(&m.host))),
+                    path: Some(PathBuf::from(std::ffi::OsStr::from_bytes(&m.host))),
                     access,
                 }),
                 kind => rules.push(FsRule {
@@ -191,14 +201,14 @@ impl Policy<'_> {
         rules.push(FsRule {
             what: "/proc (host; for the runtime's own files)".into(),
             fd: None,
-            path: Some(Path::new("/proc")),
+            path: Some(PathBuf::from("/proc")),
             access: AccessFs::ReadFile | AccessFs::ReadDir,
         });
         for f in &self.extra_files {
             rules.push(FsRule {
                 what: format!("{} (the --stats-json file)", f.display()),
                 fd: None,
-                path: Some(f.as_path()),
+                path: Some(f.clone()),
                 access: AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate,
             });
         }
@@ -595,7 +605,7 @@ impl Policy<'_> {
     /// host's /proc read-only, and the extra files.
     fn binds(&self) -> Vec<Bind> {
         let mut v: Vec<Bind> = self
-            .mounts
+            .mounts()
             .iter()
             .filter(|m| matches!(m.kind, MountKind::Host | MountKind::Overlay))
             .map(|m| Bind {
@@ -816,28 +826,27 @@ pub fn apply(policy: &Policy<'_>) -> Result<Applied, SandboxError> {
         CompatLevel::HardRequirement
     };
     let ll = |e: landlock::RulesetError| setup("Landlock", e);
-    let net = if settings.net_tcp {
-        BitFlags::empty()
-    } else {
-        AccessNet::BindTcp | AccessNet::ConnectTcp
-    };
     let mut ruleset = Ruleset::default()
         .set_compatibility(level)
         .handle_access(AccessFs::from_all(LANDLOCK_ABI))
-        .map_err(ll)?
-        .handle_access(net)
-        .map_err(ll)?
+        .map_err(ll)?;
+    if !settings.net_tcp {
+        ruleset = ruleset
+            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+            .map_err(ll)?;
+    }
+    let mut ruleset = ruleset
         .scope(Scope::AbstractUnixSocket | Scope::Signal)
         .map_err(ll)?
         .create()
         .map_err(ll)?;
     for r in policy.fs_rules() {
         // Rules name a file's access rights only (no directory rights).
-        let access = match r.path {
+        let access = match &r.path {
             Some(p) if !p.is_dir() => r.access & AccessFs::from_file(LANDLOCK_ABI),
             _ => r.access,
         };
-        ruleset = match (r.fd, r.path) {
+        ruleset = match (r.fd, &r.path) {
             (Some(fd), _) => {
                 // SAFETY: `fd` is the root of a mount the CLI made and
                 // holds open (MountSpec.fd) until it execs the runtime.
@@ -894,7 +903,7 @@ pub fn explain(policy: &Policy<'_>) -> String {
         };
         let _ = writeln!(s, "  {:<22} {}", how, r.what);
     }
-    for m in policy.mounts {
+    for m in policy.mounts().iter() {
         if m.kind == MountKind::Host && !m.readonly {
             let host = String::from_utf8_lossy(&m.host);
             if host == "/" || host == "/dev" {

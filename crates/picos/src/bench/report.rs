@@ -744,7 +744,7 @@ mod tests {
             md.contains("| null syscall (getppid) (µs) | 0.100 ± 0.002 |"),
             "{md}"
         );
-        assert!(md.contains("n/a (not implemented)"), "{md}");
+        assert!(md.contains("| +SC +RM | overhead |"), "{md}");
         assert!(
             md.contains("**failed**: null in picos-trap: exit status: 1"),
             "{md}"
@@ -765,8 +765,11 @@ mod tests {
         let columns = v["columns"].as_array().unwrap();
         assert_eq!(columns[1]["picos_args"], serde_json::json!([]));
         assert_eq!(columns[2]["picos_args"][0], "--no-patch");
-        assert!(columns.last().unwrap().get("picos_args").is_none());
-        assert_eq!(columns.last().unwrap()["why"], "not implemented");
+        assert_eq!(
+            columns.last().unwrap()["picos_args"],
+            serde_json::json!(["-m", "SANDBOX"])
+        );
+        assert_eq!(columns.last().unwrap()["why"], serde_json::Value::Null);
         let svg_text = svg(&results, &info());
         assert!(svg_text.starts_with("<svg") && svg_text.ends_with("</svg>\n"));
         // Comparing a run with itself: ratios of 1, "no change".
