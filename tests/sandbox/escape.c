@@ -3,10 +3,13 @@
  * picoprocess tree, the network, the kernel's administration. Natively
  * every attack succeeds (as root, in a mount namespace of its own), so the
  * test can see an escape; under `picos run --sandbox` every one must fail,
- * twice: once through the runtime (the program's calls as it makes them)
- * and once around it, through a `syscall; ret` gadget in the runtime's own
- * text, which the runtime never sees (a program that has taken the
- * runtime over). Only the kernel's rules stand in the way then.
+ * three times: once through the runtime (the program's calls as it makes
+ * them), and twice around it, as a program that has taken the runtime
+ * over would: through a `syscall; ret` gadget in the runtime's own text
+ * ("bypass"), and with the Syscall User Dispatch selector byte of the
+ * thread's record (found through `rdgsbase`, at the offset the test passes
+ * in ESCAPE_SUD_OFFSET) cleared around its own `syscall` ("selector").
+ * The runtime never sees those calls: only the kernel's rules stand.
  *
  *   escape OUT PID ABSTRACT PATHSOCK TCPPORT FREEPORT
  *
@@ -19,7 +22,7 @@
  *
  * Prints, for each attack and way: "NAME WAY: escaped" or
  * "NAME WAY: blocked (ERRNO or signal)"; WAY is "direct" natively, and
- * "runtime" and "bypass" under picos. Exits 2 if under picos (the runtime
+ * "runtime", "bypass" and (with ESCAPE_SUD_OFFSET) "selector" under picos. Exits 2 if under picos (the runtime
  * is mapped) but no gadget was found: the bypass could not be tried.
  */
 #define _GNU_SOURCE
@@ -57,7 +60,8 @@
 static const char *out, *abstract_name, *pathsock;
 static int pid_out, tcp_port, free_port;
 static void *gadget;  /* `syscall; ret` in the runtime's text, if found */
-static int bypass;    /* this attack goes around the runtime */
+static int bypass;    /* 1: through the gadget; 2: with the selector cleared */
+static long sud_offset = -1; /* the selector's offset in the thread's record */
 static char path[4096], path2[4096], buf[4096];
 
 /* A system call, made with the `syscall` instruction here (natively, and
@@ -69,7 +73,17 @@ static long sc6(long nr, long a1, long a2, long a3, long a4, long a5, long a6) {
     register long r10 __asm__("r10") = a4;
     register long r8 __asm__("r8") = a5;
     register long r9 __asm__("r9") = a6;
-    if (bypass && gadget)
+    if (bypass == 2) {
+        unsigned long gs;
+        __asm__ volatile("rdgsbase %0" : "=r"(gs));
+        volatile unsigned char *sel = (unsigned char *)(gs + sud_offset);
+        *sel = 0; /* SYSCALL_DISPATCH_FILTER_ALLOW */
+        __asm__ volatile("syscall"
+                         : "=a"(ret)
+                         : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+                         : "rcx", "r11", "memory");
+        *sel = 1;
+    } else if (bypass == 1 && gadget)
         __asm__ volatile("call *%[g]"
                          : "=a"(ret)
                          : [g] "r"(gadget), "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10),
@@ -654,10 +668,15 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+    const char *off = getenv("ESCAPE_SUD_OFFSET");
+    if (off && *off)
+        sud_offset = strtol(off, NULL, 0);
+    int ways = !picos ? 1 : sud_offset >= 0 ? 3 : 2;
+    static const char *const names[] = {"runtime", "bypass", "selector"};
     for (size_t i = 0; i < sizeof attacks / sizeof *attacks; i++) {
-        for (int way = 0; way < (picos ? 2 : 1); way++) {
+        for (int way = 0; way < ways; way++) {
             bypass = way;
-            const char *wname = !picos ? "direct" : way ? "bypass" : "runtime";
+            const char *wname = !picos ? "direct" : names[way];
             fflush(stdout);
             int pipefd[2];
             if (pipe(pipefd) < 0)

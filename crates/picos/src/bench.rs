@@ -729,12 +729,17 @@ fn tmpfs_manifest_text(dir: &Path) -> String {
 }
 
 /// The manifest of the `+SC +RM` column: the host's tree at `/`, passed
-/// through, and the sandbox on (every TCP port allowed).
-fn sandbox_manifest_text() -> String {
-    "[loader]\ninsecure__use_cmdline_argv = true\ninsecure__use_host_env = true\n\n\
-     [sandbox]\nenable = true\nnet.tcp = true\n\n\
-     [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\n"
-        .to_string()
+/// through, and the sandbox on (every TCP port allowed), in the files
+/// directory (as a sandboxed program works in its working directory, which
+/// has a Landlock rule of its own).
+fn sandbox_manifest_text(dir: &Path) -> String {
+    let d = dir.display();
+    format!(
+        "[loader]\ninsecure__use_cmdline_argv = true\ninsecure__use_host_env = true\n\n\
+         [fs]\nstart_dir = \"{d}\"\n\n\
+         [sandbox]\nenable = true\nnet.tcp = true\n\n\
+         [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\n"
+    )
 }
 
 /// Runs the guest once: `row` with `iters` operations, in column `cfg`.
@@ -1145,7 +1150,7 @@ fn run(opts: &Options) -> Result<bool, Stop> {
     std::fs::write(&tmpfs_manifest, tmpfs_manifest_text(&canonical))
         .map_err(|e| Stop::Error(format!("{}: {e}", tmpfs_manifest.display())))?;
     let sandbox_manifest = manifest_dir.0.join("sandbox.toml");
-    std::fs::write(&sandbox_manifest, sandbox_manifest_text())
+    std::fs::write(&sandbox_manifest, sandbox_manifest_text(&canonical))
         .map_err(|e| Stop::Error(format!("{}: {e}", sandbox_manifest.display())))?;
     let ctx = Ctx {
         picos,

@@ -195,6 +195,28 @@ impl Policy<'_> {
                 }),
             }
         }
+        // Landlock checks an open by walking from the file up to the
+        // nearest rule that grants what the open asks (~0.25 µs a level
+        // here): a rule at the working directory, with the rights of the
+        // mount that holds it (so it changes nothing that is allowed),
+        // makes the opens of files there cheap.
+        if let Ok(cwd) = std::env::current_dir() {
+            let holder = rules
+                .iter()
+                .filter_map(|r| Some((r.path.as_ref()?, r.access)))
+                .filter(|(p, _)| cwd.starts_with(p))
+                .max_by_key(|(p, _)| p.components().count());
+            if let Some((p, access)) = holder {
+                if *p != cwd {
+                    rules.push(FsRule {
+                        what: format!("{} (the working directory)", cwd.display()),
+                        fd: None,
+                        path: Some(cwd.clone()),
+                        access,
+                    });
+                }
+            }
+        }
         // The runtime reads its own /proc files (maps, smaps, fd, exe);
         // the kernel's ptrace checks (which Landlock extends to processes
         // outside the domain) guard other processes' mem, environ and fd.

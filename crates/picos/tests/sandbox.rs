@@ -193,10 +193,55 @@ fn escape_suite_fails_under_the_sandbox() {
         );
     }
     outside.reset();
+    // Where the Syscall User Dispatch selector is in the thread's record
+    // (at the GS base): what a program that reads the runtime's binary
+    // knows.
+    let sud_offset =
+        std::mem::offset_of!(picos_rt::kernel::thread::Thread, sud_selector).to_string();
+    // The ways around the runtime do go around it: with the same kind of
+    // mounts but no sandbox (in a mount namespace of its own, as natively),
+    // what the runtime refuses gets through them.
+    let mounts_only = outside.dir.path().join("mounts.toml");
+    std::fs::write(
+        &mounts_only,
+        format!(
+            "[loader]\ninsecure__use_cmdline_argv = true\ninsecure__use_host_env = true\n\
+             [[fs.mounts]]\ntype = \"tmpfs\"\npath = \"/\"\n\
+             [[fs.mounts]]\npath = \"{w}\"\nuri = \"file:{w}\"\n\
+             [[fs.mounts]]\npath = \"/proc\"\nuri = \"file:/proc\"\nreadonly = true\n",
+            w = w.canonicalize().unwrap().display()
+        ),
+    )
+    .unwrap();
+    let around = output_within(
+        Command::new("unshare")
+            .args(["-m", PICOS, "run", "-m"])
+            .arg(&mounts_only)
+            .arg("./escape")
+            .args(outside.args())
+            .env("ESCAPE_SUD_OFFSET", &sud_offset)
+            .current_dir(w),
+        LIMIT,
+    );
+    let around = text(&around);
+    for l in [
+        "open-absolute runtime: blocked (ENOENT)",
+        "open-absolute bypass: escaped",
+        "open-absolute selector: escaped",
+        "mkdir-outside runtime: blocked (ENOENT)",
+        "mkdir-outside bypass: escaped",
+    ] {
+        assert!(
+            around.lines().any(|x| x == l),
+            "without the sandbox: no {l:?}\n{around}"
+        );
+    }
+    outside.reset();
     let out = output_within(
         Command::new(PICOS)
             .args(["run", "--sandbox", "./escape"])
             .args(outside.args())
+            .env("ESCAPE_SUD_OFFSET", &sud_offset)
             .current_dir(w),
         LIMIT,
     );
@@ -208,7 +253,7 @@ fn escape_suite_fails_under_the_sandbox() {
     );
     let mut escapes = Vec::new();
     for name in &names {
-        for way in ["runtime", "bypass"] {
+        for way in ["runtime", "bypass", "selector"] {
             let prefix = format!("{name} {way}: ");
             match got.lines().find(|l| l.starts_with(&prefix)) {
                 Some(l) if l.contains(": blocked (") => {}
@@ -286,6 +331,15 @@ fn posture_every_thread_of_the_tree_is_confined() {
         .spawn()
         .unwrap();
     let root = child.id();
+    // A watchdog: a tree that never gets ready fails the test, not hangs it.
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        if done_rx.recv_timeout(LIMIT).is_err() {
+            // SAFETY: kill(2) has no memory effects; `root` is our child,
+            // not reaped until the test's wait below.
+            unsafe { libc::kill(root as i32, libc::SIGKILL) };
+        }
+    });
     let mut lines = Vec::new();
     let mut reader = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
@@ -331,6 +385,7 @@ fn posture_every_thread_of_the_tree_is_confined() {
     assert_eq!(checked, 6, "threads checked");
     drop(child.stdin.take());
     assert!(child.wait().unwrap().success());
+    let _ = done_tx.send(());
 }
 
 #[test]
