@@ -10,7 +10,8 @@
 //! A/B comparison: compare the two runs' ratios to native). `--sandbox`
 //! compares `picos run --sandbox` with plain `picos run` instead of picos
 //! with native (what the sandbox adds to start-up; run it from a directory
-//! other than `/`, which the sandbox's default policy refuses).
+//! other than `/`, which the sandbox's default policy refuses);
+//! `--picos-args "ARGS"` compares `picos run ARGS` with it likewise.
 //!
 //! Each sample is the mean wall time of K back-to-back runs (spawn to exit).
 //! Reported: mean ± 95% confidence interval (Student's t) per column, the
@@ -134,12 +135,22 @@ fn main() {
         .position(|a| a == "--picos")
         .and_then(|i| args.get(i + 1))
         .map_or(env!("CARGO_BIN_EXE_picos"), |p| p.as_str());
-    let sandbox = args.iter().any(|a| a == "--sandbox");
-    let (base, test, names) = if sandbox {
+    // `--sandbox`, or `--picos-args "ARGS"`: picos with those options
+    // against plain picos.
+    let extra: Vec<&str> = if args.iter().any(|a| a == "--sandbox") {
+        vec!["--sandbox"]
+    } else {
+        args.iter()
+            .position(|a| a == "--picos-args")
+            .and_then(|i| args.get(i + 1))
+            .map_or_else(Vec::new, |v| v.split_whitespace().collect())
+    };
+    let label = format!("picos {}", extra.join(" "));
+    let (base, test, names) = if !extra.is_empty() {
         (
             Col::Picos(picos, &[]),
-            Col::Picos(picos, &["--sandbox"]),
-            ("picos", "picos --sandbox"),
+            Col::Picos(picos, &extra),
+            ("picos", label.as_str()),
         )
     } else {
         (Col::Native, Col::Picos(picos, &[]), ("native", "picos"))
