@@ -334,6 +334,27 @@ static int proc_mem(void) {
     return neg(fd);
 }
 static int proc_environ(void) { return proc_outside("environ"); }
+static int proc_cmdline(void) { return proc_outside("cmdline"); }
+static int proc_lists_outside(void) {
+    /* Is the process outside among /proc's entries? */
+    long d = SC(SYS_openat, AT_FDCWD, "/proc", O_RDONLY | O_DIRECTORY);
+    if (d < 0)
+        return neg(d);
+    char want[16];
+    snprintf(want, sizeof want, "%d", pid_out);
+    static char dents[1 << 16];
+    int found = 0;
+    long n;
+    while (!found && (n = SC(SYS_getdents64, d, dents, sizeof dents)) > 0)
+        for (long off = 0; off < n;) {
+            unsigned short reclen = *(unsigned short *)(dents + off + 16);
+            if (!strcmp(dents + off + 19, want))
+                found = 1;
+            off += reclen;
+        }
+    SC(SYS_close, d);
+    return found ? ESC : ENOENT;
+}
 static int proc_fd(void) {
     snprintf(path2, sizeof path2, "/proc/%d/fd/0", pid_out);
     long fd = SC(SYS_openat, AT_FDCWD, path2, O_RDONLY | O_PATH);
@@ -619,6 +640,8 @@ static const struct attack attacks[] = {
     {"proc-mem", proc_mem},
     {"proc-environ", proc_environ},
     {"proc-fd", proc_fd},
+    {"proc-cmdline", proc_cmdline},
+    {"proc-lists-outside", proc_lists_outside},
     {"process-vm-readv", process_vm},
     {"own-mem-write", own_mem_write},
     {"abstract-connect", abstract_connect},

@@ -653,6 +653,29 @@ impl Policy<'_> {
     }
 }
 
+/// A /proc of the tree's own: a new instance of the host's (same pids)
+/// with `hidepid=ptraceable`, which lists and opens only the processes the
+/// reader may trace (`invisible` would exempt the members of its `gid`,
+/// root's group by default). Landlock lets a process of the domain trace none
+/// outside it, so the host's other processes are not there at all, even for
+/// a program that goes around the runtime. Needs the right to mount a proc
+/// (root; a user namespace does not own the host's pid namespace: the
+/// caller then binds the host's /proc).
+fn own_proc(attrs: u64) -> std::io::Result<std::os::fd::OwnedFd> {
+    use rustix::mount::{
+        fsconfig_create, fsconfig_set_string, fsmount, fsopen, FsMountFlags, FsOpenFlags,
+        MountAttrFlags,
+    };
+    let fs = fsopen("proc", FsOpenFlags::FSOPEN_CLOEXEC)?;
+    fsconfig_set_string(&fs, "hidepid", "ptraceable")?;
+    fsconfig_create(&fs)?;
+    Ok(fsmount(
+        &fs,
+        FsMountFlags::FSMOUNT_CLOEXEC,
+        MountAttrFlags::from_bits_retain(attrs as u32),
+    )?)
+}
+
 /// Opens (making the directories, or the file, where missing) `rel` in
 /// the tree of `root`; returns a descriptor of it to mount on.
 fn make_target(
@@ -743,6 +766,19 @@ fn private_tree(policy: &Policy<'_>) -> Result<(), SandboxError> {
     let mut trees = Vec::new();
     for b in &binds {
         let what = b.host.display().to_string();
+        let mut attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+        if b.readonly {
+            attrs |= MOUNT_ATTR_RDONLY;
+        }
+        if b.noexec {
+            attrs |= MOUNT_ATTR_NOEXEC;
+        }
+        if b.host == Path::new("/proc") {
+            if let Ok(proc) = own_proc(attrs) {
+                trees.push(proc);
+                continue;
+            }
+        }
         let tree = open_tree(
             rustix::fs::CWD,
             &b.host,
@@ -751,13 +787,6 @@ fn private_tree(policy: &Policy<'_>) -> Result<(), SandboxError> {
                 | OpenTreeFlags::AT_RECURSIVE,
         )
         .map_err(|e| setup(&what, e))?;
-        let mut attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-        if b.readonly {
-            attrs |= MOUNT_ATTR_RDONLY;
-        }
-        if b.noexec {
-            attrs |= MOUNT_ATTR_NOEXEC;
-        }
         set_mount_attrs(&tree, attrs).map_err(|e| setup(&what, e))?;
         trees.push(tree);
     }
