@@ -414,12 +414,18 @@ static int fd_from_outside(void) {
     memcpy(&fd, CMSG_DATA(cm), sizeof fd);
     return reads_secret(fd);
 }
+/* 127.0.0.1:port. */
+static struct sockaddr_in loopback(int port) {
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+}
+
 static int tcp_connect(void) {
     long s = SC(SYS_socket, AF_INET, SOCK_STREAM, 0);
     if (s < 0)
         return neg(s);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(tcp_port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in a = loopback(tcp_port);
     long r = SC(SYS_connect, s, &a, sizeof a);
     SC(SYS_close, s);
     return neg(r);
@@ -428,8 +434,7 @@ static int tcp_bind(void) {
     long s = SC(SYS_socket, AF_INET, SOCK_STREAM, 0);
     if (s < 0)
         return neg(s);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(free_port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in a = loopback(free_port);
     long r = SC(SYS_bind, s, &a, sizeof a);
     SC(SYS_close, s);
     return neg(r);
@@ -438,8 +443,7 @@ static int udp_send(void) {
     long s = SC(SYS_socket, AF_INET, SOCK_DGRAM, 0);
     if (s < 0)
         return neg(s);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(tcp_port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in a = loopback(tcp_port);
     long r = SC(SYS_sendto, s, "x", 1, 0, &a, sizeof a);
     SC(SYS_close, s);
     return neg(r);
@@ -462,8 +466,7 @@ static int tcp_fastopen(void) {
     long s = SC(SYS_socket, AF_INET, SOCK_STREAM, 0);
     if (s < 0)
         return neg(s);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(tcp_port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in a = loopback(tcp_port);
     long r = SC(SYS_sendto, s, "x", 1, MSG_FASTOPEN, &a, sizeof a);
     SC(SYS_close, s);
     return neg(r);

@@ -74,6 +74,33 @@ pub fn make(reqs: &[Request]) -> io::Result<Vec<OwnedFd>> {
     }
 }
 
+/// What maps only the caller's ids to themselves in a user namespace it
+/// makes (setgroups denied first, as an unprivileged map must). Taken
+/// before the namespace: inside it, until the maps are written, the ids
+/// read as the overflow ones.
+pub(crate) struct OwnIdMaps([(&'static str, String); 3]);
+
+impl OwnIdMaps {
+    pub(crate) fn of_caller() -> OwnIdMaps {
+        let uid = rustix::process::getuid().as_raw();
+        let gid = rustix::process::getgid().as_raw();
+        OwnIdMaps([
+            ("/proc/self/setgroups", "deny".to_string()),
+            ("/proc/self/uid_map", format!("{uid} {uid} 1")),
+            ("/proc/self/gid_map", format!("{gid} {gid} 1")),
+        ])
+    }
+
+    /// Writes them, from inside the new user namespace.
+    pub(crate) fn write(&self) -> io::Result<()> {
+        for (path, value) in &self.0 {
+            std::fs::write(path, value)
+                .map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?;
+        }
+        Ok(())
+    }
+}
+
 /// A lower directory's owner and mode.
 #[derive(Clone, Copy, Debug)]
 struct Owner {
@@ -94,10 +121,16 @@ fn make_here(reqs: &[Request], userns: bool, owners: &[Option<Owner>]) -> io::Re
 }
 
 fn tmpfs(size: Option<u64>) -> io::Result<OwnedFd> {
-    tmpfs_with(size, None)
+    tmpfs_with(size, None, MountAttrFlags::empty())
 }
 
-fn tmpfs_with(size: Option<u64>, mode: Option<&str>) -> io::Result<OwnedFd> {
+/// A tmpfs of at most `size` bytes, its root of `mode`, mounted with
+/// `attrs`, attached nowhere: its root's descriptor (close-on-exec).
+pub(crate) fn tmpfs_with(
+    size: Option<u64>,
+    mode: Option<&str>,
+    attrs: MountAttrFlags,
+) -> io::Result<OwnedFd> {
     let fs = fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC)?;
     if let Some(m) = mode {
         fsconfig_set_string(fs.as_fd(), "mode", m)?;
@@ -105,12 +138,12 @@ fn tmpfs_with(size: Option<u64>, mode: Option<&str>) -> io::Result<OwnedFd> {
     if let Some(s) = size {
         fsconfig_set_string(fs.as_fd(), "size", s.to_string().as_str())?;
     }
-    create(&fs, MountAttrFlags::empty())
+    create(&fs, attrs)
 }
 
 /// Creates the file system configured in `fs` and mounts it, attached
 /// nowhere, with `attrs`: its root's descriptor (close-on-exec).
-fn create(fs: &OwnedFd, attrs: MountAttrFlags) -> io::Result<OwnedFd> {
+pub(crate) fn create(fs: &OwnedFd, attrs: MountAttrFlags) -> io::Result<OwnedFd> {
     fsconfig_create(fs.as_fd())?;
     Ok(fsmount(fs.as_fd(), FsMountFlags::FSMOUNT_CLOEXEC, attrs)?)
 }
@@ -119,7 +152,7 @@ fn create(fs: &OwnedFd, attrs: MountAttrFlags) -> io::Result<OwnedFd> {
 fn make_dev(size: Option<u64>) -> io::Result<OwnedFd> {
     use rustix::fs::{mkdirat, openat, symlinkat, FileType, Mode, OFlags};
     use rustix::mount::{move_mount, open_tree, MoveMountFlags, OpenTreeFlags};
-    let root = tmpfs_with(size, Some("0755"))?;
+    let root = tmpfs_with(size, Some("0755"), MountAttrFlags::empty())?;
     let bind = |host: &str, name: &str| -> io::Result<()> {
         let tree = open_tree(
             rustix::fs::CWD,
@@ -280,13 +313,7 @@ fn make_in_user_namespace(reqs: &[Request], owners: &[Option<Owner>]) -> io::Res
         SocketFlags::CLOEXEC,
         None,
     )?;
-    let uid = rustix::process::getuid().as_raw();
-    let gid = rustix::process::getgid().as_raw();
-    let maps = [
-        ("/proc/self/setgroups", "deny".to_string()),
-        ("/proc/self/uid_map", format!("{uid} {uid} 1")),
-        ("/proc/self/gid_map", format!("{gid} {gid} 1")),
-    ];
+    let maps = OwnIdMaps::of_caller();
     // SAFETY: fork(2); the CLI has one thread, so the child may go on
     // (allocating included) until its _exit.
     let pid = unsafe { libc::fork() };
@@ -300,9 +327,7 @@ fn make_in_user_namespace(reqs: &[Request], owners: &[Option<Owner>]) -> io::Res
             // SAFETY: the child has one thread and shares nothing with the
             // parent that a new user and mount namespace would break.
             unsafe { unshare_unsafe(UnshareFlags::NEWUSER | UnshareFlags::NEWNS) }?;
-            for (path, value) in &maps {
-                std::fs::write(path, value)?;
-            }
+            maps.write()?;
             make_here(reqs, true, owners)
         })();
         let mut iov_byte = [0u8; 4];

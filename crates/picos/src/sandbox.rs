@@ -32,7 +32,7 @@ use landlock::{
     Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
 use picos_abi::{MountKind, MountSpec};
-use picos_rt::sys::def::Sandbox;
+use picos_rt::sys::def::{Sandbox, SyscallDef};
 use picos_rt::sys::table::TABLE;
 use std::os::fd::BorrowedFd;
 use std::os::unix::ffi::OsStrExt;
@@ -145,10 +145,6 @@ struct FsRule {
     access: BitFlags<AccessFs>,
 }
 
-fn read_only(abi: ABI) -> BitFlags<AccessFs> {
-    AccessFs::from_read(abi)
-}
-
 impl Policy<'_> {
     /// The mounts; none (the program sees the host's tree, passed through)
     /// is the host's `/` read-write.
@@ -165,7 +161,7 @@ impl Policy<'_> {
         let mut rules = Vec::new();
         for m in self.mounts().iter() {
             let access = if m.readonly {
-                read_only(abi)
+                AccessFs::from_read(abi)
             } else {
                 AccessFs::from_all(abi)
             };
@@ -376,12 +372,39 @@ pub const CHECKS: &[Check] = &[
     },
 ];
 
-/// Why the filter allows a call the table marks `allow` or `check`.
-pub fn reason(name: &str, class: Sandbox) -> &'static str {
-    if let Some(c) = CHECKS
+/// The argument check of call `name`, if the filter has one.
+fn check_of(name: &str) -> Option<&'static Check> {
+    CHECKS
         .iter()
         .find(|c| c.call.split(", ").any(|n| n == name))
-    {
+}
+
+/// What the filter does with a call of the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Filtered {
+    Allowed,
+    /// Allowed with some arguments only ([`CHECKS`]).
+    Checked,
+    /// Refused with EPERM: what the table denies (but `unshare`, which the
+    /// runtime needs and the filter checks) and `clone3`.
+    Refused,
+}
+
+/// What the filter does with `d`: the one place that decides it, for the
+/// filter, `explain` and `explain --syscalls`.
+pub fn filtered(d: &SyscallDef) -> Filtered {
+    if d.name == "clone3" || d.sandbox == Sandbox::Deny && d.name != "unshare" {
+        Filtered::Refused
+    } else if check_of(d.name).is_some() {
+        Filtered::Checked
+    } else {
+        Filtered::Allowed
+    }
+}
+
+/// Why the filter allows a call the table marks `allow` or `check`.
+pub fn reason(name: &str, class: Sandbox) -> &'static str {
+    if let Some(c) = check_of(name) {
         return c.allows;
     }
     match name {
@@ -418,37 +441,41 @@ pub fn seccomp_program(udp: bool) -> Vec<bpf::Insn> {
         let Some(d) = TABLE.iter().find(|d| d.nr == nr) else {
             return Verdict::Deny;
         };
-        match (d.name, d.sandbox) {
-            ("unshare", _) => check(&|b| {
+        match filtered(d) {
+            Filtered::Allowed => return Verdict::Allow,
+            Filtered::Refused => return Verdict::Deny,
+            Filtered::Checked => {}
+        }
+        match d.name {
+            "unshare" => check(&|b| {
                 b.load(arg(0))
                     .jset((NS_FLAGS | CLONE_NEWTIME) as u32, To::Deny, To::Allow);
             }),
-            (_, Sandbox::Deny) | ("clone3", _) => Verdict::Deny,
-            ("clone", _) => check(&|b| {
+            "clone" => check(&|b| {
                 b.load(arg(0)).jset(NS_FLAGS as u32, To::Deny, To::Allow);
             }),
-            ("ioctl", _) => check(&|b| {
+            "ioctl" => check(&|b| {
                 b.load(arg(1)).jeq(TIOCSTI as u32, To::Deny, To::Next).jeq(
                     TIOCLINUX as u32,
                     To::Deny,
                     To::Allow,
                 );
             }),
-            ("prctl", _) => check(&|b| {
+            "prctl" => check(&|b| {
                 b.load(arg(0));
                 for &(o, _) in PRCTL_ALLOWED {
                     b.jeq(o as u32, To::Allow, To::Next);
                 }
                 b.ret(false);
             }),
-            ("personality", _) => check(&|b| {
+            "personality" => check(&|b| {
                 b.load(arg(0)).jeq(0xffff_ffff, To::Allow, To::Next).jset(
                     !(ADDR_NO_RANDOMIZE as u32),
                     To::Deny,
                     To::Allow,
                 );
             }),
-            ("socket", _) => check(&|b| {
+            "socket" => check(&|b| {
                 const NETLINK: u8 = 0;
                 const INET: u8 = 1;
                 b.load(arg(0))
@@ -471,18 +498,18 @@ pub fn seccomp_program(udp: bool) -> Vec<bpf::Insn> {
                         .jeq(IPPROTO_TCP as u32, To::Allow, To::Deny);
                 }
             }),
-            ("socketpair", _) => check(&|b| {
+            "socketpair" => check(&|b| {
                 b.load(arg(0)).jeq(AF_UNIX as u32, To::Allow, To::Deny);
             }),
-            ("sendto" | "sendmmsg", _) => check(&|b| {
+            "sendto" | "sendmmsg" => check(&|b| {
                 b.load(arg(3))
                     .jset(MSG_FASTOPEN as u32, To::Deny, To::Allow);
             }),
-            ("sendmsg", _) => check(&|b| {
+            "sendmsg" => check(&|b| {
                 b.load(arg(2))
                     .jset(MSG_FASTOPEN as u32, To::Deny, To::Allow);
             }),
-            _ => Verdict::Allow,
+            n => unreachable!("{n} is in CHECKS but the filter has no check for it"),
         }
     })
 }
@@ -662,18 +689,10 @@ impl Policy<'_> {
 /// (root; a user namespace does not own the host's pid namespace: the
 /// caller then binds the host's /proc).
 fn own_proc(attrs: u64) -> std::io::Result<std::os::fd::OwnedFd> {
-    use rustix::mount::{
-        fsconfig_create, fsconfig_set_string, fsmount, fsopen, FsMountFlags, FsOpenFlags,
-        MountAttrFlags,
-    };
+    use rustix::mount::{fsconfig_set_string, fsopen, FsOpenFlags, MountAttrFlags};
     let fs = fsopen("proc", FsOpenFlags::FSOPEN_CLOEXEC)?;
     fsconfig_set_string(&fs, "hidepid", "ptraceable")?;
-    fsconfig_create(&fs)?;
-    Ok(fsmount(
-        &fs,
-        FsMountFlags::FSMOUNT_CLOEXEC,
-        MountAttrFlags::from_bits_retain(attrs as u32),
-    )?)
+    crate::detached::create(&fs, MountAttrFlags::from_bits_retain(attrs as u32))
 }
 
 /// Opens (making the directories, or the file, where missing) `rel` in
@@ -724,18 +743,14 @@ fn make_target(
 /// Landlock does not cover. Skipped when a mount shows the host's `/`.
 fn private_tree(policy: &Policy<'_>) -> Result<(), SandboxError> {
     use rustix::fs::{Mode, OFlags};
-    use rustix::mount::{
-        fsconfig_create, fsconfig_set_string, fsmount, fsopen, move_mount, open_tree, FsMountFlags,
-        FsOpenFlags, MountAttrFlags, MoveMountFlags, OpenTreeFlags,
-    };
+    use rustix::mount::{move_mount, open_tree, MountAttrFlags, MoveMountFlags, OpenTreeFlags};
     use rustix::thread::{unshare_unsafe, UnshareFlags};
     let binds = policy.binds();
     if binds.iter().any(|b| b.host == Path::new("/")) {
         return Ok(());
     }
     let cwd = std::env::current_dir().map_err(|e| setup("the working directory", e))?;
-    let uid = rustix::process::getuid().as_raw();
-    let gid = rustix::process::getgid().as_raw();
+    let maps = crate::detached::OwnIdMaps::of_caller();
     // SAFETY: the CLI has one thread; nothing it holds depends on the
     // namespaces it leaves.
     match unsafe { unshare_unsafe(UnshareFlags::NEWNS) } {
@@ -744,13 +759,8 @@ fn private_tree(policy: &Policy<'_>) -> Result<(), SandboxError> {
             // SAFETY: as above.
             unsafe { unshare_unsafe(UnshareFlags::NEWUSER | UnshareFlags::NEWNS) }
                 .map_err(|e| setup("a user and mount namespace", e))?;
-            for (path, value) in [
-                ("/proc/self/setgroups", "deny".to_string()),
-                ("/proc/self/uid_map", format!("{uid} {uid} 1")),
-                ("/proc/self/gid_map", format!("{gid} {gid} 1")),
-            ] {
-                std::fs::write(path, value).map_err(|e| setup(path, e))?;
-            }
+            maps.write()
+                .map_err(|e| setup("a user namespace's id maps", e))?;
         }
         Err(e) => return Err(setup("a mount namespace", e)),
     }
@@ -790,16 +800,12 @@ fn private_tree(policy: &Policy<'_>) -> Result<(), SandboxError> {
         set_mount_attrs(&tree, attrs).map_err(|e| setup(&what, e))?;
         trees.push(tree);
     }
-    let fs = fsopen("tmpfs", FsOpenFlags::FSOPEN_CLOEXEC).map_err(step("the root tmpfs"))?;
-    fsconfig_set_string(&fs, "mode", "0755").map_err(step("the root tmpfs"))?;
-    fsconfig_set_string(&fs, "size", "1M").map_err(step("the root tmpfs"))?;
-    fsconfig_create(&fs).map_err(step("the root tmpfs"))?;
-    let root = fsmount(
-        &fs,
-        FsMountFlags::FSMOUNT_CLOEXEC,
+    let root = crate::detached::tmpfs_with(
+        Some(1 << 20),
+        Some("0755"),
         MountAttrFlags::MOUNT_ATTR_NOSUID | MountAttrFlags::MOUNT_ATTR_NODEV,
     )
-    .map_err(step("the root tmpfs"))?;
+    .map_err(|e| setup("the root tmpfs", e))?;
     for (b, tree) in binds.iter().zip(&trees) {
         let what = b.host.display().to_string();
         let rel = b.host.strip_prefix("/").unwrap_or(&b.host);
@@ -1001,22 +1007,22 @@ pub fn explain(policy: &Policy<'_>) -> String {
             None => String::new(),
         }
     );
-    let denied: Vec<&str> = TABLE
+    // The table's denied calls first, then those the filter refuses besides.
+    let mut refused: Vec<_> = TABLE
         .iter()
-        .filter(|d| d.sandbox == Sandbox::Deny && d.name != "unshare")
-        .map(|d| d.name)
-        .chain(["clone3"])
+        .filter(|d| filtered(d) == Filtered::Refused)
         .collect();
+    refused.sort_by_key(|d| d.sandbox != Sandbox::Deny);
+    let denied: Vec<&str> = refused.iter().map(|d| d.name).collect();
     let _ = writeln!(
         s,
         "\nSystem calls (seccomp): {} allowed ({} of them with argument checks), {} refused \
          with EPERM ('picos sandbox explain --syscalls' lists them all, with the reasons).",
         TABLE.len() - denied.len(),
-        CHECKS
+        TABLE
             .iter()
-            .map(|c| c.call.split(", ").count())
-            .sum::<usize>()
-            - 1,
+            .filter(|d| filtered(d) == Filtered::Checked)
+            .count(),
         denied.len()
     );
     for c in CHECKS {
@@ -1038,26 +1044,17 @@ pub fn explain_syscalls() -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{:>4}  {:<24} {:<9} WHY", "NR", "NAME", "FILTER");
     for d in TABLE {
-        let checked = CHECKS
-            .iter()
-            .any(|c| c.call.split(", ").any(|n| n == d.name));
-        let (verdict, why) = if d.name == "clone3" {
-            (
+        let (verdict, why) = match filtered(d) {
+            // clone3 is refused for a reason of its own (CHECKS).
+            Filtered::Refused => (
                 "refused",
-                CHECKS
-                    .iter()
-                    .find(|c| c.call == "clone3")
-                    .map_or("", |c| c.why),
-            )
-        } else if d.sandbox == Sandbox::Deny && d.name != "unshare" {
-            (
-                "refused",
-                "host administration, or a way around the runtime (syscall table: deny)",
-            )
-        } else if checked {
-            ("checked", reason(d.name, d.sandbox))
-        } else {
-            ("allowed", reason(d.name, d.sandbox))
+                check_of(d.name).map_or(
+                    "host administration, or a way around the runtime (syscall table: deny)",
+                    |c| c.why,
+                ),
+            ),
+            Filtered::Checked => ("checked", reason(d.name, d.sandbox)),
+            Filtered::Allowed => ("allowed", reason(d.name, d.sandbox)),
         };
         let _ = writeln!(s, "{:>4}  {:<24} {:<9} {}", d.nr, d.name, verdict, why);
     }
@@ -1236,11 +1233,7 @@ mod tests {
         let max = TABLE.iter().map(|d| d.nr).max().unwrap();
         let checked: Vec<u32> = TABLE
             .iter()
-            .filter(|d| {
-                CHECKS
-                    .iter()
-                    .any(|c| c.call.split(", ").any(|n| n == d.name))
-            })
+            .filter(|d| check_of(d.name).is_some())
             .map(|d| d.nr)
             .collect();
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;

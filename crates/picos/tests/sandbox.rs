@@ -15,6 +15,11 @@ use std::time::Duration;
 const PICOS: &str = env!("CARGO_BIN_EXE_picos");
 const LIMIT: Duration = Duration::from_secs(300);
 
+/// A fresh directory for a test (removed when it is dropped).
+fn workdir(prefix: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(prefix).tempdir().unwrap()
+}
+
 fn compile(src: &str, out: &Path, flags: &[&str]) {
     let st = Command::new("gcc")
         .args(["-O1", "-Wall", "-o"])
@@ -41,17 +46,14 @@ struct Outside {
 }
 
 impl Outside {
-    fn new(workdir: &Path) -> Outside {
+    fn new(inside: &Path) -> Outside {
         use std::os::linux::net::SocketAddrExt;
-        let dir = tempfile::Builder::new()
-            .prefix("picos-sandbox-outside-")
-            .tempdir()
-            .unwrap();
+        let dir = workdir("picos-sandbox-outside-");
         let sentinel = Command::new("/bin/sh")
             .arg("-c")
             .arg(format!(
                 "trap 'touch {}/signalled' URG; while :; do sleep 0.1; done",
-                workdir.display()
+                inside.display()
             ))
             .spawn()
             .unwrap();
@@ -158,10 +160,7 @@ fn escape_suite_fails_under_the_sandbox() {
         );
         return;
     }
-    let work = tempfile::Builder::new()
-        .prefix("picos-sandbox-in-")
-        .tempdir()
-        .unwrap();
+    let work = workdir("picos-sandbox-in-");
     let w = work.path();
     compile(
         "tests/sandbox/escape.c",
@@ -315,10 +314,7 @@ fn tree_of(root: u32) -> Vec<u32> {
 
 #[test]
 fn posture_every_thread_of_the_tree_is_confined() {
-    let work = tempfile::Builder::new()
-        .prefix("picos-sandbox-posture-")
-        .tempdir()
-        .unwrap();
+    let work = workdir("picos-sandbox-posture-");
     let w = work.path();
     compile("tests/sandbox/posture.c", &w.join("posture"), &["-pthread"]);
     let outside = std::process::id();
@@ -390,10 +386,7 @@ fn posture_every_thread_of_the_tree_is_confined() {
 
 #[test]
 fn real_programs_run_sandboxed() {
-    let work = tempfile::Builder::new()
-        .prefix("picos-sandbox-real-")
-        .tempdir()
-        .unwrap();
+    let work = workdir("picos-sandbox-real-");
     let w = work.path();
     let script = "import os, shutil, tempfile\n\
         with tempfile.TemporaryDirectory() as d:\n\
@@ -439,10 +432,7 @@ fn real_programs_run_sandboxed() {
 
 #[test]
 fn sandbox_network_follows_the_manifest() {
-    let work = tempfile::Builder::new()
-        .prefix("picos-sandbox-net-")
-        .tempdir()
-        .unwrap();
+    let work = workdir("picos-sandbox-net-");
     let w = work.path();
     let allowed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let denied = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -543,10 +533,7 @@ fn sandbox_as_an_unprivileged_user() {
         eprintln!("SKIP: sandbox_as_an_unprivileged_user: needs root to become nobody");
         return;
     }
-    let work = tempfile::Builder::new()
-        .prefix("picos-sandbox-nobody-")
-        .tempdir()
-        .unwrap();
+    let work = workdir("picos-sandbox-nobody-");
     let w = work.path();
     std::fs::set_permissions(w, std::fs::Permissions::from_mode(0o777)).unwrap();
     let secret = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");

@@ -114,19 +114,14 @@ impl Block {
             .insns
             .iter()
             .enumerate()
-            .map(|(at, &(code, t, f, k))| Insn {
-                code,
-                jt: if code == JEQ || code == JSET || code == JGE {
-                    target(t, at)
+            .map(|(at, &(code, t, f, k))| {
+                // Only the conditional jumps have targets.
+                let (jt, jf) = if code == JEQ || code == JSET {
+                    (target(t, at), target(f, at))
                 } else {
-                    0
-                },
-                jf: if code == JEQ || code == JSET || code == JGE {
-                    target(f, at)
-                } else {
-                    0
-                },
-                k,
+                    (0, 0)
+                };
+                Insn { code, jt, jf, k }
             })
             .collect();
         out.push(Insn {
