@@ -129,6 +129,70 @@ static int mode_execheck(const char *real)
     return 0;
 }
 
+/* Run as ./prog from the working directory: AT_EXECFN is the path as given. */
+static int mode_relcheck(void)
+{
+    const char *execfn = (const char *)getauxval(AT_EXECFN);
+    return execfn && strcmp(execfn, "./prog") == 0 ? 0 : 14;
+}
+
+/* Copies file `from` to `to`, mode 0755. */
+static int copy_file(const char *from, const char *to)
+{
+    int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+    char buf[65536];
+    ssize_t n;
+    int ok = in >= 0 && out >= 0;
+    while (ok && (n = read(in, buf, sizeof buf)) > 0)
+        ok = write(out, buf, n) == n;
+    if (in >= 0)
+        close(in);
+    if (out >= 0)
+        close(out);
+    return ok && chmod(to, 0755) == 0;
+}
+
+/* A path relative to the working directory is opened from there, as the
+ * kernel does: a user who may enter the directory but not one of its
+ * ancestors still runs ./prog (LTP access02), and AT_EXECFN is "./prog".
+ * Its own mode ("as-nobody"), as it needs root's CAP_SETUID, which the
+ * sandboxed run drops; without root it says so. */
+static int mode_as_nobody(void)
+{
+    int st;
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    if (geteuid() == 0) {
+        char locked[PATH_MAX], open_dir[PATH_MAX], prog[PATH_MAX];
+        snprintf(locked, sizeof locked, "%s/locked", tmpdir);
+        snprintf(open_dir, sizeof open_dir, "%s/open", locked);
+        snprintf(prog, sizeof prog, "%s/prog", open_dir);
+        int made = mkdir(locked, 0700) == 0 && mkdir(open_dir, 0777) == 0 &&
+                   chmod(open_dir, 0777) == 0 && copy_file(self, prog);
+        pid_t pid = made ? fork() : -1;
+        if (pid == 0) {
+            if (chdir(open_dir) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+                _exit(20);
+            execl("./prog", "./prog", "relcheck", (char *)NULL);
+            _exit(errno == EACCES ? 21 : 22);
+        }
+        st = pid > 0 ? wait_status(pid) : -1;
+        check("execve_relative_below_unsearchable_dir", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+            fprintf(stderr, "relative exec as nobody: status %d\n", st);
+        unlink(prog);
+        rmdir(open_dir);
+        rmdir(locked);
+    } else {
+        printf("execve_relative_below_unsearchable_dir: skipped (needs root to become nobody)\n");
+    }
+
+    check("cleanup", rmdir(tmpdir) == 0);
+    return conf_finish("exec as-nobody");
+}
+
 int main(int argc, char **argv)
 {
     conf_init();
@@ -144,6 +208,10 @@ int main(int argc, char **argv)
             return mode_pidcheck(atol(argv[2]));
         if (!strcmp(argv[1], "execheck") && argc == 3)
             return mode_execheck(argv[2]);
+        if (!strcmp(argv[1], "relcheck"))
+            return mode_relcheck();
+        if (!strcmp(argv[1], "as-nobody"))
+            return mode_as_nobody();
         fprintf(stderr, "unknown mode %s\n", argv[1]);
         return 2;
     }

@@ -128,7 +128,15 @@ extern "C" fn main_on_runtime_stack() -> ! {
     };
     set_up_process(t);
     let cfg = config();
-    let exe = &absolute(&cfg.exe);
+    // Opened as given: a relative path from the working directory, as the
+    // kernel opens it (`exec_path`); under mounts, the guest's absolute path.
+    let guest_absolute;
+    let exe: &[u8] = if crate::kernel::fs::mount::active() {
+        guest_absolute = absolute(&cfg.exe);
+        &guest_absolute
+    } else {
+        &cfg.exe
+    };
     let (entry, sp) = load_program(exe, &info);
     set_name(exe);
     let vdso = info

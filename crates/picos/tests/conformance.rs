@@ -611,7 +611,7 @@ fn jit_syscall() {
 
 #[test]
 fn exec() {
-    conformance("exec", &[ok(&[])]);
+    conformance("exec", &[ok(&[]), ok(&["as-nobody"])]);
 }
 
 /// The descriptor table is the program's alone (RLIMIT_NOFILE 64: as many

@@ -12,7 +12,13 @@ use crate::kernel::thread;
 use alloc::vec::Vec;
 use picos_abi::CONFIG_ENV;
 
-/// The path execve(2) should run, made absolute so the new runtime finds it.
+/// The path execve(2) should run, as the new runtime will open it. A path
+/// relative to the working directory stays relative (the working directory
+/// is the same after execve): opened from there, as the kernel opens it, it
+/// needs no search permission on the directory's ancestors (a program run
+/// as another user, in a directory it may enter below one it may not, still
+/// runs `./prog`). Under mounts, and relative to another descriptor, it is
+/// made absolute.
 pub fn exec_path(dirfd: isize, path: &[u8], empty_path: bool) -> Result<Vec<u8>, Errno> {
     if path.is_empty() && !empty_path {
         return Err(Errno::ENOENT);
@@ -25,7 +31,10 @@ pub fn exec_path(dirfd: isize, path: &[u8], empty_path: bool) -> Result<Vec<u8>,
         return Ok(path.to_vec());
     }
     if dirfd == host::AT_FDCWD {
-        return Ok(absolute(path));
+        if crate::kernel::fs::mount::active() {
+            return Ok(absolute(path));
+        }
+        return Ok(path.to_vec());
     }
     // Relative to a directory fd (or the fd itself): resolve through /proc.
     // As Linux: a bad descriptor is EBADF, a relative path from one that
