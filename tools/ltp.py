@@ -272,6 +272,7 @@ def run(args):
         PATH=f"{install}/testcases/bin:{env.get('PATH', '/usr/bin:/bin')}",
         LTP_COLORIZE_OUTPUT="0",
         LTP_TIMEOUT_MUL=str(args.timeout_mul),
+        LTP_RUNTIME_MUL=str(args.runtime_mul),
     )
     env.pop("CI", None)
 
@@ -326,8 +327,11 @@ def main():
     r.add_argument("--picos", default=str(REPO / "target/x86_64-unknown-linux-musl/release/picos"))
     r.add_argument("--filter", help="only tests whose name matches this regular expression")
     r.add_argument("--jobs", type=int, default=1, help="tests run at once (default 1)")
-    r.add_argument("--timeout", type=float, default=600, help="seconds before a run is killed")
-    r.add_argument("--timeout-mul", type=float, default=3, help="LTP_TIMEOUT_MUL (default 3)")
+    r.add_argument("--timeout", type=float, default=300, help="seconds before a run is killed")
+    r.add_argument("--timeout-mul", type=float, default=2, help="LTP_TIMEOUT_MUL (default 2)")
+    r.add_argument("--runtime-mul", type=float, default=0.1,
+                   help="LTP_RUNTIME_MUL: how long the race and stress tests loop (default 0.1 "
+                        "of their own time; 1 runs them as LTP does, hours in all)")
     r.add_argument("--out", default=str(CACHE / "results.tsv"), help="results as TSV")
     r.add_argument("--native-from", help="take native results from this earlier TSV")
     c = sub.add_parser("compare", help="print the report of an earlier run's TSV")

@@ -670,6 +670,13 @@ fn fork_wait() {
     conformance("fork_wait", &[ok(&[])]);
 }
 
+/// clone3 for a new process: cleared handlers, a chosen pid, a cgroup to
+/// start in (tests/conformance/clone3.c).
+#[test]
+fn clone3() {
+    conformance("clone3", &[ok(&[])]);
+}
+
 /// File locks that wait (tests/conformance/locks.c), with patched sites and
 /// with every call trapped.
 #[test]

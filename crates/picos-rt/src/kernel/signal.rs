@@ -113,6 +113,27 @@ pub fn handler_action(handler: usize, extra: u64) -> KSigaction {
     }
 }
 
+/// clone3's CLONE_CLEAR_SIGHAND, in the new process: every handler the
+/// program set becomes SIG_DFL, ignored signals stay ignored; flags, mask
+/// and restorer are cleared (Linux's `flush_signal_handlers`).
+pub fn clear_handlers(t: &Thread) {
+    let acts = &t.process().actions;
+    for sig in 1..=thread::NSIG as i32 {
+        if sig == SIGKILL || sig == SIGSTOP {
+            continue;
+        }
+        let old = acts.get(sig);
+        let act = KSigaction {
+            handler: if old.handler == SIG_IGN { SIG_IGN } else { SIG_DFL },
+            ..KSigaction::default()
+        };
+        if old != act {
+            acts.set(sig, &act);
+            sync_host_action(sig, &act);
+        }
+    }
+}
+
 /// At start-up: the program inherits ignored dispositions across execve, as
 /// on Linux; everything else starts as SIG_DFL.
 pub fn init_dispositions(t: &Thread) {

@@ -20,6 +20,8 @@ pub const CLONE_PARENT_SETTID: u64 = 0x100000;
 pub const CLONE_CHILD_CLEARTID: u64 = 0x200000;
 pub const CLONE_CHILD_SETTID: u64 = 0x1000000;
 pub const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+pub const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
+pub const CLONE_NEWTIME: u64 = 0x80;
 
 /// The arguments of any clone-family call, normalised.
 #[derive(Clone, Copy, Debug, Default)]
@@ -31,6 +33,11 @@ pub struct CloneArgs {
     pub ptid: usize,
     pub ctid: usize,
     pub tls: usize,
+    /// clone3's chosen pids (`set_tid`, `set_tid_size`) and cgroup
+    /// descriptor (with CLONE_INTO_CGROUP): a new process only.
+    pub set_tid: u64,
+    pub set_tid_size: u64,
+    pub cgroup: u64,
 }
 
 /// Implements clone(2).
@@ -51,6 +58,7 @@ pub fn clone(
         ptid: parent_tid,
         ctid: child_tid,
         tls,
+        ..Default::default()
     };
     do_clone(c, a)
 }
@@ -97,7 +105,6 @@ fn read_clone_args(cl_args: usize, size: usize) -> Result<[u64; 11], Errno> {
 fn check_clone3_args(raw: &[u64; 11], size: usize) -> Result<(), Errno> {
     let [flags, _, _, _, exit_signal, stack, stack_size, _, set_tid, set_tid_size, cgroup] = *raw;
     const CLONE_PARENT: u64 = 0x8000;
-    const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
     const MAX_PID_NS_LEVEL: u64 = 32;
     if (set_tid != 0) != (set_tid_size != 0) || set_tid_size > MAX_PID_NS_LEVEL {
         return Err(Errno::EINVAL);
@@ -111,7 +118,6 @@ fn check_clone3_args(raw: &[u64; 11], size: usize) -> Result<(), Errno> {
     // clone3_args_valid: no CLONE_DETACHED (clone(2) ignores it) and no
     // signal in the flags (CLONE_NEWTIME shares that byte).
     const CLONE_DETACHED: u64 = 0x40_0000;
-    const CLONE_NEWTIME: u64 = 0x80;
     if flags & !(0xffff_ffff | CLONE_CLEAR_SIGHAND | CLONE_INTO_CGROUP) != 0
         || flags & (CLONE_DETACHED | (0xff & !CLONE_NEWTIME)) != 0
         || flags & (CLONE_SIGHAND | CLONE_CLEAR_SIGHAND) == CLONE_SIGHAND | CLONE_CLEAR_SIGHAND
@@ -123,14 +129,18 @@ fn check_clone3_args(raw: &[u64; 11], size: usize) -> Result<(), Errno> {
     {
         return Err(Errno::EINVAL);
     }
-    // Valid for Linux, but not served by picos: a chosen pid (needs a
-    // pid namespace of its own), a cgroup to start in, a cleared signal
-    // table; clone(2) has no room for them.
-    if set_tid_size != 0 || flags & (CLONE_INTO_CGROUP | CLONE_CLEAR_SIGHAND) != 0 {
+    // A new process is made by the host's clone3 when it needs a chosen
+    // pid or a cgroup (`fork_process`), its handlers cleared by the runtime.
+    // Not served for a child sharing this memory (a thread, vfork): the
+    // runtime makes those with clone(2), which has no room for them.
+    if flags & CLONE_VM != 0
+        && (set_tid_size != 0 || flags & (CLONE_INTO_CGROUP | CLONE_CLEAR_SIGHAND) != 0)
+    {
         return Err(Errno::EINVAL);
     }
-    if flags & CLONE_NEWTIME != 0 {
-        // A new time namespace: clone(2) reads that bit as the exit signal.
+    if flags & CLONE_NEWTIME != 0 && flags & CLONE_VM != 0 {
+        // A new time namespace for a child sharing this memory: clone(2)
+        // reads that bit as the exit signal.
         return Err(Errno::EINVAL);
     }
     Ok(())
@@ -141,7 +151,8 @@ fn check_clone3_args(raw: &[u64; 11], size: usize) -> Result<(), Errno> {
 #[syscall]
 pub fn clone3(c: &mut Ctx<'_>, cl_args: usize, size: usize) -> SysResult {
     let raw = read_clone_args(cl_args, size)?;
-    let [flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, ..] = raw;
+    let [flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size, cgroup] =
+        raw;
     check_clone3_args(&raw, size)?;
     // clone(2) has one pointer for the pidfd and the parent's copy of the
     // tid; clone3 has two. With both, the host writes the pidfd and the
@@ -163,6 +174,9 @@ pub fn clone3(c: &mut Ctx<'_>, cl_args: usize, size: usize) -> SysResult {
         ptid: ptid as usize,
         ctid: child_tid as usize,
         tls: tls as usize,
+        set_tid,
+        set_tid_size,
+        cgroup: if flags & CLONE_INTO_CGROUP != 0 { cgroup } else { 0 },
     };
     let r = do_clone(c, a);
     if let Ok(tid) = r {
@@ -253,19 +267,56 @@ fn do_clone(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
 fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     // Every subsystem's locks are held across the fork, and its state put
     // right in the child (`kernel::process::FORK_HOOKS`).
+    // The program's handlers are the runtime's to clear; the host's are
+    // the runtime's own.
+    let clear_handlers = a.flags & CLONE_CLEAR_SIGHAND != 0;
+    let flags = a.flags & !CLONE_CLEAR_SIGHAND;
     let r = crate::kernel::process::fork(|| {
-        host_call(
-            host::nr::CLONE,
-            [
-                (a.flags | a.exit_signal) as usize,
+        if a.set_tid_size != 0 || flags & (CLONE_INTO_CGROUP | CLONE_NEWTIME) != 0 {
+            // What clone(2) cannot say (clone3's pids, cgroup, and
+            // CLONE_NEWTIME, whose bit clone(2) reads as the exit signal;
+            // only clone3 sets it in `a.flags`): the host's clone3, the child on
+            // this stack as after fork (no stack of its own); the kernel
+            // checks the pids (EPERM without CAP_SYS_ADMIN in their pid
+            // namespaces, EEXIST) and the cgroup.
+            let args: [u64; 11] = [
+                flags,
+                if flags & CLONE_PIDFD != 0 { a.ptid as u64 } else { 0 },
+                a.ctid as u64,
+                if flags & CLONE_PARENT_SETTID != 0 && flags & CLONE_PIDFD == 0 {
+                    a.ptid as u64
+                } else {
+                    0
+                },
+                a.exit_signal,
                 0,
-                a.ptid,
-                a.ctid,
-                a.tls,
                 0,
-            ],
-        )
+                a.tls as u64,
+                a.set_tid,
+                a.set_tid_size,
+                a.cgroup,
+            ];
+            host_call(
+                host::nr::CLONE3,
+                [args.as_ptr() as usize, core::mem::size_of_val(&args), 0, 0, 0, 0],
+            )
+        } else {
+            host_call(
+                host::nr::CLONE,
+                [
+                    (flags | a.exit_signal) as usize,
+                    0,
+                    a.ptid,
+                    a.ctid,
+                    a.tls,
+                    0,
+                ],
+            )
+        }
     })?;
+    if r == 0 && clear_handlers {
+        crate::kernel::signal::clear_handlers(crate::kernel::thread::current());
+    }
     if r == 0 && a.stack != 0 {
         // The child returns to the program on the stack it was given.
         c.regs().mcontext.rsp = a.stack as u64;

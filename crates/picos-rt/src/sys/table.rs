@@ -3932,7 +3932,7 @@ const DEFS: [SyscallDef; COUNT] = [
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Check,
-        note: "translated to the clone path",
+        note: "translated to the clone path; a new process with set_tid, a cgroup or a time namespace by the host's clone3; CLONE_CLEAR_SIGHAND in the library OS",
     },
     SyscallDef {
         nr: 436,
