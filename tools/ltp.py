@@ -21,7 +21,9 @@ applicable here), FAIL (bit 1), BROK (bit 2), WARN (bit 4), SIG<n>, TIMEOUT.
 Tests that would change the host (its clock, modules, swap, mounts, block
 devices, host name, reboot) are not run; `SKIP_RULES` and the tests' own
 sources (`.needs_device`, `.mount_device`, `.all_filesystems`,
-`.needs_rofs`, `.format_device`) say which, and the line says why.
+`.needs_rofs`, `.format_device`) say which, and the line says why. Nor,
+unless `--slow`, the tests that loop for minutes whatever LTP_RUNTIME_MUL
+says (fuzzy-sync race tests, a `.min_runtime` of 30 s or more).
 
 At the end it prints the tests that pass natively but not under picos, each
 with its entry in the known-differences list (`tools/ltp-known.tsv`: test,
@@ -144,25 +146,37 @@ def runtest(install: Path):
     return out
 
 
-def device_tests(src: Path) -> set:
-    """Test programs whose source asks LTP for a block device."""
-    names = set()
+LONG_FIELDS = re.compile(r"\.(min_runtime|runtime|max_runtime)\s*=\s*(\d+)")
+
+
+def scan_sources(src: Path):
+    """Test programs whose source asks LTP for a block device, and those
+    that loop for a long time (race tests with fuzzy sync, or a runtime of
+    30 s or more, which LTP_RUNTIME_MUL cannot shorten below
+    `.min_runtime`)."""
+    devices, slow = set(), set()
     for c in (src / "testcases/kernel/syscalls").rglob("*.c"):
         try:
-            if DEVICE_FIELDS.search(c.read_text(errors="replace")):
-                names.add(c.stem)
+            text = c.read_text(errors="replace")
         except OSError:
-            pass
-    return names
+            continue
+        if DEVICE_FIELDS.search(text):
+            devices.add(c.stem)
+        if "tst_fuzzy_sync.h" in text or any(int(m.group(2)) >= 30
+                                              for m in LONG_FIELDS.finditer(text)):
+            slow.add(c.stem)
+    return devices, slow
 
 
-def skip_reason(name: str, cmd: str, devices: set):
+def skip_reason(name: str, cmd: str, devices: set, slow: set):
     for rule, why in SKIP_RULES:
         if rule.fullmatch(name):
             return why
     prog = os.path.basename(cmd.split()[0]) if cmd.split() else name
     if prog in devices:
         return "needs a block device (LTP sets up a loop device and file systems on the host)"
+    if prog in slow:
+        return "loops for minutes (a race test or a long runtime): --slow runs it"
     return None
 
 
@@ -256,7 +270,9 @@ def run(args):
     picos = Path(args.picos).resolve()
     if not picos.exists():
         sys.exit(f"ltp.py: {picos} does not exist: build picos first (cargo build --release)")
-    devices = device_tests(CACHE / "src")
+    devices, slow = scan_sources(CACHE / "src")
+    if args.slow:
+        slow = set()
     tests = runtest(install)
     if args.filter:
         f = re.compile(args.filter)
@@ -278,7 +294,7 @@ def run(args):
 
     def one(t):
         name, cmd = t
-        why = skip_reason(name, cmd, devices)
+        why = skip_reason(name, cmd, devices, slow)
         if why:
             return [name, "SKIP", "SKIP", "", "", why]
         if name in previous and previous[name][1] not in ("SKIP", ""):
@@ -334,6 +350,8 @@ def main():
                         "of their own time; 1 runs them as LTP does, hours in all)")
     r.add_argument("--out", default=str(CACHE / "results.tsv"), help="results as TSV")
     r.add_argument("--native-from", help="take native results from this earlier TSV")
+    r.add_argument("--slow", action="store_true",
+                   help="also run the tests that loop for minutes (race tests: hours in all)")
     c = sub.add_parser("compare", help="print the report of an earlier run's TSV")
     c.add_argument("results")
     args = ap.parse_args()

@@ -2,6 +2,7 @@
 #include "conformance.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/prctl.h>
@@ -13,6 +14,61 @@ static int global_value = 100;
 static int cmp_int(const void *a, const void *b)
 {
     return *(const int *)a - *(const int *)b;
+}
+
+/* clone(CLONE_VM | CLONE_SIGHAND) without CLONE_THREAD: a process of its
+ * own (its pid, the caller as its parent) sharing the caller's memory and
+ * dispositions (LTP clone02: a child that signalled getppid() reached the
+ * caller's parent under picos). */
+static volatile int sighand_got;
+static volatile long sighand_child_pid, sighand_child_ppid, sighand_caller;
+
+static void on_usr2_shared(int sig)
+{
+    (void)sig;
+    sighand_got = 1;
+}
+
+static int sighand_child(void *arg)
+{
+    (void)arg;
+    sighand_child_pid = getpid();
+    sighand_child_ppid = getppid();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr2_shared;
+    sigaction(SIGUSR2, &sa, NULL); /* the caller's too: shared */
+    /* Only to the caller: a wrong getppid() must not signal anyone else. */
+    if (sighand_child_ppid == sighand_caller)
+        kill(sighand_child_ppid, SIGUSR2);
+    return 0;
+}
+
+static void clone_sighand_process(void)
+{
+    static char stack[256 * 1024] __attribute__((aligned(16)));
+    sigset_t usr2, old;
+    sigemptyset(&usr2);
+    sigaddset(&usr2, SIGUSR2);
+    sigprocmask(SIG_BLOCK, &usr2, &old);
+    sighand_caller = getpid();
+    int pid = clone(sighand_child, stack + sizeof stack,
+                    CLONE_VM | CLONE_SIGHAND | CLONE_FS | CLONE_FILES | SIGCHLD, NULL);
+    int st = -1;
+    if (pid > 0)
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+    check("clone_sighand_child_exits_0", pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    checkf("clone_sighand_child_own_pid", sighand_child_pid == pid,
+           "child pid %ld, clone returned %d", sighand_child_pid, pid);
+    checkf("clone_sighand_child_parent_is_caller", sighand_child_ppid == getpid(),
+           "child's parent %ld, caller %d", sighand_child_ppid, getpid());
+    struct sigaction now;
+    sigaction(SIGUSR2, NULL, &now);
+    check("clone_sighand_handler_shared", now.sa_handler == on_usr2_shared);
+    sigprocmask(SIG_SETMASK, &old, NULL); /* the pending SIGUSR2 runs the handler */
+    check("clone_sighand_signal_reached_caller", sighand_got == 1);
+    signal(SIGUSR2, SIG_DFL);
 }
 
 int main(void)
@@ -308,5 +364,6 @@ int main(void)
         sigprocmask(SIG_SETMASK, &old, NULL);
         signal(sig, SIG_DFL);
     }
+    clone_sighand_process();
     return conf_finish("fork_wait");
 }

@@ -13,11 +13,17 @@ use core::sync::atomic::AtomicI32;
 use core::sync::atomic::Ordering;
 use picos_abi::LaunchConfig;
 
-/// A process's state, shared by its threads (CLONE_SIGHAND; copied for a
-/// clone without it, as for vfork): signal dispositions, and the cached
-/// answers of `sys::ids` and its neighbours.
+/// A process's state, shared by its threads (copied for a clone without
+/// CLONE_SIGHAND, as for vfork): signal dispositions, and the cached
+/// answers of `sys::ids` and its neighbours. A process made with
+/// CLONE_SIGHAND but not CLONE_THREAD has a state of its own (its pid and
+/// parent are not ours) whose dispositions are those of the state it
+/// shares them with ([`Process::actions`]).
 pub struct Process {
-    pub actions: crate::kernel::signal::SigActions,
+    own_actions: crate::kernel::signal::SigActions,
+    /// The process whose dispositions this one shares (CLONE_SIGHAND
+    /// without CLONE_THREAD); None: its own.
+    shares_actions_of: Option<&'static Process>,
     pub ids: IdCache,
     /// The working directory's guest path under mounts, as the host last
     /// gave it, and whether it is exact: on an exclusive mount nothing can
@@ -30,14 +36,23 @@ pub struct Process {
 impl Process {
     pub fn new() -> Self {
         Process {
-            actions: crate::kernel::signal::SigActions::new(),
+            own_actions: crate::kernel::signal::SigActions::new(),
+            shares_actions_of: None,
             ids: IdCache::new(),
             cwd: crate::sync::Lock::new(crate::sync::Rank::Cwd, None),
         }
     }
+    /// The program's dispositions (shared with other processes after a
+    /// clone with CLONE_SIGHAND).
+    pub fn actions(&self) -> &crate::kernel::signal::SigActions {
+        match self.shares_actions_of {
+            Some(p) => &p.own_actions,
+            None => &self.own_actions,
+        }
+    }
     /// The program's disposition for `sig` (1-based).
     pub fn get(&self, sig: i32) -> KSigaction {
-        self.actions.get(sig)
+        self.actions().get(sig)
     }
     /// The state of a child that shares our memory but not our process (a
     /// clone without CLONE_SIGHAND: vfork, posix_spawn): a copy of ours,
@@ -49,12 +64,28 @@ impl Process {
             None => alloc::boxed::Box::leak(alloc::boxed::Box::new(Process::new())),
         };
         {
-            let _g = self.actions.lock();
+            let actions = self.actions();
+            let _g = actions.lock();
             for sig in 1..=NSIG as i32 {
                 // The copy is not shared yet: no lock of its own needed.
-                c.actions.store(sig, &self.actions.get(sig));
+                c.own_actions.store(sig, &actions.get(sig));
             }
         }
+        c.ids.reset_for_child(&self.ids);
+        let cwd = self.cwd.lock().clone();
+        *c.cwd.lock() = cwd;
+        c
+    }
+
+    /// The state of a child that shares our memory and our dispositions
+    /// but is a process of its own (CLONE_VM | CLONE_SIGHAND without
+    /// CLONE_THREAD): its own ids (its pid, and us as its parent), our
+    /// dispositions. Never reused (rare: LinuxThreads-era programs).
+    pub fn for_child_sharing_actions(&'static self) -> &'static Process {
+        let c = alloc::boxed::Box::leak(alloc::boxed::Box::new(Process {
+            shares_actions_of: Some(self.shares_actions_of.unwrap_or(self)),
+            ..Process::new()
+        }));
         c.ids.reset_for_child(&self.ids);
         let cwd = self.cwd.lock().clone();
         *c.cwd.lock() = cwd;
@@ -70,7 +101,9 @@ static SPARE: crate::sync::Lock<Vec<&'static Process>> =
 /// Gives back the state [`Process::for_child`] made, once its process no
 /// longer runs in this memory.
 pub fn release(p: &'static Process) {
-    SPARE.lock().push(p);
+    if p.shares_actions_of.is_none() {
+        SPARE.lock().push(p);
+    }
 }
 
 impl Default for Process {

@@ -117,7 +117,7 @@ pub fn handler_action(handler: usize, extra: u64) -> KSigaction {
 /// program set becomes SIG_DFL, ignored signals stay ignored; flags, mask
 /// and restorer are cleared (Linux's `flush_signal_handlers`).
 pub fn clear_handlers(t: &Thread) {
-    let acts = &t.process().actions;
+    let acts = t.process().actions();
     for sig in 1..=thread::NSIG as i32 {
         if sig == SIGKILL || sig == SIGSTOP {
             continue;
@@ -137,7 +137,7 @@ pub fn clear_handlers(t: &Thread) {
 /// At start-up: the program inherits ignored dispositions across execve, as
 /// on Linux; everything else starts as SIG_DFL.
 pub fn init_dispositions(t: &Thread) {
-    let acts = &t.process().actions;
+    let acts = t.process().actions();
     for sig in 1..=thread::NSIG as i32 {
         if sig == SIGKILL || sig == SIGSTOP || sig == SIGSYS {
             continue;
@@ -330,7 +330,7 @@ pub fn deliver(t: &Thread, info: &SigInfo, uc: &mut UContext) -> bool {
                 // As Linux: reset when the signal is taken, before its
                 // frame is built (it stays reset if that fails).
                 let dfl = KSigaction::default();
-                t.process().actions.set(sig, &dfl);
+                t.process().actions().set(sig, &dfl);
                 sync_host_action(sig, &dfl);
             }
             if setup_frame(t, sig, &act, info, uc).is_err() {
@@ -626,7 +626,7 @@ impl SigActions {
 pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
     name: "signal actions",
     hold: |inner| {
-        let _acts = crate::kernel::thread::current().process().actions.lock();
+        let _acts = crate::kernel::thread::current().process().actions().lock();
         inner()
     },
     child: crate::sync::ForkHook::no_change,

@@ -336,6 +336,10 @@ fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     let own_table = a.flags & CLONE_FILES == 0;
     let process = if own_process {
         parent.process().for_child()
+    } else if a.flags & CLONE_THREAD == 0 {
+        // Another process sharing our dispositions: its pid and parent are
+        // its own.
+        parent.process().for_child_sharing_actions()
     } else {
         parent.process()
     };

@@ -48,7 +48,7 @@ pub fn rt_sigaction(
     if new_act.is_some() && (signo == SIGKILL || signo == SIGSTOP) {
         return Err(Errno::EINVAL);
     }
-    let acts = &c.t.process().actions;
+    let acts = c.t.process().actions();
     let mut prev = acts.get(signo);
     if let Some(mut a) = new_act {
         a.mask &= !(bit(SIGKILL) | bit(SIGSTOP));
