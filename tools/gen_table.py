@@ -181,11 +181,13 @@ BLOCKING = {
   'preadv2': 1, 'pwritev2': 1, 'ioctl': 1, 'open': 1, 'openat': 1, 'openat2': 1, 'creat': 1,
   'wait4': 1, 'waitid': 1, 'accept': 1, 'accept4': 1, 'connect': 1, 'recvfrom': 1, 'sendto': 1,
   'recvmsg': 1, 'sendmsg': 1, 'recvmmsg': 1, 'sendmmsg': 1, 'flock': 1, 'fcntl': 1, 'futex': 1,
-  'msgrcv': 1, 'msgsnd': 1, 'mq_timedsend': 1, 'mq_timedreceive': 1, 'splice': 1, 'tee': 1,
+  'mq_timedsend': 1, 'mq_timedreceive': 1, 'splice': 1, 'tee': 1,
   'sendfile': 1, 'copy_file_range': 1, 'getrandom': 1, 'futex_waitv': 1, 'futex_wait': 1,
   'nanosleep': 0, 'clock_nanosleep': 0, 'poll': 0, 'ppoll': 0, 'select': 0, 'pselect6': 0,
   'epoll_wait': 0, 'epoll_pwait': 0, 'epoll_pwait2': 0, 'pause': 0, 'rt_sigtimedwait': 0,
   'semop': 0, 'semtimedop': 0, 'io_getevents': 0, 'io_pgetevents': 0,
+  # signal(7): System V IPC calls are never restarted, whatever SA_RESTART says.
+  'msgrcv': 0, 'msgsnd': 0,
 }
 UNSUPPORTED = {
   'io_uring_setup': 'its rings submit system calls the runtime could not see',
@@ -208,7 +210,7 @@ NOTES = {
   'sigaltstack': 'emulated; the host altstack is the runtime\'s',
   'rt_sigsuspend': 'host sigsuspend in the interruptible window',
   'clone': 'threads get runtime state; CLONE_VM children a fresh runtime stack',
-  'clone3': 'translated to the clone path',
+  'clone3': 'clone path; set_tid, a cgroup, a time namespace: host clone3',
   'fork': 'host copy-on-write fork', 'vfork': 'host vfork with its own runtime stack',
   'execve': 'checked, then the runtime re-executes itself with the new program',
   'execveat': 'checked, then the runtime re-executes itself with the new program',

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/msg.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -720,6 +721,28 @@ int main(void)
         r = nanosleep(&ts, &rem); e = errno;
         check_errno("nanosleep_eintr_even_with_restart", r, e, EINTR);
         check("nanosleep_remaining", rem.tv_sec >= 3 && rem.tv_sec <= 5);
+
+        /* System V message calls are never restarted either (signal(7),
+         * LTP msgrcv05, msgsnd05): EINTR with SA_RESTART. */
+        int q = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
+        struct { long type; char text[8]; } m = { 1, "x" };
+        alarm_hits = 0;
+        set_timer_ms(50);
+        r = (int)msgrcv(q, &m, sizeof m.text, 1, 0); e = errno;
+        check_errno("msgrcv_eintr_even_with_restart", r, e, EINTR);
+        check("msgrcv_handler_ran", alarm_hits == 1);
+        /* A full queue: msgsnd waits, then EINTR. */
+        struct msqid_ds ds;
+        msgctl(q, IPC_STAT, &ds);
+        ds.msg_qbytes = sizeof m.text;
+        msgctl(q, IPC_SET, &ds);
+        msgsnd(q, &m, sizeof m.text, 0);
+        alarm_hits = 0;
+        set_timer_ms(50);
+        r = msgsnd(q, &m, sizeof m.text, 0); e = errno;
+        check_errno("msgsnd_eintr_even_with_restart", r, e, EINTR);
+        check("msgsnd_handler_ran", alarm_hits == 1);
+        msgctl(q, IPC_RMID, NULL);
         close(restart_pipe[0]);
         close(restart_pipe[1]);
     }

@@ -838,7 +838,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 69,
         name: "msgsnd",
-        support: Support::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: false },
         args: "xxxxxx",
         full_context: false,
         fd_passthrough: false,
@@ -849,7 +849,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 70,
         name: "msgrcv",
-        support: Support::HostBlocking { restart: true },
+        support: Support::HostBlocking { restart: false },
         args: "xxxxxx",
         full_context: false,
         fd_passthrough: false,
@@ -3932,7 +3932,7 @@ const DEFS: [SyscallDef; COUNT] = [
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Check,
-        note: "translated to the clone path; a new process with set_tid, a cgroup or a time namespace by the host's clone3; CLONE_CLEAR_SIGHAND in the library OS",
+        note: "clone path; set_tid, a cgroup, a time namespace: host clone3",
     },
     SyscallDef {
         nr: 436,
