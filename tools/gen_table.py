@@ -153,6 +153,7 @@ MEDIATED = {
   'setuid': 'ids::set_ids', 'setgid': 'ids::set_ids', 'setreuid': 'ids::set_ids', 'setregid': 'ids::set_ids',
   'setresuid': 'ids::set_ids', 'setresgid': 'ids::set_ids', 'setfsuid': 'ids::set_ids', 'setfsgid': 'ids::set_ids',
   'setgroups': 'ids::set_ids', 'capset': 'ids::capset', 'unshare': 'process::unshare',
+  'setns': 'ids::setns',
   'sethostname': 'uts::set_uts', 'setdomainname': 'uts::set_uts',
   'setrlimit': 'resource::setrlimit', 'setpgid': 'ids::set_pgid', 'setsid': 'ids::set_pgid',
   'sched_setaffinity': 'sched::sched_setaffinity',
@@ -290,6 +291,7 @@ NOTES.update({
   'fchdir': 'with mounts: not to the runtime\'s own descriptors (EBADF)',
   'capset': 'host call; the directory cache is emptied (its answers depend on credentials)',
   'unshare': 'host call; CLONE_FS: no cached working directory; CLONE_FILES: own fd state',
+  'setns': 'host call, then cached creds, uname and directory cache forgotten',
 })
 for _k, _v in MEDIATED.items():
     if _v == 'fs::mount_tree':

@@ -677,6 +677,13 @@ fn clone3() {
     conformance("clone3", &[ok(&[])]);
 }
 
+/// setns, unshare(CLONE_NEWUSER) and SA_RESETHAND against what the library
+/// OS caches (tests/conformance/namespaces.c).
+#[test]
+fn namespaces() {
+    conformance("namespaces", &[ok(&[])]);
+}
+
 /// File locks that wait (tests/conformance/locks.c), with patched sites and
 /// with every call trapped.
 #[test]

@@ -328,8 +328,13 @@ pub fn deliver(t: &Thread, info: &SigInfo, uc: &mut UContext) -> bool {
         _ => {
             if act.flags & SA_RESETHAND != 0 {
                 // As Linux: reset when the signal is taken, before its
-                // frame is built (it stays reset if that fails).
-                let dfl = KSigaction::default();
+                // frame is built (it stays reset if that fails); only the
+                // handler changes (flags, mask and restorer stay, so a
+                // later sigaction still shows SA_SIGINFO: LTP sigaction01).
+                let dfl = KSigaction {
+                    handler: SIG_DFL,
+                    ..act
+                };
                 t.process().actions().set(sig, &dfl);
                 sync_host_action(sig, &dfl);
             }

@@ -174,6 +174,25 @@ pub fn set_ids(c: &mut Ctx<'_>) -> SysResult {
     r
 }
 
+/// Implements setns(2): passed to the host; a namespace of another kind
+/// may now answer differently, so every cached answer that depends on one
+/// is forgotten: credentials (user), the uname (UTS: LTP setns02), the
+/// directory cache and working directory (mount, user).
+pub fn setns(c: &mut Ctx<'_>) -> SysResult {
+    let r = c.host()?;
+    forget_namespaced(c);
+    Ok(r)
+}
+
+/// What a change of namespaces (setns, unshare of a user namespace) makes
+/// stale.
+pub fn forget_namespaced(c: &Ctx<'_>) {
+    *cache(c).creds.lock() = None;
+    *cache(c).uname.lock() = None;
+    crate::kernel::fs::dcache::clear();
+    crate::kernel::fs::dcache::forget_cwd();
+}
+
 /// Implements capset(2): passed to the host, then the directory cache is
 /// emptied (capabilities such as CAP_DAC_READ_SEARCH decide lookups).
 #[syscall]

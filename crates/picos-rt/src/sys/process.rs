@@ -22,6 +22,9 @@ pub const CLONE_CHILD_SETTID: u64 = 0x1000000;
 pub const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 pub const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
 pub const CLONE_NEWTIME: u64 = 0x80;
+const CLONE_NEWUSER: u64 = 0x1000_0000;
+const CLONE_NEWUTS: u64 = 0x0400_0000;
+const CLONE_NEWNS: u64 = 0x0002_0000;
 
 /// The arguments of any clone-family call, normalised.
 #[derive(Clone, Copy, Debug, Default)]
@@ -215,6 +218,11 @@ pub fn unshare(c: &mut Ctx<'_>, flags: u64) -> SysResult {
         c.t.fd_table.get().share_offsets();
     }
     let r = c.host()?;
+    if flags & (CLONE_NEWUSER | CLONE_NEWUTS | CLONE_NEWNS) != 0 {
+        // A user namespace changes the credentials the host reports (and
+        // what lookups are allowed).
+        crate::sys::ids::forget_namespaced(c);
+    }
     if flags & CLONE_FILES != 0 {
         // The thread now has a descriptor table of its own: so does its
         // state in the library OS (which descriptors pass through, which

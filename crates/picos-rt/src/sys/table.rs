@@ -3494,13 +3494,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 308,
         name: "setns",
-        support: Support::Host,
+        support: Support::Mediated(sys::ids::setns),
         args: "xxxxxx",
         full_context: false,
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Deny,
-        note: "",
+        note: "host call, then cached creds, uname and directory cache forgotten",
     },
     SyscallDef {
         nr: 309,
