@@ -157,6 +157,7 @@ MEDIATED = {
   'sethostname': 'uts::set_uts', 'setdomainname': 'uts::set_uts',
   'setrlimit': 'resource::setrlimit', 'setpgid': 'ids::set_pgid', 'setsid': 'ids::set_pgid',
   'sched_setaffinity': 'sched::sched_setaffinity',
+  'membarrier': 'memory::membarrier',
   'rt_sigtimedwait': 'signal::rt_sigtimedwait',
   'kill': 'signal::kill', 'rt_sigqueueinfo': 'signal::rt_sigqueueinfo',
   'tkill': 'signal::tkill', 'tgkill': 'signal::tgkill',
@@ -292,6 +293,7 @@ NOTES.update({
   'capset': 'host call; the directory cache is emptied (its answers depend on credentials)',
   'unshare': 'host call; CLONE_FS: no cached working directory; CLONE_FILES: own fd state',
   'setns': 'host call, then cached creds, uname and directory cache forgotten',
+  'membarrier': 'the runtime\'s own registration hidden from the program',
 })
 for _k, _v in MEDIATED.items():
     if _v == 'fs::mount_tree':

@@ -210,6 +210,32 @@ static void *big_stack_user(void *arg)
     return NULL;
 }
 
+/* membarrier(2) in a process with threads: a private expedited barrier
+ * needs the program's own registration (EPERM before it, as natively, even
+ * though picos's patcher registers the process for itself: LTP
+ * membarrier01), and GET_REGISTRATIONS lists what the program registered. */
+static void *idle_thread(void *arg)
+{
+    return arg;
+}
+
+static void membarrier_as_registered(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, idle_thread, NULL);
+    pthread_join(t, NULL);
+    long r = syscall(SYS_membarrier, 32 /* PRIVATE_EXPEDITED_SYNC_CORE */, 0, 0);
+    int e = errno;
+    check_errno("membarrier_sync_core_unregistered_eperm", r, e, EPERM);
+    r = syscall(SYS_membarrier, 8 /* PRIVATE_EXPEDITED */, 0, 0);
+    e = errno;
+    check_errno("membarrier_private_unregistered_eperm", r, e, EPERM);
+    show("membarrier_registrations_before", "%ld", syscall(SYS_membarrier, 512, 0, 0));
+    check("membarrier_register_sync_core", syscall(SYS_membarrier, 64, 0, 0) == 0);
+    show("membarrier_registrations_after", "%ld", syscall(SYS_membarrier, 512, 0, 0));
+    check("membarrier_sync_core_registered", syscall(SYS_membarrier, 32, 0, 0) == 0);
+}
+
 int main(void)
 {
     conf_init();
@@ -463,5 +489,6 @@ int main(void)
         check("many_threads_sequential", ok);
     }
 
+    membarrier_as_registered();
     return conf_finish("threads");
 }

@@ -351,6 +351,12 @@ pub fn note_shared_memory() {
     }
 }
 
+/// Has the runtime registered the process for core-serialising
+/// membarriers (which `sys::memory::membarrier` hides from the program)?
+pub fn membarrier_registered() -> bool {
+    MEMBARRIER_OK.load(Ordering::Relaxed)
+}
+
 fn sync_core() -> bool {
     const MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE: i32 = 32;
     host::membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE).is_ok()

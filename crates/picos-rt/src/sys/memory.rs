@@ -300,3 +300,58 @@ pub fn mremap(
     crate::patch::forget_range(r, new_len);
     Ok(r)
 }
+
+/// The membarrier(2) registrations the program made itself (the
+/// `MEMBARRIER_CMD_REGISTER_*` bits of `GET_REGISTRATIONS`): per process,
+/// kept across fork as the kernel keeps them, new at execve.
+static PROGRAM_MEMBARRIER: core::sync::atomic::AtomicUsize =
+    core::sync::atomic::AtomicUsize::new(0);
+
+/// Implements membarrier(2): passed to the host, with the runtime's own
+/// registration hidden. The patcher registers the process for
+/// core-serialising barriers once it has threads (`patch`); the program
+/// sees only what it registered itself: a private expedited barrier it did
+/// not register for is EPERM, as natively, and `GET_REGISTRATIONS` lists
+/// its own (LTP membarrier01).
+#[syscall]
+pub fn membarrier(c: &mut Ctx<'_>, cmd: i32, flags: u32, _cpu_id: i32) -> SysResult {
+    use core::sync::atomic::Ordering::Relaxed;
+    const PRIVATE_EXPEDITED: i32 = 8;
+    const REGISTER_PRIVATE_EXPEDITED: usize = 16;
+    const PRIVATE_EXPEDITED_SYNC_CORE: i32 = 32;
+    const REGISTER_PRIVATE_EXPEDITED_SYNC_CORE: usize = 64;
+    const GET_REGISTRATIONS: i32 = 512;
+    // The runtime's registration sets both (Linux: a core-serialising
+    // registration is a private expedited one too).
+    const RUNTIMES: usize = REGISTER_PRIVATE_EXPEDITED | REGISTER_PRIVATE_EXPEDITED_SYNC_CORE;
+    let own = PROGRAM_MEMBARRIER.load(Relaxed);
+    let runtime_registered = crate::patch::membarrier_registered();
+    match cmd {
+        PRIVATE_EXPEDITED if flags == 0 && runtime_registered && own & RUNTIMES == 0 => {
+            Err(Errno::EPERM)
+        }
+        PRIVATE_EXPEDITED_SYNC_CORE
+            if flags == 0
+                && runtime_registered
+                && own & REGISTER_PRIVATE_EXPEDITED_SYNC_CORE == 0 =>
+        {
+            Err(Errno::EPERM)
+        }
+        GET_REGISTRATIONS if flags == 0 && runtime_registered => {
+            let r = c.host()?;
+            Ok(r & !RUNTIMES | own & RUNTIMES)
+        }
+        _ => {
+            let r = c.host()?;
+            let registered = match cmd as usize {
+                REGISTER_PRIVATE_EXPEDITED => REGISTER_PRIVATE_EXPEDITED,
+                REGISTER_PRIVATE_EXPEDITED_SYNC_CORE => RUNTIMES,
+                _ => 0,
+            };
+            if registered != 0 && flags == 0 {
+                PROGRAM_MEMBARRIER.fetch_or(registered, Relaxed);
+            }
+            Ok(r)
+        }
+    }
+}

@@ -3670,13 +3670,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 324,
         name: "membarrier",
-        support: Support::Host,
+        support: Support::Mediated(sys::memory::membarrier),
         args: "xxxxxx",
         full_context: false,
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Allow,
-        note: "",
+        note: "the runtime's own registration hidden from the program",
     },
     SyscallDef {
         nr: 325,
