@@ -249,9 +249,11 @@ def report(rows, out=sys.stdout):
             print(f"{r[0]:24} {r[2]:8} NEW", file=out)
     fixed = [r for r in rows if r[0] in known and r[1] == "PASS" and r[2] == "PASS"]
     if fixed:
-        print("\n## Known differences that pass now (FIXED: remove them from the list)\n", file=out)
+        print("\n## Known differences that pass now (FIXED: remove them from the list;"
+              " an intermittent one only passed this time)\n", file=out)
         for r in fixed:
-            print(f"{r[0]:24} FIXED", file=out)
+            what = "passed (intermittent)" if known[r[0]][1].startswith("intermittent") else "FIXED"
+            print(f"{r[0]:24} {what}", file=out)
     better = [r for r in ran if r[1] != "PASS" and r[2] == "PASS"]
     skipped = len(rows) - len(ran)
     share = 100.0 * len(both) / len(native_pass) if native_pass else 0.0
