@@ -31,6 +31,10 @@ fn compile(src: &str, out: &Path, flags: &[&str]) {
     assert!(st.success(), "gcc {src}");
 }
 
+/// The user the process outside runs as when the test runs as root
+/// (tests/sandbox/escape.c's `KILL_UID`).
+const KILL_UID: u32 = 61234;
+
 /// What lives outside the sandbox for the escape suite: a directory with a
 /// secret, a process (which notes a SIGURG in the working directory), an
 /// abstract socket, a Unix socket that hands out the secret's descriptor, a
@@ -49,14 +53,21 @@ impl Outside {
     fn new(inside: &Path) -> Outside {
         use std::os::linux::net::SocketAddrExt;
         let dir = workdir("picos-sandbox-outside-");
-        let sentinel = Command::new("/bin/sh")
-            .arg("-c")
-            .arg(format!(
-                "trap 'touch {}/signalled' URG; while :; do sleep 0.1; done",
-                inside.display()
-            ))
-            .spawn()
-            .unwrap();
+        let mut sentinel = Command::new("/bin/sh");
+        sentinel.arg("-c").arg(format!(
+            "trap 'touch {}/signalled' URG; while :; do sleep 0.1; done",
+            inside.display()
+        ));
+        if rustix::process::geteuid().is_root() {
+            // As a user of its own, which the escape suite's kill(-1)
+            // becomes first (natively): a SIGURG to every process the
+            // suite may signal then reaches this one, not every process of
+            // the machine. It must be able to note it where it is run.
+            use std::os::unix::process::CommandExt;
+            std::fs::set_permissions(inside, std::fs::Permissions::from_mode(0o777)).unwrap();
+            sentinel.uid(KILL_UID).gid(KILL_UID);
+        }
+        let sentinel = sentinel.spawn().unwrap();
         let abstract_name = format!("picos-escape-{}", std::process::id());
         let addr = std::os::unix::net::SocketAddr::from_abstract_name(&abstract_name).unwrap();
         let abs = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
