@@ -21,7 +21,7 @@ applicable here), FAIL (bit 1), BROK (bit 2), WARN (bit 4), SIG<n>, TIMEOUT.
 Tests that would change the host (its clock, modules, swap, mounts, block
 devices, host name, reboot) are not run; `SKIP_RULES` and the tests' own
 sources (`.needs_device`, `.mount_device`, `.all_filesystems`,
-`.needs_rofs`, `.format_device`) say which, and the line says why. Nor,
+`.needs_rofs`, `.format_device`, the old library's `tst_acquire_device`) say which, and the line says why. Nor,
 unless `--slow`, the tests that loop for minutes whatever LTP_RUNTIME_MUL
 says (fuzzy-sync race tests, a `.min_runtime` of 30 s or more).
 
@@ -75,6 +75,7 @@ SKIP_RULES = [(re.compile(p), why) for p, why in SKIP_RULES]
 
 DEVICE_FIELDS = re.compile(
     r"\.(needs_device|mount_device|all_filesystems|needs_rofs|format_device)\s*=\s*1"
+    r"|tst_acquire_device\("  # the old library's way
 )
 
 
