@@ -124,7 +124,11 @@ pub fn clear_handlers(t: &Thread) {
         }
         let old = acts.get(sig);
         let act = KSigaction {
-            handler: if old.handler == SIG_IGN { SIG_IGN } else { SIG_DFL },
+            handler: if old.handler == SIG_IGN {
+                SIG_IGN
+            } else {
+                SIG_DFL
+            },
             ..KSigaction::default()
         };
         if old != act {

@@ -179,7 +179,11 @@ pub fn clone3(c: &mut Ctx<'_>, cl_args: usize, size: usize) -> SysResult {
         tls: tls as usize,
         set_tid,
         set_tid_size,
-        cgroup: if flags & CLONE_INTO_CGROUP != 0 { cgroup } else { 0 },
+        cgroup: if flags & CLONE_INTO_CGROUP != 0 {
+            cgroup
+        } else {
+            0
+        },
     };
     let r = do_clone(c, a);
     if let Ok(tid) = r {
@@ -289,7 +293,11 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
             // namespaces, EEXIST) and the cgroup.
             let args: [u64; 11] = [
                 flags,
-                if flags & CLONE_PIDFD != 0 { a.ptid as u64 } else { 0 },
+                if flags & CLONE_PIDFD != 0 {
+                    a.ptid as u64
+                } else {
+                    0
+                },
                 a.ctid as u64,
                 if flags & CLONE_PARENT_SETTID != 0 && flags & CLONE_PIDFD == 0 {
                     a.ptid as u64
@@ -306,7 +314,14 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
             ];
             host_call(
                 host::nr::CLONE3,
-                [args.as_ptr() as usize, core::mem::size_of_val(&args), 0, 0, 0, 0],
+                [
+                    args.as_ptr() as usize,
+                    core::mem::size_of_val(&args),
+                    0,
+                    0,
+                    0,
+                    0,
+                ],
             )
         } else {
             host_call(
