@@ -142,7 +142,8 @@ def runtest(install: Path):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        name, _, cmd = line.partition(" ")
+        # The name, then the command line (spaces or tabs between).
+        name, _, cmd = line.replace("\t", " ").partition(" ")
         out.append((name, cmd.strip() or name))
     return out
 
@@ -260,7 +261,8 @@ def report(rows, out=sys.stdout):
     share = 100.0 * len(both) / len(native_pass) if native_pass else 0.0
     t_native = sum(float(r[3]) for r in ran if r[3])
     t_picos = sum(float(r[4]) for r in ran if r[4])
-    print(f"\n{len(rows)} tests: {skipped} not run (they change the host), {len(ran)} run; "
+    print(f"\n{len(rows)} tests: {skipped} not run (they change the host, need a block device, "
+          f"or loop for minutes), {len(ran)} run; "
           f"{len(native_pass)} pass natively, {len(both)} of them under picos too "
           f"({share:.1f}%); {len(differ)} differ ({new} new, {len(differ) - new} known); "
           f"{len(better)} pass under picos only. Time: {t_native:.0f} s natively, "
