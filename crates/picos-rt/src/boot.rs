@@ -12,7 +12,6 @@ use crate::host;
 use crate::host::errno::Errno;
 use crate::host::fds::with_own_fds_keeping;
 use crate::kernel::exec::loader;
-use crate::kernel::fs::absolute;
 use crate::kernel::fs::FdTable;
 use crate::kernel::process::Process;
 use crate::kernel::process::{check_root_at_exec, config, take_notices_from_exec, watch_parent};
@@ -128,15 +127,10 @@ extern "C" fn main_on_runtime_stack() -> ! {
     };
     set_up_process(t);
     let cfg = config();
-    // Opened as given: a relative path from the working directory, as the
-    // kernel opens it (`exec_path`); under mounts, the guest's absolute path.
-    let guest_absolute;
-    let exe: &[u8] = if crate::kernel::fs::mount::active() {
-        guest_absolute = absolute(&cfg.exe);
-        &guest_absolute
-    } else {
-        &cfg.exe
-    };
+    // Opened as given: a path relative to the working directory as the
+    // kernel opens it (`exec::exec_path` keeps it so); under mounts the CLI
+    // and `exec_path` give the guest's absolute path.
+    let exe = &cfg.exe;
     let (entry, sp) = load_program(exe, &info);
     set_name(exe);
     let vdso = info
@@ -227,7 +221,8 @@ fn set_up_process(t: &'static thread::Thread) {
     }
 }
 
-/// Loads the program `exe` (absolute) and builds its initial stack below
+/// Loads the program `exe` (absolute, or relative to the working directory)
+/// and builds its initial stack below
 /// the kernel's; returns its entry point and stack pointer. Failing that,
 /// ends the process as a shell reports it (127: not found, 126: cannot run).
 fn load_program(exe: &[u8], info: &StartArgs) -> (usize, usize) {

@@ -71,10 +71,16 @@ impl Process {
                 c.own_actions.store(sig, &actions.get(sig));
             }
         }
+        self.inherit_into(c);
+        c
+    }
+
+    /// What any child's state takes from ours besides dispositions: the
+    /// ids (its own pid, us as its parent) and the working directory.
+    fn inherit_into(&self, c: &Process) {
         c.ids.reset_for_child(&self.ids);
         let cwd = self.cwd.lock().clone();
         *c.cwd.lock() = cwd;
-        c
     }
 
     /// The state of a child that shares our memory and our dispositions
@@ -86,9 +92,7 @@ impl Process {
             shares_actions_of: Some(self.shares_actions_of.unwrap_or(self)),
             ..Process::new()
         }));
-        c.ids.reset_for_child(&self.ids);
-        let cwd = self.cwd.lock().clone();
-        *c.cwd.lock() = cwd;
+        self.inherit_into(c);
         c
     }
 }

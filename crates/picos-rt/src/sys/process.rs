@@ -224,7 +224,8 @@ pub fn unshare(c: &mut Ctx<'_>, flags: u64) -> SysResult {
     let r = c.host()?;
     if flags & (CLONE_NEWUSER | CLONE_NEWUTS | CLONE_NEWNS) != 0 {
         // A user namespace changes the credentials the host reports (and
-        // what lookups are allowed).
+        // what lookups are allowed); a new UTS or mount namespace starts as
+        // a copy, its cached answers forgotten all the same, as after setns.
         crate::sys::ids::forget_namespaced(c);
     }
     if flags & CLONE_FILES != 0 {
