@@ -35,14 +35,6 @@ static long clone3_(struct clone_args_ *a)
     return syscall(SYS_clone3, a, sizeof *a);
 }
 
-static int wait_status(pid_t pid)
-{
-    int st = -1;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    return st;
-}
-
 static void on_usr1(int sig)
 {
     (void)sig;
@@ -78,7 +70,7 @@ static void clear_sighand(void)
         kill(self, SIGUSR1); /* default: ends the process */
         _exit(6);
     }
-    int st = pid > 0 ? wait_status(pid) : -1;
+    int st = wait_status(pid);
     checkf("clear_sighand_child_dies_of_sigusr1", WIFSIGNALED(st) && WTERMSIG(st) == SIGUSR1,
            "pid %ld status %#x", pid, st);
     struct sigaction now;
@@ -138,7 +130,7 @@ static void set_tid(void)
             _exit(getpid() == want ? 0 : 7);
         if (pid < 0 && errno == EEXIST)
             continue; /* taken since */
-        int st = pid > 0 ? wait_status(pid) : -1;
+        int st = wait_status(pid);
         checkf("set_tid_child_has_the_pid", pid == want && WIFEXITED(st) && WEXITSTATUS(st) == 0,
                "asked %d got %ld status %#x errno %d", want, pid, st, errno);
         got = 1;
@@ -191,7 +183,7 @@ static void into_cgroup(void)
         const char *name = strrchr(dir, '/');
         _exit(n > 0 && strstr(buf, name) ? 0 : 8);
     }
-    int st = pid > 0 ? wait_status(pid) : -1;
+    int st = wait_status(pid);
     checkf("into_cgroup_child_starts_there", WIFEXITED(st) && WEXITSTATUS(st) == 0,
            "pid %ld status %#x errno %d", pid, st, errno);
     if (fd >= 0)
@@ -218,12 +210,11 @@ static void new_time_ns(void)
         _exit(strcmp(child, mine) != 0 ? 0 : 10);
     }
     if (geteuid() != 0) {
-        if (pid > 0)
-            wait_status(pid);
+        wait_status(pid);
         check_errno("new_time_ns_unprivileged_eperm", pid, e, EPERM);
         return;
     }
-    int st = pid > 0 ? wait_status(pid) : -1;
+    int st = wait_status(pid);
     checkf("new_time_ns_child_has_its_own", WIFEXITED(st) && WEXITSTATUS(st) == 0,
            "pid %ld status %#x errno %d", pid, st, e);
 }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #pragma GCC diagnostic ignored "-Wunused-function"
@@ -67,6 +68,20 @@ static const char *errno_name(int e)
         return buf;
     }
     }
+}
+
+/* The wait status of child `pid` (retried on EINTR); -1 if there is none
+ * (`pid` not a child: a failed fork's -1 included). */
+static int wait_status(pid_t pid)
+{
+    int st = -1;
+    if (pid <= 0)
+        return -1;
+    while (waitpid(pid, &st, 0) < 0) {
+        if (errno != EINTR)
+            return -1;
+    }
+    return st;
 }
 
 /* One check, one line. */

@@ -85,14 +85,6 @@ static int mode_pidcheck(long want)
 
 static void dummy_handler(int sig) { (void)sig; }
 
-static int wait_status(pid_t pid)
-{
-    int st;
-    if (waitpid(pid, &st, 0) != pid)
-        return -1;
-    return st;
-}
-
 static void *exec_from_thread(void *arg)
 {
     char *a = arg;
@@ -178,7 +170,7 @@ static int mode_as_nobody(void)
             execl("./prog", "./prog", "relcheck", (char *)NULL);
             _exit(errno == EACCES ? 21 : 22);
         }
-        st = pid > 0 ? wait_status(pid) : -1;
+        st = wait_status(pid);
         check("execve_relative_below_unsearchable_dir", WIFEXITED(st) && WEXITSTATUS(st) == 0);
         if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
             fprintf(stderr, "relative exec as nobody: status %d\n", st);

@@ -54,10 +54,7 @@ static void clone_sighand_process(void)
     sighand_caller = getpid();
     int pid = clone(sighand_child, stack + sizeof stack,
                     CLONE_VM | CLONE_SIGHAND | CLONE_FS | CLONE_FILES | SIGCHLD, NULL);
-    int st = -1;
-    if (pid > 0)
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-            ;
+    int st = wait_status(pid);
     check("clone_sighand_child_exits_0", pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
     checkf("clone_sighand_child_own_pid", sighand_child_pid == pid,
            "child pid %ld, clone returned %d", sighand_child_pid, pid);

@@ -16,14 +16,6 @@
 #include <sys/utsname.h>
 #include <sys/wait.h>
 
-static int wait_child(pid_t pid)
-{
-    int st = -1;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    return st;
-}
-
 static void setns_uts(void)
 {
     if (geteuid() != 0) {
@@ -61,7 +53,7 @@ static void setns_uts(void)
     check("setns_uts_back_home", left && strcmp(back.nodename, before.nodename) == 0);
     if (write(to_child[1], "g", 1) != 1)
         perror("write");
-    int st = pid > 0 ? wait_child(pid) : -1;
+    int st = wait_status(pid);
     check("setns_uts_child_ok", WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
@@ -77,7 +69,7 @@ static void unshare_user(void)
         (void)u0;
         _exit(u1 == 65534 && g1 == 65534 ? 0 : 7);
     }
-    int st = pid > 0 ? wait_child(pid) : -1;
+    int st = wait_status(pid);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 5) {
         printf("unshare_user_overflow_ids: skipped (no user namespaces for this user)\n");
         return;
