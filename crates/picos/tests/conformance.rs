@@ -567,6 +567,13 @@ fn threads() {
     conformance("threads", &[ok(&[])]);
 }
 
+/// POSIX message queues: a notice survives a site patched with threads
+/// (not sandboxed: Landlock refuses the queue's open).
+#[test]
+fn mqueue() {
+    conformance("mqueue", &[ok(&[])]);
+}
+
 #[test]
 fn signals() {
     conformance("signals", &[ok(&[])]);

@@ -1,6 +1,6 @@
 //! Descriptors the runtime opens for itself, where the program never sees
 //! them: briefly in the program's table when nothing of the program can run
-//! meanwhile, otherwise in the table of a transient thread of its own.
+//! meanwhile, otherwise in the table of a transient task of its own.
 #![allow(unsafe_code)]
 
 use super::errno::Errno;
@@ -54,17 +54,19 @@ pub fn read_small_file<const N: usize>(path: &core::ffi::CStr) -> Result<([u8; N
     })
 }
 
-/// Stack of the transient thread of [`with_own_fds`].
+/// Stack of the transient task of [`with_own_fds`].
 const OWN_FDS_STACK: usize = 256 << 10;
 
-/// Runs `f` on a transient thread of this process that has a descriptor
-/// table of its own (holding only a copy of 2, for messages): what `f` opens never enters the
-/// program's table (the program cannot reach it, and a full table does not
-/// stop it), while memory, the working directory and credentials are the
-/// process's. The calling thread waits until `f` is done (CLONE_VFORK).
-/// `f` must not take a lock the caller holds, and must only make host calls
-/// and touch runtime memory; it runs with async signals blocked, off the
-/// signal stack. The cost is a thread's creation and exit (~50 µs).
+/// Runs `f` on a transient task (a process of its own that shares our
+/// memory, working directory and signal handlers: see `FLAGS` below) with
+/// a descriptor table of its own, holding only 2 (for messages): what `f`
+/// opens never enters the program's table (the program cannot reach it,
+/// and a full table does not stop it). The calling thread waits until `f`
+/// is done (CLONE_VFORK) and the task is reaped. `f` must not take a lock
+/// the caller holds, and must only make host calls and touch runtime
+/// memory (not ask the host for its pid); it runs with async signals
+/// blocked, off the signal stack. The cost is a task's creation and exit
+/// (~50 µs).
 pub fn with_own_fds<F: FnOnce() -> R, R>(f: F) -> Result<R, Errno> {
     with_own_fds_keeping(&[], f)
 }
@@ -89,10 +91,11 @@ pub fn with_own_fds_keeping<F: FnOnce() -> R, R>(keep: &[i32], f: F) -> Result<R
             ..Default::default()
         };
         let _ = super::sigaltstack(Some(&off), None);
-        // CLOSE_RANGE_UNSHARE from 3 up: a new table holding copies of 0,
-        // 1 and 2 only (Linux copies just the numbers below the range,
-        // cheap whatever the program's table holds); 0 and 1 are closed,
-        // 2 stays for the runtime's messages (the loader's warnings).
+        // CLOSE_RANGE_UNSHARE from 3 up: a new table without the program's
+        // descriptors from 3 up (Linux copies the first 64 numbers at least
+        // and closes those in the range, cheap whatever the program's table
+        // holds); 0 and 1 are closed, 2 stays for the runtime's messages
+        // (the loader's warnings).
         let unshared = if job.keep.is_empty() {
             super::close_range(3, u32::MAX, 2).is_ok()
         } else {
@@ -122,9 +125,19 @@ pub fn with_own_fds_keeping<F: FnOnce() -> R, R>(keep: &[i32], f: F) -> Result<R
         }
         super::exit_thread(0)
     }
-    // CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
-    // CLONE_SYSVSEM | CLONE_VFORK: the child unshares the table itself.
-    const FLAGS: usize = 0x100 | 0x200 | 0x400 | 0x800 | 0x10000 | 0x40000 | 0x4000;
+    // CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_SYSVSEM |
+    // CLONE_VFORK, exit signal 0: the child unshares the table itself. Not
+    // CLONE_THREAD: the child is a process of its own (sharing our memory),
+    // so that
+    // - the copies of the program's descriptors that the unsharing makes
+    //   (Linux copies at least the first 64 numbers, whatever the range)
+    //   are closed by another process: closing a message queue in the
+    //   process that registered for its notice drops the registration
+    //   (mq_notify), as a close by any of our threads would;
+    // - the program never sees an extra thread in /proc/PID/task.
+    // With exit signal 0 it is a "clone" child: a program's wait without
+    // __WALL or __WCLONE never reports it; we reap it right after.
+    const FLAGS: usize = 0x100 | 0x200 | 0x400 | 0x800 | 0x40000 | 0x4000;
     let mut job = Job {
         f: Some(f),
         r: None,
@@ -146,8 +159,26 @@ pub fn with_own_fds_keeping<F: FnOnce() -> R, R>(keep: &[i32], f: F) -> Result<R
             &mut job as *mut Job<'_, F, R> as usize,
         )
     };
+    if let Ok(pid) = r {
+        reap_clone_child(pid as i32);
+    }
     let _ = super::rt_sigprocmask(super::abi::SIG_SETMASK, Some(old));
     drop(stack);
     r?;
     job.r.ok_or(Errno::ENOSYS)
+}
+
+/// Waits for the clone child `pid` (exit signal 0) of [`with_own_fds`] to
+/// end and reaps it. CLONE_VFORK returned when it released our memory,
+/// which is before it has fully exited: this waits the rest. ECHILD (a
+/// program thread waiting with __WALL reaped it first) ends the wait too.
+fn reap_clone_child(pid: i32) {
+    const WCLONE: usize = 0x8000_0000;
+    loop {
+        // SAFETY: no pointer: the status and rusage are not asked for.
+        let r = unsafe { super::call(super::nr::WAIT4, [pid as usize, 0, WCLONE, 0, 0, 0]) };
+        if r != Err(Errno::EINTR) {
+            return;
+        }
+    }
 }

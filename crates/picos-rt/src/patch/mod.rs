@@ -322,7 +322,7 @@ pub fn init(cfg: &Config) {
 }
 
 /// Locks the patcher's state. The holder may sleep (a patch made with
-/// threads waits for the transient thread that writes the code, see
+/// threads waits for the transient task that writes the code, see
 /// `host::fds::with_own_fds`); waiters yield the CPU after a short spin, as for
 /// every `lock::Lock` (32 threads spinning on 2 cores starved that thread
 /// and made `patch_stress` 50 times slower).
@@ -404,7 +404,7 @@ enum CodeOp<'a> {
 /// after them. In the program's descriptor table only while the program
 /// cannot run until it is closed again (one thread, no table shared: see
 /// `host::fds::may_use_program_fds`) and the table has room; otherwise in a
-/// transient thread's table of its own (`host::fds::with_own_fds`), where the
+/// transient task's table of its own (`host::fds::with_own_fds`), where the
 /// program can never reach it. Either way the program sees every
 /// descriptor number it would have natively. If the file cannot be opened
 /// (no /proc), patching stops; the sites keep the trap path.
