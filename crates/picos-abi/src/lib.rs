@@ -93,6 +93,10 @@ pub struct LaunchConfig {
     /// became. When it ends, every picoprocess left in the tree ends too.
     /// 0: no root known.
     pub root_pid: u32,
+    /// The tid of the parent's thread that created this process (its end
+    /// is what Linux's parent-death signal reports), passed on through
+    /// execve. 0: unknown.
+    pub parent_thread: u32,
     /// The manifest's mounts, in the order the manifest gives them (a
     /// later mount at the same guest path is refused by the CLI). Empty:
     /// the program sees the host's tree unchanged (the embedded default).
@@ -203,6 +207,7 @@ impl Default for LaunchConfig {
             stats: false,
             stats_json: Vec::new(),
             root_pid: 0,
+            parent_thread: 0,
             mounts: Vec::new(),
         }
     }
@@ -417,6 +422,10 @@ impl LaunchConfig {
             s.push_str(";root=");
             push_u64(&mut s, self.root_pid.into());
         }
+        if self.parent_thread != 0 {
+            s.push_str(";pthread=");
+            push_u64(&mut s, self.parent_thread.into());
+        }
         for m in &self.mounts {
             s.push_str(match (m.readonly, m.exclusive, m.writeback) {
                 (true, true, _) => ";mount=rox,",
@@ -494,6 +503,12 @@ impl LaunchConfig {
                         .filter(|&v| v != 0)
                         .ok_or(DecodeError::BadField)?;
                 }
+                b"pthread" => {
+                    cfg.parent_thread = parse_u64(value)
+                        .and_then(|v| u32::try_from(v).ok())
+                        .filter(|&v| v != 0)
+                        .ok_or(DecodeError::BadField)?;
+                }
                 b"mount" => cfg
                     .mounts
                     .push(decode_mount(value).ok_or(DecodeError::BadField)?),
@@ -547,6 +562,7 @@ mod tests {
             stats: true,
             stats_json: b"/tmp/s;t=1.json".to_vec(),
             root_pid: 4_194_304,
+            parent_thread: 4_194_303,
             mounts: vec![
                 MountSpec {
                     guest: b"/".to_vec(),
@@ -630,6 +646,7 @@ mod tests {
                 stats: false,
                 stats_json: Vec::new(),
                 root_pid: 0,
+                parent_thread: 0,
                 mounts: Vec::new(),
             };
             assert_eq!(LaunchConfig::decode(cfg.encode().as_bytes()).unwrap(), cfg);

@@ -454,6 +454,8 @@ fn plan(args: &RunArgs) -> Result<Plan, RunError> {
         },
         // Known once this process is about to become the root (`launch`).
         root_pid: 0,
+        // The root's parent is no picoprocess.
+        parent_thread: 0,
     };
     Ok(Plan {
         argv,

@@ -75,6 +75,56 @@ pub fn with_own_fds<F: FnOnce() -> R, R>(f: F) -> Result<R, Errno> {
 /// held in the program's table: the mounts' directories) copied into the
 /// new table at the same numbers.
 pub fn with_own_fds_keeping<F: FnOnce() -> R, R>(keep: &[i32], f: F) -> Result<R, Errno> {
+    let mut stack: Vec<u8> = Vec::with_capacity(OWN_FDS_STACK);
+    let top = (stack.as_mut_ptr() as usize + OWN_FDS_STACK) & !15;
+    // SAFETY: `stack` is ours, unused by anything else, and outlives the
+    // call.
+    let r = unsafe { own_fds_on(top, keep, f) };
+    drop(stack);
+    r
+}
+
+/// Stack of [`with_own_fds_in_handler`]'s task.
+const HANDLER_STACK: usize = 64 << 10;
+
+/// The stack [`with_own_fds_in_handler`] lends its task (one at a time).
+struct HandlerStack(core::cell::UnsafeCell<[u8; HANDLER_STACK]>);
+// SAFETY: only used by the holder of `HANDLER_STACK_BUSY`.
+unsafe impl Sync for HandlerStack {}
+static HANDLER_STACK_MEM: HandlerStack =
+    HandlerStack(core::cell::UnsafeCell::new([0; HANDLER_STACK]));
+static HANDLER_STACK_BUSY: AtomicBool = AtomicBool::new(false);
+
+/// As [`with_transient_fds`], for a host signal handler: allocates
+/// nothing. In the program's table when [`may_use_program_fds`] (the
+/// handler interrupted the only code of the program that could run),
+/// otherwise on a task of its own ([`with_own_fds`]) that runs on a static
+/// stack; EAGAIN while another thread uses that stack.
+pub fn with_transient_fds_in_handler<R>(f: impl Fn() -> Result<R, Errno>) -> Result<R, Errno> {
+    if may_use_program_fds() {
+        match f() {
+            Err(Errno::EMFILE) => {}
+            r => return r,
+        }
+    }
+    if HANDLER_STACK_BUSY.swap(true, Ordering::Acquire) {
+        return Err(Errno::EAGAIN);
+    }
+    let top = (HANDLER_STACK_MEM.0.get() as usize + HANDLER_STACK) & !15;
+    // SAFETY: holding HANDLER_STACK_BUSY, the static stack is ours until
+    // the task has exited (own_fds_on waits for that).
+    let r = unsafe { own_fds_on(top, &[], &f) };
+    HANDLER_STACK_BUSY.store(false, Ordering::Release);
+    r.and_then(|r| r)
+}
+
+/// The body of [`with_own_fds_keeping`], on the stack whose (16-aligned)
+/// top is `top`.
+///
+/// # Safety
+/// The stack below `top` must be valid, ours and unused by anything else
+/// until this returns.
+unsafe fn own_fds_on<F: FnOnce() -> R, R>(top: usize, keep: &[i32], f: F) -> Result<R, Errno> {
     struct Job<'a, F, R> {
         f: Option<F>,
         r: Option<R>,
@@ -143,14 +193,12 @@ pub fn with_own_fds_keeping<F: FnOnce() -> R, R>(keep: &[i32], f: F) -> Result<R
         r: None,
         keep,
     };
-    let mut stack: Vec<u8> = Vec::with_capacity(OWN_FDS_STACK);
-    let top = (stack.as_mut_ptr() as usize + OWN_FDS_STACK) & !15;
     // The child starts with this mask: every signal but the synchronous
     // faults blocked, so that the process's signals go to its other threads.
     let old = super::rt_sigprocmask(super::abi::SIG_SETMASK, Some(!super::abi::SYNC_FAULTS))?;
-    // SAFETY: CLONE_VM; `stack` is ours and unused until the child exits,
-    // which CLONE_VFORK waits for; `run` never returns and reads `job` as
-    // the `Job` it is.
+    // SAFETY: CLONE_VM; the stack is ours and unused until the child exits
+    // (the caller's promise), which CLONE_VFORK waits for; `run` never
+    // returns and reads `job` as the `Job` it is.
     let r = unsafe {
         super::clone_thread(
             FLAGS,
@@ -163,7 +211,6 @@ pub fn with_own_fds_keeping<F: FnOnce() -> R, R>(keep: &[i32], f: F) -> Result<R
         reap_clone_child(pid as i32);
     }
     let _ = super::rt_sigprocmask(super::abi::SIG_SETMASK, Some(old));
-    drop(stack);
     r?;
     job.r.ok_or(Errno::ENOSYS)
 }

@@ -224,6 +224,12 @@ pub fn write_diagnostic(fd: i32, buf: &[u8]) {
     let _ = rt_sigprocmask(SIG_SETMASK, Some(old));
 }
 
+/// getdents64(2) into a slice.
+pub fn getdents64(fd: i32, buf: &mut [u8]) -> HostResult {
+    // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`.
+    unsafe { sc!(nr::GETDENTS64, fd, buf.as_mut_ptr(), buf.len()) }
+}
+
 /// pread64(2) into a slice.
 pub fn pread(fd: i32, buf: &mut [u8], off: u64) -> HostResult {
     // SAFETY: `buf` is a live, writable slice.

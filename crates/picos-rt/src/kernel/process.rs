@@ -139,12 +139,26 @@ pub static FORK_HOOKS: &[ForkHook] = &[
 /// steps. Returns what `fork` returned.
 pub fn fork(mut fork: impl FnMut() -> Result<usize, Errno>) -> Result<usize, Errno> {
     let parent = host::getpid();
+    let parent_thread = host::gettid();
+    // Every signal blocked until the child's hooks are done, the fault
+    // types too (the runtime never blocks those otherwise): one sent to
+    // the child right away (kill(child, SIGTRAP) after fork) would be
+    // queued by the runtime in the pending set that the thread's hook then
+    // clears, and be lost (LTP kill11). Held by the host, it is handled
+    // once the set is the child's own. A real fault meanwhile is still
+    // delivered (Linux unblocks a forced fault).
+    let old = host::rt_sigprocmask(crate::host::abi::SIG_BLOCK, Some(!0));
     let mut r = Err(Errno::EAGAIN);
     crate::sync::with_hooks_held(FORK_HOOKS, &mut || r = fork());
     if r == Ok(0) {
+        let ids = thread::current().ids();
+        ids.parent_thread.store(parent_thread, Ordering::Relaxed);
         for h in FORK_HOOKS {
             (h.child)(parent);
         }
+    }
+    if let Ok(old) = old {
+        let _ = host::rt_sigprocmask(crate::host::abi::SIG_SETMASK, Some(old));
     }
     r
 }
@@ -196,6 +210,10 @@ pub struct IdCache {
     pub umask: AtomicI32,
     /// The program's own parent-death signal (prctl), emulated.
     pub guest_pdeathsig: AtomicI32,
+    /// The tid of the parent's thread that created this process, whose end
+    /// Linux reports with the parent-death signal (see `is_parent_death`);
+    /// 0: unknown.
+    pub parent_thread: AtomicI32,
     pub creds: crate::sync::Lock<Option<Creds>>,
     pub uname: crate::sync::Lock<Option<[u8; 390]>>,
     pub rlimits: crate::sync::Lock<[Option<[u64; 2]>; 16]>,
@@ -211,6 +229,7 @@ impl IdCache {
             pgid_cacheable: core::sync::atomic::AtomicBool::new(false),
             umask: AtomicI32::new(-1),
             guest_pdeathsig: AtomicI32::new(0),
+            parent_thread: AtomicI32::new(0),
             creds: crate::sync::Lock::new(crate::sync::Rank::Creds, None),
             uname: crate::sync::Lock::new(crate::sync::Rank::Uname, None),
             rlimits: crate::sync::Lock::new(crate::sync::Rank::Rlimits, [None; 16]),
@@ -237,6 +256,7 @@ impl IdCache {
         self.pgid_cacheable.store(false, r);
         self.umask.store(parent.umask.load(r), r);
         self.guest_pdeathsig.store(0, r);
+        self.parent_thread.store(host::gettid(), r);
     }
 }
 
@@ -279,6 +299,12 @@ pub fn set_exe_path(path: Vec<u8>) {
 /// and that is handled now as the signal would have been.
 pub fn watch_parent(t: &thread::Thread, parent: Option<i32>) {
     let ids = t.ids();
+    if parent.is_none() {
+        // Started by execve (or by the CLI): the thread that created us,
+        // as the runtime before the execve knew it.
+        ids.parent_thread
+            .store(config().parent_thread as i32, Ordering::Relaxed);
+    }
     let _ = host::set_pdeathsig(crate::host::abi::SIGSYS);
     ids.pid.store(host::getpid(), Ordering::Relaxed);
     // After the prctl: a parent that dies from now on sends the signal.
@@ -293,9 +319,15 @@ pub fn watch_parent(t: &thread::Thread, parent: Option<i32>) {
 /// so, note the new parent, end this process if the tree's root is gone,
 /// and raise the program's own parent-death signal, if it asked for one.
 ///
-/// The host sends the notice when the *thread* that created us ends, with
-/// the pid of its process: if that process lives on (another of its
-/// threads adopts us), our parent has not changed.
+/// Linux sends the notice as `kill` would (SI_USER, the parent's pid), when
+/// the parent *thread* that created us ends, after it has given us to our
+/// new parent. If our parent is another process now, this is the notice.
+/// If it is not (another thread of the same process adopted us), it is the
+/// notice if the thread that created us has ended or is ending; if that
+/// thread runs on, the parent sent the SIGSYS with `kill`, and it is the
+/// program's (LTP kill11, sigrelse01). When that thread is unknown (after
+/// an earlier notice; a process not forked by a picoprocess), it is taken
+/// for the notice, as a program's SIGSYS default action would kill it.
 pub fn is_parent_death(info: &crate::arch::SigInfo) -> bool {
     let Some(t) = thread::current_checked() else {
         return false;
@@ -310,12 +342,88 @@ pub fn is_parent_death(info: &crate::arch::SigInfo) -> bool {
     ids.ppid.store(now, Ordering::Relaxed);
     if now != from {
         parent_gone(from);
+    } else {
+        let creator = ids.parent_thread.load(Ordering::Relaxed);
+        if creator > 0 && thread_ending(from, creator) == Some(false) {
+            return false;
+        }
     }
+    // Another thread of the parent has us now; which one is unknown.
+    ids.parent_thread.store(0, Ordering::Relaxed);
     let sig = ids.guest_pdeathsig.load(Ordering::Relaxed);
     if sig > 0 {
         let _ = host::tgkill(host::getpid(), t.tid(), sig);
     }
     true
+}
+
+/// Has thread `tid` of process `pid` ended, or is it ending (its stat
+/// file's flags have PF_EXITING, or it is a zombie)? None if /proc cannot
+/// tell. Called from the SIGSYS handler: allocates nothing.
+fn thread_ending(pid: i32, tid: i32) -> Option<bool> {
+    const PF_EXITING: u64 = 0x4;
+    let mut path = [0u8; 32];
+    let dir = proc_path(&mut path, pid as u32, b"/task")?;
+    let look = || -> Result<bool, Errno> {
+        let flags = host::O_RDONLY | host::O_DIRECTORY | host::O_CLOEXEC;
+        let fd = host::openat(host::AT_FDCWD, dir, flags, 0)? as i32;
+        let r = stat_flags_state(fd, tid as u32);
+        let _ = host::close(fd);
+        match r {
+            Ok((flags, state)) => Ok(flags & PF_EXITING != 0 || state == b'Z' || state == b'X'),
+            Err(Errno::ENOENT) | Err(Errno::ESRCH) => Ok(true),
+            Err(e) => Err(e),
+        }
+    };
+    crate::host::fds::with_transient_fds_in_handler(look).ok()
+}
+
+/// The flags and state of thread `tid` in the task directory `dirfd`,
+/// from its stat file (the flags are its ninth field, the state its third;
+/// the command name in parentheses may hold anything).
+fn stat_flags_state(dirfd: i32, tid: u32) -> Result<(u64, u8), Errno> {
+    let mut path = [0u8; 32];
+    let mut digits = [0u8; 10];
+    let (mut v, mut d) = (tid, digits.len());
+    loop {
+        d -= 1;
+        digits[d] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let mut n = 0;
+    for &b in digits[d..].iter().chain(b"/stat\0") {
+        path[n] = b;
+        n += 1;
+    }
+    let name = core::ffi::CStr::from_bytes_with_nul(&path[..n]).map_err(|_| Errno::EINVAL)?;
+    let fd = host::openat(dirfd as isize, name, host::O_RDONLY | host::O_CLOEXEC, 0)? as i32;
+    let mut buf = [0u8; 512];
+    let r = host::pread(fd, &mut buf, 0);
+    let _ = host::close(fd);
+    let text = &buf[..r?];
+    parse_stat_flags_state(text).ok_or(Errno::EIO)
+}
+
+/// The flags (ninth field) and state (third) of a /proc stat file's text.
+fn parse_stat_flags_state(text: &[u8]) -> Option<(u64, u8)> {
+    let close = text.iter().rposition(|&b| b == b')')?;
+    let mut fields = text[close + 1..]
+        .split(|&b| b == b' ')
+        .filter(|f| !f.is_empty());
+    let state = *fields.next()?.first()?;
+    // Fields 4 to 8 (ppid, pgrp, session, tty, tpgid), then the flags.
+    let flags = fields.nth(5)?;
+    let mut v = 0u64;
+    for &d in flags {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some((v, state))
 }
 
 /// Our parent process `parent` has ended (we have been given to another).
@@ -419,13 +527,14 @@ fn same_tree(link: &[u8]) -> bool {
 /// readlink of `/proc/PID/exe` into `link` (no descriptor, no
 /// allocation: also called from the SIGSYS handler).
 fn read_exe(pid: u32, link: &mut [u8]) -> Result<usize, Errno> {
-    // "/proc/" + at most 10 digits + "/exe" + NUL.
-    let mut path = [0u8; 24];
-    let mut n = 0;
-    for &b in b"/proc/" {
-        path[n] = b;
-        n += 1;
-    }
+    let mut path = [0u8; 32];
+    let path = proc_path(&mut path, pid, b"/exe").ok_or(Errno::EINVAL)?;
+    host::readlink(path, link)
+}
+
+/// `/proc/PID` + `rest`, NUL-terminated, in `buf` (no allocation: for the
+/// SIGSYS handler). None if it does not fit.
+fn proc_path<'a>(buf: &'a mut [u8; 32], pid: u32, rest: &[u8]) -> Option<&'a core::ffi::CStr> {
     let mut digits = [0u8; 10];
     let (mut v, mut d) = (pid, digits.len());
     loop {
@@ -436,12 +545,17 @@ fn read_exe(pid: u32, link: &mut [u8]) -> Result<usize, Errno> {
             break;
         }
     }
-    for &b in digits[d..].iter().chain(b"/exe\0") {
-        path[n] = b;
+    let mut n = 0;
+    for &b in b"/proc/"
+        .iter()
+        .chain(&digits[d..])
+        .chain(rest)
+        .chain(b"\0")
+    {
+        *buf.get_mut(n)? = b;
         n += 1;
     }
-    let path = core::ffi::CStr::from_bytes_with_nul(&path[..n]).map_err(|_| Errno::EINVAL)?;
-    host::readlink(path, link)
+    core::ffi::CStr::from_bytes_with_nul(&buf[..n]).ok()
 }
 
 /// Is process `pid` one of this picoprocess tree (its `/proc/PID/exe` is
@@ -530,4 +644,37 @@ fn stats_json_line(line: &[u8]) {
         Ok(())
     };
     let _ = crate::host::fds::with_transient_fds(append);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_stat_flags_state, proc_path};
+
+    #[test]
+    fn stat_flags_and_state() {
+        // A command name with spaces and parentheses; PF_EXITING set.
+        let line = b"4242 (a) b (c) R 1 4242 4242 0 -1 4194564 83 0 0 0 0 0 0 0 20 0 1 0\n";
+        assert_eq!(parse_stat_flags_state(line), Some((4194564, b'R')));
+        let zombie = b"7 (x) Z 1 7 7 0 -1 4 0 0\n";
+        assert_eq!(parse_stat_flags_state(zombie), Some((4, b'Z')));
+        assert_eq!(parse_stat_flags_state(b"7 (x) S 1 7"), None);
+        assert_eq!(parse_stat_flags_state(b"7 (x) S 1 7 7 0 -1 4x"), None);
+        assert_eq!(parse_stat_flags_state(b""), None);
+    }
+
+    #[test]
+    fn proc_paths() {
+        let mut buf = [0u8; 32];
+        assert_eq!(
+            proc_path(&mut buf, 0, b"/task").unwrap().to_bytes(),
+            b"/proc/0/task"
+        );
+        let mut buf = [0u8; 32];
+        assert_eq!(
+            proc_path(&mut buf, u32::MAX, b"/exe").unwrap().to_bytes(),
+            b"/proc/4294967295/exe"
+        );
+        let mut buf = [0u8; 32];
+        assert!(proc_path(&mut buf, u32::MAX, b"/a-suffix-too-long-for-it").is_none());
+    }
 }

@@ -61,6 +61,10 @@ pub fn exec_runtime(
 ) -> Result<usize, Errno> {
     let mut cfg = config().clone();
     cfg.exe = path.to_vec();
+    cfg.parent_thread = t
+        .ids()
+        .parent_thread
+        .load(core::sync::atomic::Ordering::Relaxed) as u32;
     cfg.exe_name = if name == path {
         Vec::new()
     } else {
