@@ -157,7 +157,7 @@ MEDIATED = {
   'sethostname': 'uts::set_uts', 'setdomainname': 'uts::set_uts',
   'setrlimit': 'resource::setrlimit', 'setpgid': 'ids::set_pgid', 'setsid': 'ids::set_pgid',
   'sched_setaffinity': 'sched::sched_setaffinity',
-  'membarrier': 'memory::membarrier',
+  'membarrier': 'memory::membarrier', 'seccomp': 'process::seccomp',
   'rt_sigtimedwait': 'signal::rt_sigtimedwait',
   'kill': 'signal::kill', 'rt_sigqueueinfo': 'signal::rt_sigqueueinfo',
   'tkill': 'signal::tkill', 'tgkill': 'signal::tgkill',
@@ -254,7 +254,7 @@ NOTES = {
   'setfsuid': 'then forgets cached credentials and the directory cache', 'setfsgid': 'then forgets cached credentials and the directory cache',
   'setgroups': 'then forgets cached credentials and the directory cache', 'sethostname': 'then forgets the cached uname',
   'setdomainname': 'then forgets the cached uname', 'setrlimit': 'then forgets the cached limit',
-  'prctl': 'PR_SET_SYSCALL_USER_DISPATCH refused; PR_SET/GET_PDEATHSIG emulated',
+  'prctl': 'SUD refused; PDEATHSIG and SECCOMP emulated',
   'getpgrp': 'cached once exec\'d (before that the parent may move us)', 'getpgid': 'own group cached once exec\'d',
   'getsid': 'own session cached', 'getcpu': 'rdpid/rdtscp (TSC_AUX)',
   'setpgid': 'then forgets the cached group and session', 'setsid': 'then forgets the cached group and session',
@@ -294,6 +294,7 @@ NOTES.update({
   'unshare': 'host call; CLONE_FS: no cached working directory; CLONE_FILES: own fd state',
   'setns': 'host call, then cached creds, uname and directory cache forgotten',
   'membarrier': 'the runtime\'s own registration hidden from the program',
+  'seccomp': 'filters run by the library OS; no listener',
 })
 for _k, _v in MEDIATED.items():
     if _v == 'fs::mount_tree':

@@ -97,6 +97,9 @@ pub struct LaunchConfig {
     /// is what Linux's parent-death signal reports), passed on through
     /// execve. 0: unknown.
     pub parent_thread: u32,
+    /// The program's seccomp filters, passed on through execve (the
+    /// runtime's encoding, `kernel::seccomp::encode`). Empty: none.
+    pub seccomp: Vec<u8>,
     /// The manifest's mounts, in the order the manifest gives them (a
     /// later mount at the same guest path is refused by the CLI). Empty:
     /// the program sees the host's tree unchanged (the embedded default).
@@ -208,6 +211,7 @@ impl Default for LaunchConfig {
             stats_json: Vec::new(),
             root_pid: 0,
             parent_thread: 0,
+            seccomp: Vec::new(),
             mounts: Vec::new(),
         }
     }
@@ -426,6 +430,10 @@ impl LaunchConfig {
             s.push_str(";pthread=");
             push_u64(&mut s, self.parent_thread.into());
         }
+        if !self.seccomp.is_empty() {
+            s.push_str(";seccomp=");
+            hex_encode(&mut s, &self.seccomp);
+        }
         for m in &self.mounts {
             s.push_str(match (m.readonly, m.exclusive, m.writeback) {
                 (true, true, _) => ";mount=rox,",
@@ -503,6 +511,7 @@ impl LaunchConfig {
                         .filter(|&v| v != 0)
                         .ok_or(DecodeError::BadField)?;
                 }
+                b"seccomp" => cfg.seccomp = hex_decode(value).ok_or(DecodeError::BadField)?,
                 b"pthread" => {
                     cfg.parent_thread = parse_u64(value)
                         .and_then(|v| u32::try_from(v).ok())
@@ -563,6 +572,7 @@ mod tests {
             stats_json: b"/tmp/s;t=1.json".to_vec(),
             root_pid: 4_194_304,
             parent_thread: 4_194_303,
+            seccomp: vec![1, 2, 0, 6, 0, 0, 0, 0, 0xff, 0x7f, 0],
             mounts: vec![
                 MountSpec {
                     guest: b"/".to_vec(),
@@ -647,6 +657,8 @@ mod tests {
                 stats_json: Vec::new(),
                 root_pid: 0,
                 parent_thread: 0,
+                seccomp: Vec::new(),
+                seccomp: Vec::new(),
                 mounts: Vec::new(),
             };
             assert_eq!(LaunchConfig::decode(cfg.encode().as_bytes()).unwrap(), cfg);

@@ -148,7 +148,18 @@ extern "C" fn main_on_runtime_stack() -> ! {
         crate::kernel::time::disable_tsc();
     }
     crate::entry::install();
-    if cfg.patch_syscalls {
+    // The program's seccomp filters, from the program before the execve:
+    // every call then takes the trap path, where they are run.
+    let filters = match crate::kernel::seccomp::decode(&cfg.seccomp) {
+        Ok(f) => f,
+        Err(e) => fatal(
+            126,
+            format_args!("cannot take on the program's seccomp filters: {}", e),
+        ),
+    };
+    t.seccomp
+        .store(filters, core::sync::atomic::Ordering::Relaxed);
+    if cfg.patch_syscalls && filters == 0 {
         init_patching(t, vdso);
     }
     if let Err(e) = arm_dispatch() {

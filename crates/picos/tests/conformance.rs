@@ -567,6 +567,13 @@ fn threads() {
     conformance("threads", &[ok(&[])]);
 }
 
+/// The program's own seccomp filters, run by the library OS: every action,
+/// strict mode, arguments, stacking, fork, execve, TSYNC, what is refused.
+#[test]
+fn seccomp() {
+    conformance("seccomp", &[ok(&[])]);
+}
+
 /// POSIX message queues: a notice survives a site patched with threads
 /// (not sandboxed: Landlock refuses the queue's open).
 #[test]
@@ -833,6 +840,7 @@ fn sandboxed() {
         ("map_replace", &[ok(&[])][..]),
         ("fork_wait", &[ok(&[])][..]),
         ("locks", &[ok(&[])][..]),
+        ("seccomp", &[ok(&[])][..]),
         ("syscall_signals", &[ok(&[])][..]),
         (
             "exit_codes",

@@ -118,7 +118,19 @@ pub enum Outcome {
 /// Serves call `nr` with `args` as the table says. `uc` is the program's
 /// register context, which only the trap path has (see `Ctx::uc`).
 #[inline(always)]
-fn run(t: &'static Thread, nr: usize, args: [usize; 6], uc: Option<&mut UContext>) -> Outcome {
+fn run(
+    t: &'static Thread,
+    nr: usize,
+    args: [usize; 6],
+    uc: Option<&mut UContext>,
+    ip: u64,
+) -> Outcome {
+    let mode = t.seccomp.load(Ordering::Relaxed);
+    if mode != 0 {
+        if let Some(out) = filtered(t, mode, nr, args, ip) {
+            return out;
+        }
+    }
     let def = lookup(nr);
     let mut ctx = Ctx {
         t,
@@ -152,7 +164,8 @@ pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
     // ((1 << 32) | 39 is getpid).
     let raw_nr = m.rax;
     let args = [m.rdi, m.rsi, m.rdx, m.r10, m.r8, m.r9].map(|a| a as usize);
-    let out = run(t, raw_nr as u32 as usize, args, Some(&mut *uc));
+    let ip = m.rip;
+    let out = run(t, raw_nr as u32 as usize, args, Some(&mut *uc), ip);
     let m = &mut uc.mcontext;
     match out {
         Outcome::KeepRegs => {}
@@ -171,6 +184,67 @@ pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
 
 /// Serves a call of the fast entry (not a `full_context` one): the
 /// arguments only, no register context to build or write back.
-pub fn dispatch_fast(t: &'static Thread, nr: usize, args: [usize; 6]) -> Outcome {
-    run(t, nr, args, None)
+pub fn dispatch_fast(t: &'static Thread, nr: usize, args: [usize; 6], ip: u64) -> Outcome {
+    run(t, nr, args, None, ip)
+}
+
+/// Runs call `nr` through the program's seccomp filters (mode `mode`, see
+/// `kernel::seccomp`), made at `ip` (the address after its `syscall`).
+/// None if the call goes on; otherwise what becomes of it, as Linux's
+/// `__seccomp_filter` does.
+#[cold]
+#[inline(never)]
+fn filtered(
+    t: &'static Thread,
+    mode: u32,
+    nr: usize,
+    args: [usize; 6],
+    ip: u64,
+) -> Option<Outcome> {
+    use crate::host::abi::{SIGKILL, SIGSYS};
+    use crate::kernel::seccomp::{evaluate, Data, Verdict, ARCH_X86_64};
+    let d = Data {
+        nr: nr as i32,
+        arch: ARCH_X86_64,
+        ip,
+        args: args.map(|a| a as u64),
+    };
+    let end_thread = |sig: i32| -> ! {
+        // The thread ends; the process too, of `sig`, if it is its last.
+        let mut others = 0;
+        crate::kernel::thread::for_each_live(|o| {
+            if !core::ptr::eq(o, t) && core::ptr::eq(o.process(), t.process()) {
+                others += 1;
+            }
+        });
+        if others == 0 {
+            crate::kernel::process::process_exiting();
+            crate::kernel::signal::die_of(sig);
+        }
+        crate::kernel::process::thread_exiting(t);
+        crate::kernel::thread::retire(t);
+        crate::host::exit_thread(sig)
+    };
+    match evaluate(mode, &d) {
+        Verdict::Allow => None,
+        Verdict::Errno(e) => Some(Outcome::Return(Errno(e).to_ret() as u64)),
+        Verdict::Trap(data) => {
+            // SIGSYS with the call described (si_errno the filter's data,
+            // si_call_addr, si_syscall, si_arch), forced as Linux forces
+            // it; the call is not made and RAX keeps its number.
+            let mut info = crate::arch::SigInfo::kernel(SIGSYS, 1 /* SYS_SECCOMP */);
+            info.0[4..8].copy_from_slice(&data.to_ne_bytes());
+            info.set_addr(ip);
+            info.0[24..28].copy_from_slice(&(nr as i32).to_ne_bytes());
+            info.0[28..32].copy_from_slice(&ARCH_X86_64.to_ne_bytes());
+            crate::kernel::signal::force_sig_info(t, &info);
+            Some(Outcome::Return(nr as u64))
+        }
+        Verdict::KillThread => end_thread(SIGSYS),
+        Verdict::KillProcess => {
+            crate::kernel::process::process_exiting();
+            crate::kernel::signal::die_of(SIGSYS)
+        }
+        Verdict::StrictKill => end_thread(SIGKILL),
+    }
 }

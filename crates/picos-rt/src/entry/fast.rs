@@ -155,7 +155,7 @@ pub(super) extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     let mask_before = t.sig_mask.get();
     let args = [f.rdi, f.rsi, f.rdx, f.r10, f.r8, f.r9].map(|a| a as usize);
     t.in_fast.set(true);
-    let out = crate::entry::dispatch::dispatch_fast(t, nr as usize, args);
+    let out = crate::entry::dispatch::dispatch_fast(t, nr as usize, args, site_ret);
     t.in_fast.set(false);
     if sync_host_mask(t, mask_before) {
         t.update_pending_flag();

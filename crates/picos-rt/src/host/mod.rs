@@ -652,6 +652,24 @@ pub fn set_pdeathsig(sig: i32) -> HostResult {
     unsafe { sc!(nr::PRCTL, abi::prctl::PR_SET_PDEATHSIG, sig) }
 }
 
+/// prctl(PR_GET_NO_NEW_PRIVS): is the calling thread's no_new_privs set?
+pub fn no_new_privs() -> bool {
+    // SAFETY: integer arguments only.
+    let r = unsafe { sc!(nr::PRCTL, 39usize, 0usize, 0usize, 0usize, 0usize) };
+    r == Ok(1)
+}
+
+/// Is capability `cap` (below 64) in the calling thread's effective set
+/// (capget, version 3)?
+pub fn has_effective_cap(cap: u32) -> bool {
+    let header: [u32; 2] = [0x2008_0522, 0];
+    let mut data = [0u32; 6];
+    // SAFETY: the header and the two data structures (3 words each) are
+    // live locals of the sizes version 3 uses.
+    let r = unsafe { sc!(nr::CAPGET, header.as_ptr(), data.as_mut_ptr()) };
+    r.is_ok() && cap < 64 && data[(cap / 32) as usize * 3] & (1 << (cap % 32)) != 0
+}
+
 /// prctl(PR_SET_NAME): the calling thread's name (at most 15 bytes and a NUL).
 pub fn set_name(name: &[u8; 16]) -> HostResult {
     // SAFETY: the kernel reads at most 16 bytes of `name`.

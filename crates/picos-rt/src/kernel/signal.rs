@@ -265,10 +265,16 @@ pub fn pending_wants_restart(t: &Thread) -> bool {
 /// `force_sig`): queued for delivery when the call returns, or, if the
 /// program blocks or ignores it, its default action at once.
 pub fn force_sig(t: &Thread, sig: i32, code: i32) {
+    force_sig_info(t, &SigInfo::kernel(sig, code));
+}
+
+/// [`force_sig`] with the whole `siginfo` given.
+pub fn force_sig_info(t: &Thread, info: &SigInfo) {
+    let sig = info.signo();
     if t.sig_mask.get() & bit(sig) != 0 || t.process().get(sig).handler == SIG_IGN {
         die_of(sig);
     }
-    t.add_fault(&SigInfo::kernel(sig, code));
+    t.add_fault(info);
 }
 
 /// Ends the process of signal `sig` (its default action on the host; the

@@ -102,6 +102,10 @@ pub struct Thread {
     /// for the runtime to deliver (`kernel::signal::take_self_sent`),
     /// rather than have the host deliver it to the runtime's handler.
     pub self_sent: Cell<u64>,
+    /// The program's seccomp mode for this thread (`kernel::seccomp`): 0
+    /// none, `seccomp::STRICT`, otherwise its newest filter's number.
+    /// Inherited by the threads and processes it creates.
+    pub seccomp: core::sync::atomic::AtomicU32,
 }
 
 /// A fault-type signal taken, at first, for one sent by someone (`kill`
@@ -435,6 +439,7 @@ pub fn alloc(
             held_locks: Cell::new(0),
             delivering: Cell::new(false),
             self_sent: Cell::new(0),
+            seccomp: core::sync::atomic::AtomicU32::new(0),
         },
     );
     Ok(t)

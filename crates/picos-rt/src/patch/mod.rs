@@ -136,6 +136,9 @@ struct State {
     /// region (ENTRY_FAST, ENTRY_DIRECT, ENTRY_DIRECT_BLOCKING,
     /// ENTRY_DYNAMIC).
     entries: [usize; ENTRIES],
+    /// The bytes each patched site's jump replaced (see
+    /// [`stop_for_seccomp`]).
+    orig: BTreeMap<usize, [u8; 5]>,
 }
 
 static STATE: crate::sync::Lock<State> = crate::sync::Lock::new(
@@ -147,6 +150,7 @@ static STATE: crate::sync::Lock<State> = crate::sync::Lock::new(
         no_patch: Vec::new(),
         mapped: BTreeMap::new(),
         entries: [0; ENTRIES],
+        orig: BTreeMap::new(),
     },
 );
 
@@ -319,6 +323,51 @@ pub fn init(cfg: &Config) {
         crate::arch::picos_dynamic_entry as *const () as usize,
     ];
     ENABLED.store(true, Ordering::Relaxed);
+}
+
+/// Stops patching and puts every patched site back as it was, so that
+/// each program call takes the trap path from now on: the program has
+/// installed a seccomp filter (`kernel::seccomp`), which must see every
+/// call, and a trampoline's direct entry or inline answer (getpid) would
+/// not ask it. Threads already in a trampoline finish their call there
+/// (it stays); with threads, a site goes back as it was patched (an
+/// `int3` first: see [`install_jump`]). A site that cannot be written
+/// back keeps its trampoline (logged).
+pub fn stop_for_seccomp() {
+    ENABLED.store(false, Ordering::Relaxed);
+    let mut st = state();
+    if st.orig.is_empty() {
+        return;
+    }
+    let multi = MULTI.load(Ordering::Relaxed);
+    let sites: Vec<(usize, [u8; 5])> = st.orig.iter().map(|(&a, &b)| (a, b)).collect();
+    for (s0, orig) in sites {
+        let r = if multi {
+            write_code(&[
+                CodeOp::Write(s0, &[0xcc]),
+                CodeOp::Sync,
+                CodeOp::Write(s0 + 1, &orig[1..]),
+                CodeOp::Sync,
+                CodeOp::Write(s0, &orig[..1]),
+                CodeOp::Sync,
+            ])
+        } else {
+            write_code(&[CodeOp::Write(s0, &orig)])
+        };
+        match r {
+            // Still in `sites`: never patched again, and a thread that
+            // met the `int3` runs the instruction again.
+            Ok(()) => {
+                st.orig.remove(&s0);
+            }
+            Err(e) => crate::log!(
+                Warning,
+                "seccomp: could not restore the syscall site at {:#x} ({}): calls there are not filtered",
+                s0,
+                e
+            ),
+        }
+    }
 }
 
 /// Locks the patcher's state. The holder may sleep (a patch made with
@@ -1133,7 +1182,10 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext, owner: usize) -> Op
         },
         entry_name(&site, nr as u32)
     );
+    let mut orig = [0u8; 5];
+    crate::mm::user::copy_in(&mut orig, site.start).ok()?;
     install_jump(&site, t, &tcode, multi)?;
+    st.orig.insert(site.start, orig);
     (cont != after).then_some(cont)
 }
 

@@ -390,6 +390,11 @@ fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     if a.flags & CLONE_VFORK != 0 {
         child.altstack.set(parent.altstack.get());
     }
+    // The program's seccomp filters go to every thread or process it makes.
+    child.seccomp.store(
+        parent.seccomp.load(core::sync::atomic::Ordering::Relaxed),
+        core::sync::atomic::Ordering::Relaxed,
+    );
     let mut uc = *c.regs();
     uc.mcontext.rax = 0;
     if a.stack != 0 {
@@ -660,6 +665,75 @@ pub fn prctl(
             UserPtr::<i32>::new(arg2).write(&sig)?;
             Ok(0)
         }
+        PR_GET_SECCOMP => {
+            // (In strict mode the filter has ended the thread already.)
+            let mode = c.t.seccomp.load(core::sync::atomic::Ordering::Relaxed);
+            Ok(if mode == 0 { 0 } else { 2 })
+        }
+        PR_SET_SECCOMP => match arg2 {
+            1 => seccomp::install_strict(c.t),
+            2 => set_filter(c, 0, arg3),
+            _ => Err(Errno::EINVAL),
+        },
         _ => c.host(),
     }
+}
+
+const PR_GET_SECCOMP: usize = 21;
+const PR_SET_SECCOMP: usize = 22;
+
+use crate::kernel::seccomp;
+
+/// Implements seccomp(2): the program's filters are the library OS's
+/// (`kernel::seccomp`): run on each of its calls, never installed on the
+/// host, where they would filter the runtime's own calls.
+#[syscall]
+pub fn seccomp(c: &mut Ctx<'_>, op: u32, flags: u32, args: usize) -> SysResult {
+    match op {
+        // SECCOMP_SET_MODE_STRICT
+        0 if flags == 0 && args == 0 => seccomp::install_strict(c.t),
+        // SECCOMP_SET_MODE_FILTER
+        1 => set_filter(c, flags, args),
+        // SECCOMP_GET_ACTION_AVAIL
+        2 if flags == 0 => {
+            let action = UserPtr::<u32>::new(args).read()?;
+            if seccomp::action_available(action) {
+                Ok(0)
+            } else {
+                Err(Errno::EOPNOTSUPP)
+            }
+        }
+        // SECCOMP_GET_NOTIF_SIZES: struct seccomp_notif, seccomp_notif_resp
+        // and seccomp_data.
+        3 if flags == 0 => {
+            let mut sizes = [0u8; 6];
+            for (b, v) in sizes.chunks_exact_mut(2).zip([80u16, 24, 64]) {
+                b.copy_from_slice(&v.to_ne_bytes());
+            }
+            UserPtr::<[u8; 6]>::new(args).write(&sizes)?;
+            Ok(0)
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// SECCOMP_SET_MODE_FILTER with the `struct sock_fprog` at `fprog`, in
+/// Linux's order of checks: flags, the program's header, its length, the
+/// right to install, its instructions, the mode.
+fn set_filter(c: &mut Ctx<'_>, flags: u32, fprog: usize) -> SysResult {
+    seccomp::check_flags(flags)?;
+    let [len, filter] = UserPtr::<[u64; 2]>::new(fprog).read()?;
+    let len = (len & 0xffff) as usize;
+    if len == 0 || len > seccomp::MAX_INSNS {
+        return Err(Errno::EINVAL);
+    }
+    seccomp::may_install()?;
+    let mut bytes = alloc::vec![0u8; len * 8];
+    user::copy_in(&mut bytes, filter as usize)?;
+    let prog: alloc::vec::Vec<seccomp::Insn> = bytes
+        .chunks_exact(8)
+        .map(|b| seccomp::Insn::from_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+        .collect();
+    seccomp::check(&prog)?;
+    seccomp::install_filter(c.t, flags, prog)
 }

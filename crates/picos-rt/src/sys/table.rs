@@ -1821,7 +1821,7 @@ const DEFS: [SyscallDef; COUNT] = [
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Check,
-        note: "PR_SET_SYSCALL_USER_DISPATCH refused; PR_SET/GET_PDEATHSIG emulated",
+        note: "SUD refused; PDEATHSIG and SECCOMP emulated",
     },
     SyscallDef {
         nr: 158,
@@ -3593,13 +3593,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 317,
         name: "seccomp",
-        support: Support::Host,
+        support: Support::Mediated(sys::process::seccomp),
         args: "xxxxxx",
         full_context: false,
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Allow,
-        note: "",
+        note: "filters run by the library OS; no listener",
     },
     SyscallDef {
         nr: 318,

@@ -65,6 +65,9 @@ pub fn exec_runtime(
         .ids()
         .parent_thread
         .load(core::sync::atomic::Ordering::Relaxed) as u32;
+    // The calling thread's seccomp filters go on (strict mode cannot exec).
+    cfg.seccomp =
+        crate::kernel::seccomp::encode(t.seccomp.load(core::sync::atomic::Ordering::Relaxed));
     cfg.exe_name = if name == path {
         Vec::new()
     } else {
