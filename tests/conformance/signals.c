@@ -310,6 +310,49 @@ static void check_fpu_state(void)
     install(SIGUSR2, SIG_DFL, 0);
 }
 
+/* A handler on an alternate stack makes that stack read-only, then
+ * returns: its rt_sigreturn reads the frame and writes nothing, so it
+ * works natively. Under picos, the return's patched site used to push into
+ * the runtime on that stack and die of SIGSEGV (LTP signal06, where
+ * another thread flips the protection). */
+static char ro_altstack[4096 * 8] __attribute__((aligned(4096)));
+static volatile int ro_handled;
+
+static void make_stack_readonly(int sig)
+{
+    (void)sig;
+    ro_handled++;
+    /* A bare `syscall`: musl's mprotect() calls a helper after it, whose
+     * push would fault on the stack it has just made read-only. */
+    long r;
+    __asm__ volatile("syscall"
+                     : "=a"(r)
+                     : "a"((long)SYS_mprotect), "D"(ro_altstack), "S"(sizeof ro_altstack),
+                       "d"((long)PROT_READ)
+                     : "rcx", "r11", "memory");
+    (void)r;
+}
+
+static void return_on_readonly_altstack(void)
+{
+    stack_t ss = {.ss_sp = ro_altstack, .ss_size = sizeof ro_altstack}, old;
+    sigaltstack(&ss, &old);
+    struct sigaction sa, prev;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = make_stack_readonly;
+    sa.sa_flags = SA_ONSTACK;
+    sigaction(SIGURG, &sa, &prev);
+    int ok = 1;
+    for (int i = 0; i < 8; i++) {
+        /* Raised with a raw call: no libc code in between. */
+        syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGURG);
+        ok &= mprotect(ro_altstack, sizeof ro_altstack, PROT_READ | PROT_WRITE) == 0;
+    }
+    sigaction(SIGURG, &prev, NULL);
+    sigaltstack(&old, NULL);
+    checkf("sigreturn_on_readonly_altstack", ok && ro_handled == 8, "handled %d", ro_handled);
+}
+
 int main(void)
 {
     conf_init();
@@ -855,5 +898,6 @@ int main(void)
     }
 
     check_fpu_state();
+    return_on_readonly_altstack();
     return conf_finish("signals");
 }

@@ -179,6 +179,14 @@ fn host_signal(sig: i32, info: &SigInfo, uc: &mut UContext) {
     // A fault type with a kernel si_code: a real fault, or one sent with
     // such a code (see `fault_recurs`).
     let maybe_fault = SYNC_FAULTS & bit(sig) != 0 && info.code() > 0;
+    if maybe_fault
+        && (sig == SIGSEGV || sig == SIGBUS)
+        && crate::patch::stack_fault_fallback(&mut uc.mcontext, info.addr())
+    {
+        // A trampoline's push on a read-only program stack: the call goes
+        // the trap path instead.
+        return;
+    }
     if maybe_fault && arch::in_resume(rip) {
         // The resume jump faulted: its target (a handler, a sigreturn
         // frame's RIP) is not a canonical address. Put the program's

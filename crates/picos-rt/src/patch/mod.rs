@@ -190,6 +190,11 @@ fn cmp_flags(flags: u64, a: u64, b: u64) -> u64 {
 }
 
 impl TrampMap {
+    /// The offset of the `call` into the runtime.
+    fn call_offset(&self) -> usize {
+        self.pre + self.inline + 5 + self.moves + if self.nr.is_some() { 5 } else { 0 }
+    }
+
     /// Where the program continues after the site.
     fn resume(&self) -> usize {
         self.syscall + 2 + self.post
@@ -211,7 +216,7 @@ impl TrampMap {
         let off = rip.checked_sub(t)?;
         let lea = self.pre + self.inline;
         let moves = lea + 5;
-        let call = moves + self.moves + if self.nr.is_some() { 5 } else { 0 };
+        let call = self.call_offset();
         let ret = call + 6;
         let resume = self.resume();
         // RAX where the original code has loaded the number.
@@ -267,6 +272,53 @@ impl TrampMap {
             _ => return None,
         })
     }
+}
+
+/// A write to the program's stack faulted at `addr` (SIGSEGV or SIGBUS on
+/// context `m`): if it is the push of a trampoline's `call` into the
+/// runtime, or of the entry's `pushfq` right after it, the program's stack
+/// is not writable there (an alternate signal stack another thread has just
+/// made read-only, as LTP signal06 does), where the `syscall` the
+/// trampoline stands for writes nothing. Turns `m` into the context of the
+/// trampoline's own `syscall` (the trap path: Syscall User Dispatch, whose
+/// signal frame is on the runtime's stack) as the call was about to be
+/// made, and returns true; false for any other fault.
+pub fn stack_fault_fallback(m: &mut SigContext, addr: u64) -> bool {
+    if addr != m.rsp.wrapping_sub(8) {
+        return false;
+    }
+    let rip = m.rip as usize;
+    let st = state();
+    // At an entry: the `call` has pushed the trampoline's return address.
+    let (ret_addr, rsp) = if st.entries.contains(&rip) {
+        let mut r = [0u8; 8];
+        if crate::mm::user::copy_in(&mut r, m.rsp as usize).is_err() {
+            return false;
+        }
+        (usize::from_le_bytes(r), m.rsp + 8)
+    } else {
+        (0, m.rsp)
+    };
+    let inside = if ret_addr != 0 { ret_addr - 1 } else { rip };
+    if region_of(inside) == 0 {
+        return false;
+    }
+    let Some((&t, map)) = st.mapped.range(..=inside).next_back() else {
+        return false;
+    };
+    let ret = t + map.call_offset() + 6;
+    let at_call = if ret_addr != 0 {
+        ret_addr == ret
+    } else {
+        rip == ret - 6
+    };
+    if inside >= t + TRAMP_SIZE || !at_call {
+        return false;
+    }
+    // RAX holds the number (the trampoline's `mov`, or the site's own).
+    m.rip = (ret + RET_TO_SLOW) as u64;
+    m.rsp = rsp + 0x80;
+    true
 }
 
 /// A signal is delivered on a program context `m` inside a trampoline:
