@@ -158,6 +158,7 @@ MEDIATED = {
   'setrlimit': 'resource::setrlimit', 'setpgid': 'ids::set_pgid', 'setsid': 'ids::set_pgid',
   'sched_setaffinity': 'sched::sched_setaffinity',
   'membarrier': 'memory::membarrier', 'seccomp': 'process::seccomp',
+  'process_vm_writev': 'memory::process_vm_writev', 'ptrace': 'process::ptrace',
   'rt_sigtimedwait': 'signal::rt_sigtimedwait',
   'kill': 'signal::kill', 'rt_sigqueueinfo': 'signal::rt_sigqueueinfo',
   'tkill': 'signal::tkill', 'tgkill': 'signal::tgkill',
@@ -194,8 +195,6 @@ BLOCKING = {
 UNSUPPORTED = {
   'io_uring_setup': 'its rings submit system calls the runtime could not see',
   'io_uring_enter': 'io_uring is not supported', 'io_uring_register': 'io_uring is not supported',
-  'ptrace': 'a traced picoprocess would bypass the runtime',
-  'process_vm_writev': 'writes another process\'s memory behind the runtime',
   'kexec_load': 'host administration', 'kexec_file_load': 'host administration',
   'init_module': 'host administration', 'finit_module': 'host administration', 'delete_module': 'host administration',
   'reboot': 'host administration', 'swapon': 'host administration', 'swapoff': 'host administration',
@@ -295,6 +294,8 @@ NOTES.update({
   'setns': 'host call, then cached creds, uname and directory cache forgotten',
   'membarrier': 'the runtime\'s own registration hidden from the program',
   'seccomp': 'filters run by the library OS; no listener',
+  'process_vm_writev': 'EFAULT on the target runtime\'s memory',
+  'ptrace': 'no tracing yet: EPERM as Yama scope 3, or ESRCH',
 })
 for _k, _v in MEDIATED.items():
     if _v == 'fs::mount_tree':
@@ -367,7 +368,7 @@ SANDBOX_DENY = set(UNSUPPORTED) | set(OBSOLETE) | {
   'mount', 'umount2', 'pivot_root', 'chroot', 'swapon', 'swapoff', 'reboot', 'sethostname',
   'setdomainname', 'settimeofday', 'clock_settime', 'clock_adjtime', 'adjtimex', 'acct',
   'quotactl', 'quotactl_fd', 'iopl', 'ioperm', 'syslog', 'vhangup', 'bpf', 'perf_event_open',
-  'userfaultfd', 'keyctl', 'add_key', 'request_key', 'unshare', 'setns', 'process_vm_readv',
+  'userfaultfd', 'keyctl', 'add_key', 'request_key', 'unshare', 'setns', 'process_vm_readv', 'process_vm_writev', 'ptrace',
   'kcmp', 'pidfd_getfd', 'open_by_handle_at', 'name_to_handle_at', 'fanotify_init',
   'fanotify_mark', 'mount_setattr', 'fsopen', 'fsconfig', 'fsmount', 'fspick', 'move_mount',
   'open_tree', 'open_tree_attr', 'statmount', 'listmount', 'lsm_set_self_attr',

@@ -574,6 +574,13 @@ fn seccomp() {
     conformance("seccomp", &[ok(&[])]);
 }
 
+/// process_vm_readv/writev within the tree (the target runtime's memory
+/// refused). Not sandboxed: the sandbox refuses both calls.
+#[test]
+fn process_vm() {
+    conformance("process_vm", &[ok(&[])]);
+}
+
 /// POSIX message queues: a notice survives a site patched with threads
 /// (not sandboxed: Landlock refuses the queue's open).
 #[test]

@@ -59,6 +59,21 @@ fn runtime_memory_is_protected() {
     assert_eq!(stdout, expected);
 }
 
+/// ptrace is refused as under Yama's ptrace_scope 3 (EPERM, ESRCH for a
+/// process that does not exist or is not traced), never ENOSYS.
+#[test]
+fn ptrace_is_refused_as_linux_refuses_it() {
+    let prog = compile("ptrace_refused");
+    let out = Command::new(PICOS).arg("run").arg(&prog).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "status {:?}\n{stdout}", out.status);
+    assert_eq!(
+        stdout,
+        "traceme: EPERM\nattach child: EPERM\nseize child: EPERM\npeekdata child: ESRCH\n\
+         cont child: ESRCH\nattach gone: ESRCH\n"
+    );
+}
+
 /// 32 threads, 1,000,000 system calls, while new code is mapped, patched and
 /// unmapped: no crash, every result right, and sites really were patched.
 #[test]

@@ -224,6 +224,31 @@ pub fn write_diagnostic(fd: i32, buf: &[u8]) {
     let _ = rt_sigprocmask(SIG_SETMASK, Some(old));
 }
 
+/// process_vm_readv(2) of the 8 bytes at `addr` in process `pid`.
+pub fn read_remote_u64(pid: i32, addr: usize) -> Result<u64, Errno> {
+    let mut v = 0u64;
+    let local = [&mut v as *mut u64 as usize, 8];
+    let remote = [addr, 8];
+    // SAFETY: one local iovec of 8 bytes at `v`, a live local; the remote
+    // one is only read by the kernel.
+    let n = unsafe {
+        sc!(
+            nr::PROCESS_VM_READV,
+            pid,
+            local.as_ptr(),
+            1,
+            remote.as_ptr(),
+            1,
+            0
+        )
+    }?;
+    if n == 8 {
+        Ok(v)
+    } else {
+        Err(Errno::EFAULT)
+    }
+}
+
 /// getdents64(2) into a slice.
 pub fn getdents64(fd: i32, buf: &mut [u8]) -> HostResult {
     // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`.

@@ -136,3 +136,82 @@ mod tests {
         assert!(seen_below && seen_above);
     }
 }
+
+/// The memory the runtime of process `pid` owns, when `pid` is another
+/// picoprocess of this tree: its image (the mappings of the runtime's
+/// memfd in `/proc/PID/maps`) and its reservation (whose base it keeps at
+/// the same offset from its image as we do, read with
+/// process_vm_readv). None if `pid` runs no runtime (a host process, or
+/// no such process: the host answers for it); EPERM for a picoprocess of
+/// another tree, whose runtime may differ from ours.
+pub fn runtime_of(pid: i32) -> Result<Option<[(usize, usize); 2]>, crate::host::errno::Errno> {
+    use crate::host::{self, errno::Errno};
+    let mut own = [0u8; 128];
+    let own_len = host::readlink(c"/proc/self/exe", &mut own).map_err(|_| Errno::EPERM)?;
+    let exe = alloc::format!("/proc/{pid}/exe\0");
+    let exe = core::ffi::CStr::from_bytes_with_nul(exe.as_bytes()).map_err(|_| Errno::EINVAL)?;
+    let mut link = [0u8; 128];
+    let Ok(len) = host::readlink(exe, &mut link) else {
+        return Ok(None);
+    };
+    let runtime = &own[..own_len];
+    if !link[..len].starts_with(b"/memfd:picos-rt") {
+        return Ok(None);
+    }
+    if link[..len] != *runtime {
+        return Err(Errno::EPERM);
+    }
+    let path = alloc::format!("/proc/{pid}/maps\0");
+    let path = core::ffi::CStr::from_bytes_with_nul(path.as_bytes()).map_err(|_| Errno::EINVAL)?;
+    let maps = crate::host::fds::with_transient_fds(|| {
+        let fd = host::openat(host::AT_FDCWD, path, host::O_RDONLY | host::O_CLOEXEC, 0)? as i32;
+        let mut out = alloc::vec::Vec::new();
+        let mut buf = [0u8; 4096];
+        let r = loop {
+            match host::pread(fd, &mut buf, out.len() as u64) {
+                Ok(0) => break Ok(()),
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) => break Err(e),
+            }
+        };
+        let _ = host::close(fd);
+        r.map(|()| out)
+    })
+    .map_err(|_| Errno::ESRCH)?;
+    // The memfd's name, as the maps show it (" (deleted)" and all).
+    let name = runtime.strip_suffix(b" (deleted)").unwrap_or(runtime);
+    let (mut lo, mut hi) = (usize::MAX, 0);
+    for line in maps.split(|&b| b == b'\n') {
+        let mut fields = line.split(|&b| b == b' ').filter(|f| !f.is_empty());
+        let Some(range) = fields.next() else { continue };
+        let Some(file) = fields.nth(4) else { continue };
+        if !file.starts_with(name) {
+            continue;
+        }
+        let mut ends = range.split(|&b| b == b'-').map(parse_hex);
+        if let (Some(Some(a)), Some(Some(b))) = (ends.next(), ends.next()) {
+            lo = lo.min(a);
+            hi = hi.max(b);
+        }
+    }
+    if lo >= hi {
+        return Err(Errno::ESRCH);
+    }
+    let base = host::read_remote_u64(pid, lo + runtime::base_var_offset())? as usize;
+    if base == 0 || base % runtime::PAGE_SIZE != 0 {
+        return Err(Errno::EPERM);
+    }
+    Ok(Some([
+        (lo, hi),
+        (base, base.saturating_add(runtime::RESERVE_SPAN)),
+    ]))
+}
+
+fn parse_hex(s: &[u8]) -> Option<usize> {
+    let mut v = 0usize;
+    for &c in s {
+        let d = (c as char).to_digit(16)? as usize;
+        v = v.checked_mul(16)?.checked_add(d)?;
+    }
+    (!s.is_empty()).then_some(v)
+}

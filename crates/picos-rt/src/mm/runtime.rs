@@ -264,6 +264,13 @@ pub fn owns_writable(addr: usize, len: usize) -> bool {
         )
 }
 
+/// Where the reservation's base is kept: the same offset from the image's
+/// start in every process that runs this runtime (another picoprocess of
+/// the tree reads it there: `kernel::vm::runtime_of`).
+pub fn base_var_offset() -> usize {
+    (&BASE as *const AtomicUsize as usize).wrapping_sub(IMAGE.load(Ordering::Relaxed))
+}
+
 /// The runtime image's address range (where syscalls are allowed).
 pub fn image_range() -> (usize, usize) {
     (

@@ -355,3 +355,57 @@ pub fn membarrier(c: &mut Ctx<'_>, cmd: i32, flags: u32, _cpu_id: i32) -> SysRes
         }
     }
 }
+
+/// Implements process_vm_writev(2): the host writes, once the remote ranges
+/// are known to miss the memory the target's runtime owns (its image and
+/// its reservation, `kernel::vm::runtime_of`; for this process,
+/// `mm::runtime::owns`): EFAULT if one touches it, as for memory the
+/// program does not have. A target that runs no runtime is the host's to
+/// check; one of another picoprocess tree is refused (EPERM).
+#[syscall]
+pub fn process_vm_writev(
+    c: &mut Ctx<'_>,
+    pid: i32,
+    _local: usize,
+    liovcnt: usize,
+    remote: usize,
+    riovcnt: usize,
+    flags: usize,
+) -> SysResult {
+    const IOV_MAX: usize = 1024;
+    if flags != 0 || liovcnt > IOV_MAX || riovcnt > IOV_MAX {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = alloc::vec![0u8; riovcnt * 16];
+    crate::mm::user::copy_in(&mut raw, remote)?;
+    let ranges: alloc::vec::Vec<(usize, usize)> = raw
+        .chunks_exact(16)
+        .map(|c| {
+            let w = |i: usize| usize::from_ne_bytes(c[i..i + 8].try_into().unwrap_or([0; 8]));
+            (w(0), w(8))
+        })
+        .filter(|&(_, len)| len != 0)
+        .collect();
+    // A length sum beyond isize: the host's EINVAL (its checks of the
+    // vectors come before any write).
+    let total = ranges
+        .iter()
+        .try_fold(0usize, |t, &(_, l)| t.checked_add(l))
+        .filter(|&t| t <= isize::MAX as usize);
+    if total.is_some() && !ranges.is_empty() {
+        if pid == crate::host::getpid() {
+            if ranges.iter().any(|&(a, l)| crate::mm::runtime::owns(a, l)) {
+                return Err(Errno::EFAULT);
+            }
+        } else if let Some(owned) = crate::kernel::vm::runtime_of(pid)? {
+            let hits = |&(a, l): &(usize, usize)| {
+                let end = a.saturating_add(l);
+                owned.iter().any(|&(lo, hi)| a < hi && lo < end)
+            };
+            if ranges.iter().any(hits) {
+                return Err(Errno::EFAULT);
+            }
+        }
+    }
+    c.host()
+}

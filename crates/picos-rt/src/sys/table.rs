@@ -1196,13 +1196,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 101,
         name: "ptrace",
-        support: Support::Unsupported,
+        support: Support::Mediated(sys::process::ptrace),
         args: "xxxxxx",
         full_context: false,
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Deny,
-        note: "a traced picoprocess would bypass the runtime",
+        note: "no tracing yet: EPERM as Yama scope 3, or ESRCH",
     },
     SyscallDef {
         nr: 102,
@@ -3527,13 +3527,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 311,
         name: "process_vm_writev",
-        support: Support::Unsupported,
+        support: Support::Mediated(sys::memory::process_vm_writev),
         args: "xxxxxx",
         full_context: false,
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Deny,
-        note: "writes another process's memory behind the runtime",
+        note: "EFAULT on the target runtime's memory",
     },
     SyscallDef {
         nr: 312,
