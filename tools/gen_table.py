@@ -159,6 +159,7 @@ MEDIATED = {
   'sched_setaffinity': 'sched::sched_setaffinity',
   'membarrier': 'memory::membarrier', 'seccomp': 'process::seccomp',
   'process_vm_writev': 'memory::process_vm_writev', 'ptrace': 'process::ptrace',
+  'wait4': 'process::wait4', 'waitid': 'process::waitid',
   'rt_sigtimedwait': 'signal::rt_sigtimedwait',
   'kill': 'signal::kill', 'rt_sigqueueinfo': 'signal::rt_sigqueueinfo',
   'tkill': 'signal::tkill', 'tgkill': 'signal::tgkill',

@@ -6,7 +6,9 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/time.h>
 
 /* <linux/futex.h> is not visible to musl-gcc */
@@ -234,6 +236,57 @@ static void membarrier_as_registered(void)
     check("membarrier_register_sync_core", syscall(SYS_membarrier, 64, 0, 0) == 0);
     show("membarrier_registrations_after", "%ld", syscall(SYS_membarrier, 512, 0, 0));
     check("membarrier_sync_core_registered", syscall(SYS_membarrier, 32, 0, 0) == 0);
+}
+
+/* A wait for any child with __WALL, in a process without children, is
+ * ECHILD while another thread runs fresh syscall sites: picos patches each
+ * from a transient task that is a child of the process for a few
+ * microseconds (a process of its own since LTP mq_notify03), which such a
+ * wait must never see, running or ended. The sites are made at run time:
+ * `mov $39, %eax; syscall; ret`, each run three times. */
+static volatile int sites_done;
+
+static void *run_fresh_sites(void *arg)
+{
+    (void)arg;
+    unsigned char *p = mmap(NULL, 8192, PROT_READ | PROT_WRITE | PROT_EXEC,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+        for (int i = 0; i < 200; i++) {
+            unsigned char stub[8] = {0xb8, 39, 0, 0, 0, 0x0f, 0x05, 0xc3};
+            memcpy(p + i * 32, stub, sizeof stub);
+        }
+        for (int i = 0; i < 200; i++) {
+            long (*f)(void) = (long (*)(void))(void *)(p + i * 32);
+            f();
+            f();
+            f();
+        }
+        munmap(p, 8192);
+    }
+    sites_done = 1;
+    return NULL;
+}
+
+static void wall_wait_sees_no_runtime_task(void)
+{
+    pthread_t t;
+    sites_done = 0;
+    pthread_create(&t, NULL, run_fresh_sites, NULL);
+    long polls = 0, wrong = 0;
+    while (!sites_done) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        int r = waitid(P_ALL, 0, &si, WEXITED | WNOHANG | __WALL);
+        polls++;
+        if (r != -1 || errno != ECHILD) {
+            if (!wrong)
+                fprintf(stderr, "waitid: %d (%s), pid %d\n", r, errno_name(errno), (int)si.si_pid);
+            wrong++;
+        }
+    }
+    pthread_join(t, NULL);
+    checkf("wall_wait_sees_no_runtime_task", polls > 0 && wrong == 0, "%ld of %ld", wrong, polls);
 }
 
 int main(void)
@@ -490,5 +543,6 @@ int main(void)
     }
 
     membarrier_as_registered();
+    wall_wait_sees_no_runtime_task();
     return conf_finish("threads");
 }

@@ -658,7 +658,6 @@ mod tests {
                 root_pid: 0,
                 parent_thread: 0,
                 seccomp: Vec::new(),
-                seccomp: Vec::new(),
                 mounts: Vec::new(),
             };
             assert_eq!(LaunchConfig::decode(cfg.encode().as_bytes()).unwrap(), cfg);

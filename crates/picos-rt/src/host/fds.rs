@@ -5,7 +5,7 @@
 
 use super::errno::Errno;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Is the descriptor table shared with code of the program that may run
 /// while the runtime works (another thread, or a process made with
@@ -199,6 +199,8 @@ unsafe fn own_fds_on<F: FnOnce() -> R, R>(top: usize, keep: &[i32], f: F) -> Res
     // SAFETY: CLONE_VM; the stack is ours and unused until the child exits
     // (the caller's promise), which CLONE_VFORK waits for; `run` never
     // returns and reads `job` as the `Job` it is.
+    CLONING.fetch_add(1, Ordering::Acquire);
+    MADE.fetch_add(1, Ordering::AcqRel);
     let r = unsafe {
         super::clone_thread(
             FLAGS,
@@ -207,8 +209,26 @@ unsafe fn own_fds_on<F: FnOnce() -> R, R>(top: usize, keep: &[i32], f: F) -> Res
             &mut job as *mut Job<'_, F, R> as usize,
         )
     };
+    if r.is_err() {
+        CLONING.fetch_sub(1, Ordering::Release);
+    }
     if let Ok(pid) = r {
-        reap_clone_child(pid as i32);
+        // A free slot: one is freed when we reap its task, or when the
+        // program's wait that reaped it has been told (`is_transient`).
+        let slot = TRANSIENT
+            .iter()
+            .find(|s| {
+                s.compare_exchange(0, pid as i32, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            })
+            .unwrap_or_else(|| {
+                TRANSIENT[0].store(pid as i32, Ordering::Relaxed);
+                &TRANSIENT[0]
+            });
+        CLONING.fetch_sub(1, Ordering::Release);
+        if reap_clone_child(pid as i32) {
+            let _ = slot.compare_exchange(pid as i32, 0, Ordering::Relaxed, Ordering::Relaxed);
+        }
     }
     let _ = super::rt_sigprocmask(super::abi::SIG_SETMASK, Some(old));
     r?;
@@ -216,16 +236,67 @@ unsafe fn own_fds_on<F: FnOnce() -> R, R>(top: usize, keep: &[i32], f: F) -> Res
 }
 
 /// Waits for the clone child `pid` (exit signal 0) of [`with_own_fds`] to
-/// end and reaps it. CLONE_VFORK returned when it released our memory,
-/// which is before it has fully exited: this waits the rest. ECHILD (a
-/// program thread waiting with __WALL reaped it first) ends the wait too.
-fn reap_clone_child(pid: i32) {
+/// end and reaps it; true if it did. CLONE_VFORK returned when it released
+/// our memory, which is before it has fully exited: this waits the rest.
+/// ECHILD (a program thread waiting with __WALL reaped it first: see
+/// [`is_transient`]) ends the wait too.
+fn reap_clone_child(pid: i32) -> bool {
     const WCLONE: usize = 0x8000_0000;
     loop {
         // SAFETY: no pointer: the status and rusage are not asked for.
         let r = unsafe { super::call(super::nr::WAIT4, [pid as usize, 0, WCLONE, 0, 0, 0]) };
         if r != Err(Errno::EINTR) {
-            return;
+            return r.is_ok();
         }
     }
+}
+
+/// The pids of the latest transient tasks not reaped by us yet (0: free).
+static TRANSIENT: [core::sync::atomic::AtomicI32; 16] =
+    [const { core::sync::atomic::AtomicI32::new(0) }; 16];
+
+/// Is `pid` a transient task of [`with_own_fds`] that a program's wait
+/// with __WALL or __WCLONE may have reported (it is a clone child of
+/// ours)? If so it is forgotten: the caller waits again, and the program
+/// never learns of it.
+pub fn is_transient(pid: i32) -> bool {
+    pid > 0
+        && TRANSIENT.iter().any(|s| {
+            s.compare_exchange(pid, 0, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        })
+}
+
+/// Transient tasks being made or running whose pid is not in
+/// [`TRANSIENT`] yet (CLONE_VFORK returns once the task is done).
+static CLONING: AtomicUsize = AtomicUsize::new(0);
+
+/// How many transient tasks have been started.
+static MADE: AtomicUsize = AtomicUsize::new(0);
+
+/// A mark to give [`transient_since`].
+pub fn transient_mark() -> usize {
+    MADE.load(Ordering::Acquire)
+}
+
+/// Has a transient task lived since `mark` was taken, or is one alive or
+/// not reaped yet? (A wait's "no child" or "none ended" may then be
+/// untrue: it is asked again.)
+pub fn transient_since(mark: usize) -> bool {
+    MADE.load(Ordering::Acquire) != mark
+        || CLONING.load(Ordering::Acquire) != 0
+        || TRANSIENT.iter().any(|s| s.load(Ordering::Relaxed) != 0)
+}
+
+/// Waits until every transient task made so far has its pid in
+/// [`TRANSIENT`] (so that [`is_transient`] can tell one a wait reported).
+pub fn settle_transients() {
+    while CLONING.load(Ordering::Acquire) != 0 {
+        super::sched_yield();
+    }
+}
+
+/// Is `pid` a transient task still waiting to be reaped (not forgotten)?
+pub fn transient_pending(pid: i32) -> bool {
+    pid > 0 && TRANSIENT.iter().any(|s| s.load(Ordering::Relaxed) == pid)
 }

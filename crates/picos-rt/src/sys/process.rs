@@ -763,3 +763,75 @@ pub fn ptrace(_c: &mut Ctx<'_>, request: i64, pid: i32, _addr: usize, _data: usi
         _ => Err(Errno::ESRCH),
     }
 }
+
+/// __WALL and __WCLONE: a wait that may report clone children (exit signal
+/// other than SIGCHLD), such as the runtime's transient tasks.
+const WALL_OR_WCLONE: u32 = 0xc000_0000;
+const WNOWAIT: u32 = 0x0100_0000;
+
+/// Implements wait4(2): the host's, never reporting one of the runtime's
+/// transient tasks (`host::fds::with_own_fds`: a clone child of ours for a
+/// few microseconds, which a wait with __WALL or __WCLONE could reap; it
+/// is waited for again, as if it never was).
+#[syscall]
+pub fn wait4(
+    c: &mut Ctx<'_>,
+    _pid: i32,
+    _status: usize,
+    options: u32,
+    _rusage: usize,
+) -> SysResult {
+    loop {
+        let mark = host::fds::transient_mark();
+        let r = c.host_blocking()?;
+        if options & WALL_OR_WCLONE == 0 {
+            return Ok(r);
+        }
+        if r == 0 && host::fds::transient_since(mark) {
+            // WNOHANG and nothing ended: perhaps only because a transient
+            // task lives (natively: ECHILD). Ask again once it is gone.
+            host::sched_yield();
+            continue;
+        }
+        host::fds::settle_transients();
+        if !host::fds::is_transient(r as i32) {
+            return Ok(r);
+        }
+    }
+}
+
+/// Implements waitid(2): as [`wait4`], the runtime's transient tasks never
+/// reported (with WNOWAIT, waited for until the runtime has reaped them).
+#[syscall]
+pub fn waitid(
+    c: &mut Ctx<'_>,
+    _idtype: i32,
+    _id: i32,
+    infop: usize,
+    options: u32,
+    _rusage: usize,
+) -> SysResult {
+    loop {
+        let mark = host::fds::transient_mark();
+        let r = c.host_blocking()?;
+        if options & WALL_OR_WCLONE == 0 || infop == 0 {
+            return Ok(r);
+        }
+        // siginfo_t's si_pid (0 when WNOHANG found nothing).
+        let pid = UserPtr::<i32>::new(infop + 16).read()?;
+        if pid == 0 && host::fds::transient_since(mark) {
+            // As in wait4: perhaps ECHILD natively.
+            host::sched_yield();
+            continue;
+        }
+        host::fds::settle_transients();
+        if options & WNOWAIT != 0 {
+            if !host::fds::transient_pending(pid) {
+                return Ok(r);
+            }
+            host::sched_yield();
+        } else if !host::fds::is_transient(pid) {
+            return Ok(r);
+        }
+    }
+}

@@ -750,7 +750,10 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 61,
         name: "wait4",
-        support: Support::HostBlocking { restart: true },
+        support: Support::MediatedBlocking {
+            handler: sys::process::wait4,
+            restart: true,
+        },
         args: "dpxp",
         full_context: false,
         fd_passthrough: false,
@@ -2805,7 +2808,10 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 247,
         name: "waitid",
-        support: Support::HostBlocking { restart: true },
+        support: Support::MediatedBlocking {
+            handler: sys::process::waitid,
+            restart: true,
+        },
         args: "ddpxp",
         full_context: false,
         fd_passthrough: false,
