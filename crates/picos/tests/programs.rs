@@ -671,6 +671,42 @@ fn node_workload() {
     compare_program("node_workload", "/usr/bin/node", "nodejs", &[&src]);
 }
 
+/// A program's own seccomp filter built by libseccomp (Debian's
+/// python3-seccomp): its BPF (architecture checks, argument comparisons,
+/// ERRNO and KILL_PROCESS actions, inherited by a fork) run natively by the
+/// kernel and under picos by the library OS (`kernel::seccomp`).
+#[test]
+fn python_libseccomp_filter() {
+    const T: &str = "python_libseccomp_filter";
+    let _shared = shared();
+    if skip_unless_installed(T, "/usr/bin/python3", "python3") {
+        return;
+    }
+    let have = Command::new("/usr/bin/python3")
+        .args(["-c", "import seccomp"])
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !have {
+        println!(
+            "SKIP {T}: Python's seccomp module not installed: apt-get install python3-seccomp"
+        );
+        return;
+    }
+    let script = program_file("py_seccomp.py");
+    let dir = tempdir();
+    let spec = Spec::new("/usr/bin/python3", &[&script], dir.path());
+    let native = run_native(&spec);
+    assert!(
+        native.status.success(),
+        "natively:\n{}",
+        shown(&native.stderr)
+    );
+    let picos = run_picos(&spec);
+    assert_same(&spec.describe(), &native, &picos);
+}
+
 /// Perl: fork, pipes, signals, backticks.
 #[test]
 fn perl_workload() {
