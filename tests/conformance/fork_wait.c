@@ -2,6 +2,7 @@
 #include "conformance.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -75,25 +76,32 @@ static void clone_sighand_process(void)
  * kill(SIGSYS) was taken for that notice (LTP kill11, sigrelse01). And the
  * other way round: when the parent *thread* that forked a child ends while
  * its process lives on, the child gets its own PR_SET_PDEATHSIG signal, as
- * natively, and no SIGSYS. */
+ * natively, and no SIGSYS. The child's handlers report each signal on a
+ * pipe, so no check depends on timing (a lost signal is a 10 s timeout). */
 static volatile sig_atomic_t got_sys, got_usr1;
+static int report_fd = -1;
 
 static void on_sys(int sig)
 {
     (void)sig;
     got_sys++;
+    if (write(report_fd, "s", 1) != 1)
+        _exit(97);
 }
 
 static void on_usr1_count(int sig)
 {
     (void)sig;
     got_usr1++;
+    if (write(report_fd, "u", 1) != 1)
+        _exit(97);
 }
 
-/* Child: counts SIGSYS and SIGUSR1 until SIGTERM; exit code
- * 10 * SIGSYS count + SIGUSR1 count. */
-static void count_signals_child(int ready_fd, int with_pdeath)
+/* Child: reports 'r' when ready, then each SIGSYS ('s') and SIGUSR1 ('u'),
+ * until SIGTERM; exit code 10 * SIGSYS count + SIGUSR1 count. */
+static void count_signals_child(int fd, int with_pdeath)
 {
+    report_fd = fd;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sys;
@@ -106,47 +114,55 @@ static void count_signals_child(int ready_fd, int with_pdeath)
     sigemptyset(&term);
     sigaddset(&term, SIGTERM);
     sigprocmask(SIG_BLOCK, &term, NULL);
-    char c = 'r';
-    if (write(ready_fd, &c, 1) != 1)
+    if (write(fd, "r", 1) != 1)
         _exit(99);
     int sig;
     sigwait(&term, &sig);
     _exit(10 * got_sys + got_usr1);
 }
 
+/* The next byte on `fd` within 10 s; 0 if none came. */
+static char next_report(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    char c = 0;
+    if (poll(&p, 1, 10000) == 1 && read(fd, &c, 1) == 1)
+        return c;
+    return 0;
+}
+
 struct forker {
-    int ready[2];
+    int fd;
     pid_t child;
 };
+
+/* Held by the main thread until the child is ready (its PR_SET_PDEATHSIG
+ * asked for): the forking thread ends only then. */
+static pthread_mutex_t forker_hold = PTHREAD_MUTEX_INITIALIZER;
 
 static void *fork_then_end(void *arg)
 {
     struct forker *f = arg;
     f->child = fork();
     if (f->child == 0)
-        count_signals_child(f->ready[1], 1);
-    char c;
-    if (read(f->ready[0], &c, 1) != 1)
-        f->child = -1;
+        count_signals_child(f->fd, 1);
+    pthread_mutex_lock(&forker_hold);
+    pthread_mutex_unlock(&forker_hold);
     return NULL; /* this thread ends: the child's parent-death signal */
 }
 
 static void parent_sigsys(void)
 {
-    int ready[2];
-    if (pipe(ready) != 0) {
+    int rep[2];
+    if (pipe(rep) != 0) {
         check("kill_sigsys_reaches_child", 0);
         return;
     }
     pid_t pid = fork();
     if (pid == 0)
-        count_signals_child(ready[1], 0);
-    char c;
-    int ok = read(ready[0], &c, 1) == 1;
-    ok = ok && kill(pid, SIGSYS) == 0;
-    /* Give the SIGSYS time to be handled before the SIGTERM. */
-    struct timespec ts = {0, 50 * 1000 * 1000};
-    nanosleep(&ts, NULL);
+        count_signals_child(rep[1], 0);
+    int ok = next_report(rep[0]) == 'r';
+    ok = ok && kill(pid, SIGSYS) == 0 && next_report(rep[0]) == 's';
     kill(pid, SIGTERM);
     int st = wait_status(pid);
     checkf("kill_sigsys_reaches_child", ok && WIFEXITED(st) && WEXITSTATUS(st) == 10,
@@ -156,34 +172,34 @@ static void parent_sigsys(void)
     pid = fork();
     if (pid == 0) {
         char fd[16];
-        snprintf(fd, sizeof fd, "%d", ready[1]);
+        snprintf(fd, sizeof fd, "%d", rep[1]);
         execl("/proc/self/exe", "fork_wait", "count-signals", fd, (char *)NULL);
         _exit(98);
     }
-    ok = read(ready[0], &c, 1) == 1;
-    ok = ok && kill(pid, SIGSYS) == 0;
-    nanosleep(&ts, NULL);
+    ok = next_report(rep[0]) == 'r';
+    ok = ok && kill(pid, SIGSYS) == 0 && next_report(rep[0]) == 's';
     kill(pid, SIGTERM);
     st = wait_status(pid);
     checkf("kill_sigsys_reaches_execd_child", ok && WIFEXITED(st) && WEXITSTATUS(st) == 10,
            "status %#x", st);
 
-    /* The forking thread ends; the process lives on. */
-    struct forker f = {.child = -1};
-    f.ready[0] = ready[0];
-    f.ready[1] = ready[1];
+    /* The forking thread ends once the child is ready; the process lives
+     * on. */
+    struct forker f = {.fd = rep[1], .child = -1};
     pthread_t t;
+    pthread_mutex_lock(&forker_hold);
     pthread_create(&t, NULL, fork_then_end, &f);
+    ok = next_report(rep[0]) == 'r';
+    pthread_mutex_unlock(&forker_hold);
     pthread_join(t, NULL);
-    nanosleep(&ts, NULL);
-    int same_parent = f.child > 0;
+    ok = ok && next_report(rep[0]) == 'u';
     if (f.child > 0)
         kill(f.child, SIGTERM);
     st = wait_status(f.child);
-    checkf("thread_end_pdeathsig_only", same_parent && WIFEXITED(st) && WEXITSTATUS(st) == 1,
+    checkf("thread_end_pdeathsig_only", ok && WIFEXITED(st) && WEXITSTATUS(st) == 1,
            "status %#x", st);
-    close(ready[0]);
-    close(ready[1]);
+    close(rep[0]);
+    close(rep[1]);
 }
 
 /* A fault-type signal sent to a child right after fork ends it: picos's
