@@ -274,7 +274,7 @@ static void wall_wait_sees_no_runtime_task(void)
     sites_done = 0;
     pthread_create(&t, NULL, run_fresh_sites, NULL);
     long polls = 0, wrong = 0;
-    while (!sites_done) {
+    do { /* at least once, however fast the other thread is */
         siginfo_t si;
         memset(&si, 0, sizeof si);
         int r = waitid(P_ALL, 0, &si, WEXITED | WNOHANG | __WALL);
@@ -284,7 +284,7 @@ static void wall_wait_sees_no_runtime_task(void)
                 fprintf(stderr, "waitid: %d (%s), pid %d\n", r, errno_name(errno), (int)si.si_pid);
             wrong++;
         }
-    }
+    } while (!sites_done);
     pthread_join(t, NULL);
     checkf("wall_wait_sees_no_runtime_task", polls > 0 && wrong == 0, "%ld of %ld", wrong, polls);
 }
