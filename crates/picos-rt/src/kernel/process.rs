@@ -384,17 +384,8 @@ fn thread_ending(pid: i32, tid: i32) -> Option<bool> {
 fn stat_flags_state(dirfd: i32, tid: u32) -> Result<(u64, u8), Errno> {
     let mut path = [0u8; 32];
     let mut digits = [0u8; 10];
-    let (mut v, mut d) = (tid, digits.len());
-    loop {
-        d -= 1;
-        digits[d] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
     let mut n = 0;
-    for &b in digits[d..].iter().chain(b"/stat\0") {
+    for &b in decimal(tid, &mut digits).iter().chain(b"/stat\0") {
         path[n] = b;
         n += 1;
     }
@@ -532,11 +523,9 @@ fn read_exe(pid: u32, link: &mut [u8]) -> Result<usize, Errno> {
     host::readlink(path, link)
 }
 
-/// `/proc/PID` + `rest`, NUL-terminated, in `buf` (no allocation: for the
-/// SIGSYS handler). None if it does not fit.
-fn proc_path<'a>(buf: &'a mut [u8; 32], pid: u32, rest: &[u8]) -> Option<&'a core::ffi::CStr> {
-    let mut digits = [0u8; 10];
-    let (mut v, mut d) = (pid, digits.len());
+/// `v` in decimal, written at the end of `digits` (no allocation).
+fn decimal(mut v: u32, digits: &mut [u8; 10]) -> &[u8] {
+    let mut d = digits.len();
     loop {
         d -= 1;
         digits[d] = b'0' + (v % 10) as u8;
@@ -545,10 +534,17 @@ fn proc_path<'a>(buf: &'a mut [u8; 32], pid: u32, rest: &[u8]) -> Option<&'a cor
             break;
         }
     }
+    &digits[d..]
+}
+
+/// `/proc/PID` + `rest`, NUL-terminated, in `buf` (no allocation: for the
+/// SIGSYS handler). None if it does not fit.
+fn proc_path<'a>(buf: &'a mut [u8; 32], pid: u32, rest: &[u8]) -> Option<&'a core::ffi::CStr> {
+    let mut digits = [0u8; 10];
     let mut n = 0;
     for &b in b"/proc/"
         .iter()
-        .chain(&digits[d..])
+        .chain(decimal(pid, &mut digits))
         .chain(rest)
         .chain(b"\0")
     {

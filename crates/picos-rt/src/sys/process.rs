@@ -781,23 +781,7 @@ pub fn wait4(
     options: u32,
     _rusage: usize,
 ) -> SysResult {
-    loop {
-        let mark = host::fds::transient_mark();
-        let r = c.host_blocking()?;
-        if options & WALL_OR_WCLONE == 0 {
-            return Ok(r);
-        }
-        if r == 0 && host::fds::transient_since(mark) {
-            // WNOHANG and nothing ended: perhaps only because a transient
-            // task lives (natively: ECHILD). Ask again once it is gone.
-            host::sched_yield();
-            continue;
-        }
-        host::fds::settle_transients();
-        if !host::fds::is_transient(r as i32) {
-            return Ok(r);
-        }
-    }
+    wait_hiding_transients(c, options, |r| Ok(r as i32))
 }
 
 /// Implements waitid(2): as [`wait4`], the runtime's transient tasks never
@@ -811,21 +795,38 @@ pub fn waitid(
     options: u32,
     _rusage: usize,
 ) -> SysResult {
+    if infop == 0 {
+        return c.host_blocking();
+    }
+    // siginfo_t's si_pid (0 when WNOHANG found nothing).
+    wait_hiding_transients(c, options, |_| UserPtr::<i32>::new(infop + 16).read())
+}
+
+/// The wait `c` (wait4 or waitid) on the host, again until what it
+/// reports (the pid `reported` reads from its result: 0 when WNOHANG found
+/// nothing ended) is none of the runtime's transient tasks. Only with
+/// __WALL or __WCLONE: other waits never see them.
+fn wait_hiding_transients(
+    c: &mut Ctx<'_>,
+    options: u32,
+    reported: impl Fn(usize) -> Result<i32, Errno>,
+) -> SysResult {
     loop {
         let mark = host::fds::transient_mark();
         let r = c.host_blocking()?;
-        if options & WALL_OR_WCLONE == 0 || infop == 0 {
+        if options & WALL_OR_WCLONE == 0 {
             return Ok(r);
         }
-        // siginfo_t's si_pid (0 when WNOHANG found nothing).
-        let pid = UserPtr::<i32>::new(infop + 16).read()?;
+        let pid = reported(r)?;
         if pid == 0 && host::fds::transient_since(mark) {
-            // As in wait4: perhaps ECHILD natively.
+            // WNOHANG and nothing ended: perhaps only because a transient
+            // task lives (natively: ECHILD). Ask again once it is gone.
             host::sched_yield();
             continue;
         }
         host::fds::settle_transients();
         if options & WNOWAIT != 0 {
+            // (waitid only: wait4 refuses it.)
             if !host::fds::transient_pending(pid) {
                 return Ok(r);
             }
