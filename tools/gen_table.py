@@ -158,7 +158,7 @@ MEDIATED = {
   'setrlimit': 'resource::setrlimit', 'setpgid': 'ids::set_pgid', 'setsid': 'ids::set_pgid',
   'sched_setaffinity': 'sched::sched_setaffinity',
   'membarrier': 'memory::membarrier', 'seccomp': 'process::seccomp',
-  'process_vm_writev': 'memory::process_vm_writev', 'ptrace': 'process::ptrace',
+  'process_vm_writev': 'memory::process_vm_writev', 'ptrace': 'ptrace::ptrace',
   'wait4': 'process::wait4', 'waitid': 'process::waitid',
   'rt_sigtimedwait': 'signal::rt_sigtimedwait',
   'kill': 'signal::kill', 'rt_sigqueueinfo': 'signal::rt_sigqueueinfo',
@@ -296,7 +296,7 @@ NOTES.update({
   'membarrier': 'the runtime\'s own registration hidden from the program',
   'seccomp': 'filters run by the library OS; no listener',
   'process_vm_writev': 'EFAULT on the target runtime\'s memory',
-  'ptrace': 'no tracing yet: EPERM as Yama scope 3, or ESRCH',
+  'ptrace': 'emulated between the picoprocesses of the tree (kernel::ptrace); others EPERM',
 })
 for _k, _v in MEDIATED.items():
     if _v == 'fs::mount_tree':

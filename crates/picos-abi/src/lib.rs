@@ -100,6 +100,10 @@ pub struct LaunchConfig {
     /// The program's seccomp filters, passed on through execve (the
     /// runtime's encoding, `kernel::seccomp::encode`). Empty: none.
     pub seccomp: Vec<u8>,
+    /// The picoprocess tree's shared ptrace board (`kernel::ptrace` in the
+    /// runtime): its SysV shared-memory id plus one, passed on through
+    /// execve. 0: none yet (the runtime makes one).
+    pub board: u32,
     /// The manifest's mounts, in the order the manifest gives them (a
     /// later mount at the same guest path is refused by the CLI). Empty:
     /// the program sees the host's tree unchanged (the embedded default).
@@ -211,6 +215,7 @@ impl Default for LaunchConfig {
             stats_json: Vec::new(),
             root_pid: 0,
             parent_thread: 0,
+            board: 0,
             seccomp: Vec::new(),
             mounts: Vec::new(),
         }
@@ -430,6 +435,10 @@ impl LaunchConfig {
             s.push_str(";pthread=");
             push_u64(&mut s, self.parent_thread.into());
         }
+        if self.board != 0 {
+            s.push_str(";board=");
+            push_u64(&mut s, self.board.into());
+        }
         if !self.seccomp.is_empty() {
             s.push_str(";seccomp=");
             hex_encode(&mut s, &self.seccomp);
@@ -518,6 +527,12 @@ impl LaunchConfig {
                         .filter(|&v| v != 0)
                         .ok_or(DecodeError::BadField)?;
                 }
+                b"board" => {
+                    cfg.board = parse_u64(value)
+                        .and_then(|v| u32::try_from(v).ok())
+                        .filter(|&v| v != 0)
+                        .ok_or(DecodeError::BadField)?;
+                }
                 b"mount" => cfg
                     .mounts
                     .push(decode_mount(value).ok_or(DecodeError::BadField)?),
@@ -572,6 +587,7 @@ mod tests {
             stats_json: b"/tmp/s;t=1.json".to_vec(),
             root_pid: 4_194_304,
             parent_thread: 4_194_303,
+            board: 7,
             seccomp: vec![1, 2, 0, 6, 0, 0, 0, 0, 0xff, 0x7f, 0],
             mounts: vec![
                 MountSpec {
@@ -657,6 +673,7 @@ mod tests {
                 stats_json: Vec::new(),
                 root_pid: 0,
                 parent_thread: 0,
+                board: 0,
                 seccomp: Vec::new(),
                 mounts: Vec::new(),
             };

@@ -132,6 +132,9 @@ extern "C" fn main_on_runtime_stack() -> ! {
     // and `exec_path` give the guest's absolute path.
     let exe = &cfg.exe;
     let (entry, sp) = load_program(exe, &info);
+    // A traced program stops for its tracer before its first instruction
+    // (the exec event, and the execve's syscall-exit stop).
+    let (entry, sp) = crate::kernel::ptrace::exec_stops(t, entry, sp);
     set_name(exe);
     let vdso = info
         .auxv
@@ -159,7 +162,9 @@ extern "C" fn main_on_runtime_stack() -> ! {
     };
     t.seccomp
         .store(filters, core::sync::atomic::Ordering::Relaxed);
-    if cfg.patch_syscalls && filters == 0 {
+    // (A traced thread's calls all take the trap path, where its tracer
+    // sees them.)
+    if cfg.patch_syscalls && filters == 0 && t.ptrace.get() == 0 {
         init_patching(t, vdso);
     }
     if let Err(e) = arm_dispatch() {
@@ -186,6 +191,7 @@ extern "C" fn main_on_runtime_stack() -> ! {
 /// parent-death watch, the SIGSYS handler, and the stack limit asked for.
 fn set_up_process(t: &'static thread::Thread) {
     thread::install(t);
+    crate::kernel::ptrace::init(config().board);
     if let Err((i, e)) = crate::kernel::fs::mount::init(&config().mounts, FdTable::first()) {
         let m = crate::kernel::fs::mount::table().get(i);
         let what: &[u8] = match m {

@@ -456,6 +456,7 @@ fn plan(args: &RunArgs) -> Result<Plan, RunError> {
         root_pid: 0,
         // The root's parent is no picoprocess.
         parent_thread: 0,
+        board: 0,
         seccomp: Vec::new(),
     };
     Ok(Plan {

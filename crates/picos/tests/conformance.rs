@@ -581,6 +581,16 @@ fn process_vm() {
     conformance("process_vm", &[ok(&[])]);
 }
 
+/// ptrace between processes of the tree, emulated by the library OS:
+/// syscall stops (arguments, results, a call changed and one skipped),
+/// memory, signal-delivery stops, SEIZE and INTERRUPT, the exec, fork
+/// and exit events, and Linux's refusals. Not sandboxed: the sandbox
+/// refuses ptrace.
+#[test]
+fn ptrace() {
+    conformance("ptrace", &[ok(&[])]);
+}
+
 /// POSIX message queues: a notice survives a site patched with threads
 /// (not sandboxed: Landlock refuses the queue's open).
 #[test]

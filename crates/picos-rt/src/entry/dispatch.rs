@@ -46,7 +46,11 @@ pub fn warn_unsupported_int80(nr: u32) {
 /// entries (`entry::fast::picos_direct_finish`).
 pub fn rewinds(t: &Thread, err: Option<Errno>, restart: bool) -> bool {
     err == Some(Errno::NOT_STARTED)
-        || err == Some(Errno::EINTR) && restart && crate::kernel::signal::pending_wants_restart(t)
+        || err == Some(Errno::EINTR)
+            && (restart && crate::kernel::signal::pending_wants_restart(t)
+                // A tracer's stop cut the call short: it restarts after
+                // the stop, as Linux restarts it.
+                || crate::kernel::ptrace::wants_stop(t))
 }
 
 /// Runs the call's handler as the table says; returns the result, how it
@@ -125,6 +129,11 @@ fn run(
     uc: Option<&mut UContext>,
     ip: u64,
 ) -> Outcome {
+    if uc.is_none() && crate::kernel::ptrace::traced(t) {
+        if let Some(out) = traced_fast(ip) {
+            return out;
+        }
+    }
     let mode = t.seccomp.load(Ordering::Relaxed);
     if mode != 0 {
         if let Some(out) = filtered(t, mode, nr, args, ip) {
@@ -156,9 +165,79 @@ fn run(
     }
 }
 
+/// A call of a traced thread that came the fast way (a patched site, from
+/// before the thread was traced): it goes again the trap path, where the
+/// tracer sees it (`dispatch_traced`), once the site is the program's own
+/// `syscall` again (`patch::stop_for_seccomp`). None: the site is still
+/// patched (it could not be written back); the call is served untraced.
+#[cold]
+#[inline(never)]
+fn traced_fast(ip: u64) -> Option<Outcome> {
+    let site = crate::mm::user::read::<[u8; 2]>(ip.wrapping_sub(2) as usize).ok()?;
+    (site == [0x0f, 0x05]).then_some(Outcome::Rewind)
+}
+
 /// Serves the system call in `uc` (trapped by Syscall User Dispatch) and
 /// writes its result into `uc`.
 pub fn dispatch(t: &'static Thread, uc: &mut UContext) {
+    if crate::kernel::ptrace::traced(t) || t.ptrace_doorbell.get() {
+        return dispatch_traced(t, uc);
+    }
+    dispatch_untraced(t, uc)
+}
+
+/// [`dispatch`] for a traced thread: the stops its tracer asked for
+/// first, then the syscall-entry stop, the call (as the tracer left its
+/// number and arguments: -1 skips it; PTRACE_SYSEMU never makes it), and
+/// the syscall-exit stop (`kernel::ptrace`).
+#[cold]
+#[inline(never)]
+fn dispatch_traced(t: &'static Thread, uc: &mut UContext) {
+    use crate::kernel::ptrace as pt;
+    let nr = uc.mcontext.rax;
+    pt::pending_stops(t, uc, nr);
+    let cmd = pt::last_cmd(t);
+    if t.ptrace.get() == 0 || !pt::wants_syscall_stops(cmd) {
+        uc.mcontext.rax = nr;
+        return dispatch_untraced(t, uc);
+    }
+    let r = pt::syscall_entry_stop(t, uc, nr);
+    let finish = |uc: &mut UContext| {
+        let m = &mut uc.mcontext;
+        m.rcx = m.rip;
+        m.r11 = m.eflags;
+    };
+    if matches!(cmd, pt::PTRACE_SYSEMU | pt::PTRACE_SYSEMU_SINGLESTEP) {
+        // Never made; RAX is what the tracer left (-ENOSYS by default).
+        finish(uc);
+        return;
+    }
+    let new_nr = r.orig_rax;
+    let at = uc.mcontext.rip;
+    if new_nr as i64 == -1 {
+        finish(uc);
+    } else {
+        uc.mcontext.rax = new_nr;
+        dispatch_untraced(t, uc);
+    }
+    if t.ptrace.get() == 0 || !pt::wants_syscall_stops(r.cmd) {
+        return;
+    }
+    if uc.mcontext.rip == at.wrapping_sub(2) && uc.mcontext.rax == new_nr {
+        // Restarted after a signal: the tracer sees the exit with
+        // -ERESTARTSYS, then the call's entry again.
+        const ERESTARTSYS: u64 = (-512i64) as u64;
+        uc.mcontext.rip = at;
+        uc.mcontext.rax = ERESTARTSYS;
+        let _ = pt::syscall_exit_stop(t, uc, new_nr);
+        uc.mcontext.rip = at.wrapping_sub(2);
+        uc.mcontext.rax = new_nr;
+        return;
+    }
+    let _ = pt::syscall_exit_stop(t, uc, new_nr);
+}
+
+fn dispatch_untraced(t: &'static Thread, uc: &mut UContext) {
     let m = &uc.mcontext;
     // Linux reads the number as an int: the upper half of RAX is ignored
     // ((1 << 32) | 39 is getpid).

@@ -62,6 +62,9 @@ fn sigsys_handler(sig: i32, info: &SigInfo, uc: &mut UContext) {
         if info.code() == 0 && crate::kernel::process::is_parent_death(info) {
             return;
         }
+        if crate::kernel::ptrace::is_doorbell(info) {
+            return doorbell(uc);
+        }
         return host_signal(sig, info, uc);
     }
     let Some(t) = thread::current_checked() else {
@@ -94,6 +97,24 @@ fn sigsys_handler(sig: i32, info: &SigInfo, uc: &mut UContext) {
         }
     }
     deliver_pending(t, uc);
+}
+
+/// The ptrace doorbell (`kernel::ptrace`): the tracer asks this thread to
+/// stop. In the program, it stops here; in the runtime (a call under way,
+/// perhaps blocked: it ends with EINTR and restarts), it stops before the
+/// program goes on.
+fn doorbell(uc: &mut UContext) {
+    let Some(t) = thread::current_checked() else {
+        return;
+    };
+    t.ptrace_doorbell.set(true);
+    let rip = uc.mcontext.rip as usize;
+    if !crate::mm::runtime::owns(rip, 1)
+        && !t.on_runtime_stack(uc.mcontext.rsp)
+        && !arch::in_resume(uc.mcontext.rip)
+    {
+        deliver_pending(t, uc);
+    }
 }
 
 /// A synchronous fault in runtime code that no fix-up covers. The runtime's

@@ -1025,3 +1025,90 @@ pub fn execve(path: &core::ffi::CStr, argv: &[Vec<u8>], envp: &[Vec<u8>]) -> Hos
         )
     }
 }
+
+/// shmget(2) of a new private segment of `size` bytes (mode 0600).
+pub fn shmget_private(size: usize) -> HostResult {
+    const IPC_PRIVATE: usize = 0;
+    const IPC_CREAT: usize = 0o1000;
+    // SAFETY: integer arguments only.
+    unsafe { sc!(nr::SHMGET, IPC_PRIVATE, size, IPC_CREAT | 0o600) }
+}
+
+/// shmctl(2) IPC_RMID of segment `id`: it goes once no process has it
+/// attached (Linux still lets a process attach it until then).
+pub fn shmctl_rmid(id: usize) -> HostResult {
+    const IPC_RMID: usize = 0;
+    // SAFETY: integer arguments only.
+    unsafe { sc!(nr::SHMCTL, id, IPC_RMID, 0) }
+}
+
+/// shmat(2) of segment `id` at `addr`, replacing what is mapped there
+/// (SHM_REMAP).
+///
+/// # Safety
+/// `addr` must be a range of the runtime's own that nothing uses.
+pub unsafe fn shmat_remap(id: usize, addr: usize) -> HostResult {
+    const SHM_REMAP: usize = 0o40000;
+    // SAFETY: forwarded to the caller.
+    unsafe { sc!(nr::SHMAT, id, addr, SHM_REMAP) }
+}
+
+/// futex(2) wait (shared, not FUTEX_PRIVATE: the word may be in memory
+/// other processes map) while `*addr == val`, at most `ns` nanoseconds.
+///
+/// # Safety
+/// `addr` must point at a live aligned 32-bit word.
+pub unsafe fn futex_wait_for(addr: usize, val: i32, ns: u64) -> HostResult {
+    let ts = [(ns / 1_000_000_000) as i64, (ns % 1_000_000_000) as i64];
+    // SAFETY: forwarded; `ts` is a live timespec.
+    unsafe {
+        sc!(
+            nr::FUTEX,
+            addr,
+            0, /* FUTEX_WAIT */
+            val,
+            ts.as_ptr(),
+            0,
+            0
+        )
+    }
+}
+
+/// The calling thread's FS base (arch_prctl ARCH_GET_FS).
+pub fn fs_base() -> usize {
+    let mut v = 0usize;
+    // SAFETY: the kernel writes one word into `v`.
+    let _ = unsafe { sc!(nr::ARCH_PRCTL, 0x1003, &mut v as *mut usize) };
+    v
+}
+
+/// Sets the calling thread's FS base (arch_prctl ARCH_SET_FS).
+pub fn set_fs_base(v: usize) -> HostResult {
+    // SAFETY: an integer argument only (the kernel checks it).
+    unsafe { sc!(nr::ARCH_PRCTL, 0x1002, v) }
+}
+
+/// process_vm_readv(2) of `buf.len()` bytes at `addr` in process `pid`;
+/// returns how many were read.
+pub fn read_remote(pid: i32, addr: usize, buf: &mut [u8]) -> HostResult {
+    let local = [buf.as_mut_ptr() as usize, buf.len()];
+    let remote = [addr, buf.len()];
+    // SAFETY: one local iovec covering `buf`; the remote one is only read.
+    unsafe {
+        sc!(
+            nr::PROCESS_VM_READV,
+            pid,
+            local.as_ptr(),
+            1,
+            remote.as_ptr(),
+            1,
+            0
+        )
+    }
+}
+
+/// wait4(2) with the runtime's own status word and no rusage.
+pub fn wait4(pid: i32, status: &mut i32, options: u32) -> HostResult {
+    // SAFETY: the kernel writes one int into `status`.
+    unsafe { sc!(nr::WAIT4, pid, status as *mut i32, options, 0) }
+}

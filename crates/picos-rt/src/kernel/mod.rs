@@ -2,6 +2,7 @@
 pub mod exec;
 pub mod fs;
 pub mod process;
+pub mod ptrace;
 pub mod seccomp;
 pub mod signal;
 pub mod thread;

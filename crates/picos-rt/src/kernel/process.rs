@@ -132,6 +132,7 @@ pub static FORK_HOOKS: &[ForkHook] = &[
     crate::kernel::fs::dcache::FORK_HOOK,
     crate::patch::FORK_HOOK,
     crate::mm::runtime::FORK_HOOK,
+    crate::kernel::ptrace::FORK_HOOK,
 ];
 
 /// Forks with `fork`, a host clone(2) without CLONE_VM, under every

@@ -59,6 +59,11 @@ pub fn sync_host_action(sig: i32, act: &KSigaction) {
         return;
     }
     let host_act = match act.handler {
+        // A traced thread's signals all stop it first (Linux reports even
+        // ignored ones to the tracer).
+        SIG_DFL | SIG_IGN if CATCH_ALL.load(Ordering::Relaxed) => {
+            handler_action(PROGRAM_HANDLER.load(Ordering::Relaxed), keep)
+        }
         SIG_DFL if CATCH_FATAL.load(Ordering::Relaxed) && fatal_by_default(sig) => {
             handler_action(PROGRAM_HANDLER.load(Ordering::Relaxed), keep)
         }
@@ -67,6 +72,25 @@ pub fn sync_host_action(sig: i32, act: &KSigaction) {
     };
     if let Err(e) = host::rt_sigaction(sig, Some(&host_act), None) {
         crate::log!(Debug, "host rt_sigaction({}) failed: {}", sig, e);
+    }
+}
+
+/// Does the runtime see every signal (a thread of the process is traced:
+/// `catch_all_signals`)?
+static CATCH_ALL: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// From now on every signal comes to the runtime, ignored ones and those
+/// whose default action is to do nothing included: a traced thread stops
+/// for each (`kernel::ptrace::signal_stop`) before its disposition acts.
+pub fn catch_all_signals(t: &Thread) {
+    if CATCH_ALL.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    for sig in 1..=thread::NSIG as i32 {
+        let act = t.process().get(sig);
+        if act.handler == SIG_DFL || act.handler == SIG_IGN {
+            sync_host_action(sig, &act);
+        }
     }
 }
 
@@ -163,6 +187,10 @@ pub fn init_dispositions(t: &Thread) {
 /// program context in `uc`; re-queues the rest on the host. True if `uc`
 /// now enters a handler.
 pub fn deliver_pending(t: &Thread, uc: &mut UContext) -> bool {
+    if t.ptrace.get() != 0 || t.ptrace_doorbell.get() {
+        // The stops the tracer asked for come first.
+        crate::kernel::ptrace::pending_stops(t, uc, u64::MAX);
+    }
     let mut frames = false;
     while let Some(info) = t.take_for_delivery(t.sig_mask.get()) {
         frames |= deliver(t, &info, uc);
@@ -304,6 +332,11 @@ fn plain_action(handler: usize, extra: u64) -> KSigaction {
 /// Runs signal `sig`'s default action on the host (terminate, core, stop),
 /// returning only if the action does not end the process.
 pub fn die_by_signal(sig: i32) {
+    if fatal_by_default(sig) {
+        if let Some(t) = crate::kernel::thread::current_checked() {
+            crate::kernel::ptrace::exiting(t, None, sig);
+        }
+    }
     if crate::kernel::fs::file::any_pending() {
         // What write-back files hold reaches them first (only SIGKILL,
         // which the runtime never sees, loses it).
@@ -324,6 +357,19 @@ pub fn die_by_signal(sig: i32) {
 /// Delivers one signal to the program according to its disposition; true
 /// if `uc` now enters a handler (a frame was built).
 pub fn deliver(t: &Thread, info: &SigInfo, uc: &mut UContext) -> bool {
+    let traced_info;
+    let info = if t.ptrace.get() != 0 && info.signo() != SIGKILL {
+        // A signal-delivery stop: the tracer may change or suppress it.
+        match crate::kernel::ptrace::signal_stop(t, info, uc) {
+            Some(i) => {
+                traced_info = i;
+                &traced_info
+            }
+            None => return false,
+        }
+    } else {
+        info
+    };
     let sig = info.signo();
     crate::diag::stats::signal(&t.stats, SYNC_FAULTS & bit(sig) != 0 && info.code() > 0);
     let act = t.process().get(sig);

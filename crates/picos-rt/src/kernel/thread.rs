@@ -106,6 +106,16 @@ pub struct Thread {
     /// none, `seccomp::STRICT`, otherwise its newest filter's number.
     /// Inherited by the threads and processes it creates.
     pub seccomp: core::sync::atomic::AtomicU32,
+    /// The thread's slot on the ptrace board plus one (`kernel::ptrace`);
+    /// 0: not traced.
+    pub ptrace: Cell<u32>,
+    /// The board's epoch when the thread last looked for its slot.
+    pub ptrace_epoch: Cell<u64>,
+    /// A doorbell rang (`kernel::ptrace::is_doorbell`) while the runtime
+    /// ran: the tracer's request is looked at before the program goes on.
+    pub ptrace_doorbell: Cell<bool>,
+    /// A fork under way whose child is traced: its reserved slot plus one.
+    pub ptrace_child: Cell<usize>,
 }
 
 /// A fault-type signal taken, at first, for one sent by someone (`kill`
@@ -440,6 +450,10 @@ pub fn alloc(
             delivering: Cell::new(false),
             self_sent: Cell::new(0),
             seccomp: core::sync::atomic::AtomicU32::new(0),
+            ptrace: Cell::new(0),
+            ptrace_epoch: Cell::new(0),
+            ptrace_doorbell: Cell::new(false),
+            ptrace_child: Cell::new(0),
         },
     );
     Ok(t)

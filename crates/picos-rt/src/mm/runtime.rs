@@ -271,6 +271,11 @@ pub fn base_var_offset() -> usize {
     (&BASE as *const AtomicUsize as usize).wrapping_sub(IMAGE.load(Ordering::Relaxed))
 }
 
+/// The base of the runtime's reservation (0 before `init`).
+pub fn reservation_base() -> usize {
+    BASE.load(Ordering::Relaxed)
+}
+
 /// The runtime image's address range (where syscalls are allowed).
 pub fn image_range() -> (usize, usize) {
     (
@@ -478,7 +483,7 @@ unsafe impl dlmalloc::Allocator for ReservationSystem {
             return (core::ptr::null_mut(), 0, 0);
         }
         let off = HEAP_TOP.fetch_add(size, Ordering::Relaxed);
-        if off + size > HEAP_LIMIT {
+        if off + size > HEAP_LIMIT - super::shared::BOARD_SPAN {
             HEAP_TOP.fetch_sub(size, Ordering::Relaxed);
             return (core::ptr::null_mut(), 0, 0);
         }

@@ -10,6 +10,7 @@ pub mod fs;
 pub mod ids;
 pub mod memory;
 pub mod process;
+pub mod ptrace;
 pub mod resource;
 pub mod sched;
 pub mod signal;

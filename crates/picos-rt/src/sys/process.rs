@@ -260,6 +260,26 @@ fn do_clone(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
         crate::host::fds::note_shared_fds();
     }
     crate::kernel::fs::dcache::note_clone(a.flags);
+    // A traced thread's child is traced too when its tracer asked
+    // (PTRACE_O_TRACEFORK, ...): its slot is reserved now; the parent
+    // stops with the event once the child exists.
+    let traced_child = crate::kernel::ptrace::before_clone(c.t, a.flags, a.exit_signal);
+    let r = do_clone_traced(c, a, traced_child.map(|(_, i)| i));
+    // (In the fork child, `r` is 0: its slot is its own now.)
+    if let Some((event, i)) = traced_child.filter(|_| r != Ok(0)) {
+        let nr = c.nr as u64;
+        match c.uc.as_deref_mut() {
+            Some(uc) => crate::kernel::ptrace::after_clone(c.t, uc, nr, event, i, r),
+            None => {
+                let mut uc = crate::arch::UContext::default();
+                crate::kernel::ptrace::after_clone(c.t, &mut uc, nr, event, i, r)
+            }
+        }
+    }
+    r
+}
+
+fn do_clone_traced(c: &mut Ctx<'_>, a: CloneArgs, traced_child: Option<usize>) -> SysResult {
     if a.flags & (CLONE_FILES | CLONE_VM) == CLONE_FILES {
         // Two processes will share one descriptor table, each with its own
         // copy of the library OS's state of it: a close in one would not
@@ -269,9 +289,13 @@ fn do_clone(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     if a.flags & CLONE_VM == 0 {
         // (The child shares the open file descriptions, not the library
         // OS's offsets and buffers of them: `kernel::fs::FORK_HOOK`.)
-        fork_process(c, a)
+        // A traced child claims its slot in its fork hook.
+        c.t.ptrace_child.set(traced_child.map_or(0, |i| i + 1));
+        let r = fork_process(c, a);
+        c.t.ptrace_child.set(0);
+        r
     } else {
-        clone_vm(c, a)
+        clone_vm(c, a, traced_child)
     }
 }
 
@@ -351,7 +375,7 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
 /// A child sharing this memory (thread, vfork, posix_spawn): it gets its own
 /// runtime stack and state, and starts by returning into the program with
 /// the parent's registers (RAX = 0, RSP = the new stack).
-fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
+fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs, traced_child: Option<usize>) -> SysResult {
     let parent = c.t;
     crate::patch::note_shared_memory();
     // A process of its own (no CLONE_SIGHAND) gets a copy of our process
@@ -404,6 +428,9 @@ fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     uc.mcontext.r11 = uc.mcontext.eflags;
     uc.sigmask = crate::kernel::signal::host_mask(parent.sig_mask.get());
     let sp = thread::prepare_child(child, &uc);
+    if let Some(i) = traced_child {
+        crate::kernel::ptrace::child_traced(child, i, 0);
+    }
     // CLONE_CHILD_SETTID/CLEARTID go to the host as asked: the kernel must
     // clear the tid only once the thread is really gone (glibc frees the
     // thread's memory, rseq area included, as soon as it sees the clear).
@@ -576,6 +603,7 @@ fn exec_common(
 #[syscall]
 pub fn exit(c: &mut Ctx<'_>, status: i32) -> SysResult {
     let t = c.t;
+    crate::kernel::ptrace::exiting(t, c.uc.as_deref_mut(), (status & 0xff) << 8);
     crate::kernel::process::thread_exiting(t);
     thread::retire(t);
     host::exit_thread(status)
@@ -583,7 +611,8 @@ pub fn exit(c: &mut Ctx<'_>, status: i32) -> SysResult {
 
 /// Implements exit_group(2).
 #[syscall]
-pub fn exit_group(_c: &mut Ctx<'_>, status: i32) -> SysResult {
+pub fn exit_group(c: &mut Ctx<'_>, status: i32) -> SysResult {
+    crate::kernel::ptrace::exiting(c.t, c.uc.as_deref_mut(), (status & 0xff) << 8);
     crate::kernel::process::process_exiting();
     host::exit_group(status)
 }
@@ -738,32 +767,6 @@ fn set_filter(c: &mut Ctx<'_>, flags: u32, fprog: usize) -> SysResult {
     seccomp::install_filter(c.t, flags, prog)
 }
 
-/// Implements ptrace(2) as Linux does when its Yama policy forbids all
-/// tracing (`kernel.yama.ptrace_scope = 3`): nothing is ever traced. A
-/// host trace of a picoprocess would see the runtime, not the program, and
-/// stop it behind the runtime's back; emulating it is issue 15's item 3.
-/// PTRACE_TRACEME is EPERM; PTRACE_ATTACH and PTRACE_SEIZE are EPERM for
-/// a process that exists and ESRCH otherwise; every other request is
-/// ESRCH, as for a process the caller does not trace.
-#[syscall]
-pub fn ptrace(_c: &mut Ctx<'_>, request: i64, pid: i32, _addr: usize, _data: usize) -> SysResult {
-    const PTRACE_TRACEME: i64 = 0;
-    const PTRACE_ATTACH: i64 = 16;
-    const PTRACE_SEIZE: i64 = 0x4206;
-    match request {
-        PTRACE_TRACEME => Err(Errno::EPERM),
-        PTRACE_ATTACH | PTRACE_SEIZE => {
-            // kill(pid, 0) finds a thread's id too, as ptrace does.
-            if pid <= 0 || host::kill(pid, 0) == Err(Errno::ESRCH) {
-                Err(Errno::ESRCH)
-            } else {
-                Err(Errno::EPERM)
-            }
-        }
-        _ => Err(Errno::ESRCH),
-    }
-}
-
 /// __WALL and __WCLONE: a wait that may report clone children (exit signal
 /// other than SIGCHLD), such as the runtime's transient tasks.
 const WALL_OR_WCLONE: u32 = 0xc000_0000;
@@ -774,13 +777,23 @@ const WNOWAIT: u32 = 0x0100_0000;
 /// few microseconds, which a wait with __WALL or __WCLONE could reap; it
 /// is waited for again, as if it never was).
 #[syscall]
-pub fn wait4(
-    c: &mut Ctx<'_>,
-    _pid: i32,
-    _status: usize,
-    options: u32,
-    _rusage: usize,
-) -> SysResult {
+pub fn wait4(c: &mut Ctx<'_>, pid: i32, status: usize, options: u32, rusage: usize) -> SysResult {
+    if crate::kernel::ptrace::is_tracer() {
+        use super::ptrace::{report_wait4, traced_wait, Waited};
+        let w = traced_wait(c, pid, options, |c, extra| {
+            let mut args = c.args;
+            args[2] |= extra as usize;
+            let r = host_call(host::nr::WAIT4, args)?;
+            if r != 0 && host::fds::is_transient(r as i32) {
+                return Ok((0, 0));
+            }
+            Ok((r, r as i32))
+        })?;
+        return match w {
+            Waited::Report(r) => report_wait4(&r, status, rusage),
+            Waited::Host(v) => Ok(v),
+        };
+    }
     wait_hiding_transients(c, options, |r| Ok(r as i32))
 }
 
@@ -789,12 +802,32 @@ pub fn wait4(
 #[syscall]
 pub fn waitid(
     c: &mut Ctx<'_>,
-    _idtype: i32,
-    _id: i32,
+    idtype: i32,
+    id: i32,
     infop: usize,
     options: u32,
     _rusage: usize,
 ) -> SysResult {
+    if infop != 0 && crate::kernel::ptrace::is_tracer() {
+        use super::ptrace::{report_waitid, traced_wait, Waited};
+        const P_PID: i32 = 1;
+        let pid = if idtype == P_PID { id } else { -1 };
+        let w = traced_wait(c, pid, options, |c, extra| {
+            let mut args = c.args;
+            args[3] |= extra as usize;
+            let r = host_call(host::nr::WAITID, args)?;
+            let reaped = UserPtr::<i32>::new(infop + 16).read()?;
+            if reaped != 0 && host::fds::is_transient(reaped) {
+                UserPtr::<i32>::new(infop + 16).write(&0)?;
+                return Ok((0, 0));
+            }
+            Ok((r, reaped))
+        })?;
+        return match w {
+            Waited::Report(r) => report_waitid(&r, infop),
+            Waited::Host(v) => Ok(v),
+        };
+    }
     if infop == 0 {
         return c.host_blocking();
     }

@@ -130,6 +130,9 @@ pub fn rt_sigprocmask(
 #[syscall]
 pub fn tgkill(c: &mut Ctx<'_>, tgid: i32, tid: i32, signo: i32) -> SysResult {
     let own = tid == c.t.tid() && tgid == super::ids::getpid(c)? as i32;
+    if signo == abi::SIGSTOP && traced_sigstop(c, own, tid) {
+        return Ok(0);
+    }
     send_to_thread(c, own, signo)
 }
 
@@ -137,6 +140,9 @@ pub fn tgkill(c: &mut Ctx<'_>, tgid: i32, tid: i32, signo: i32) -> SysResult {
 #[syscall]
 pub fn tkill(c: &mut Ctx<'_>, tid: i32, signo: i32) -> SysResult {
     let own = tid == c.t.tid();
+    if signo == abi::SIGSTOP && tid > 0 && traced_sigstop(c, own, tid) {
+        return Ok(0);
+    }
     send_to_thread(c, own, signo)
 }
 
@@ -184,7 +190,26 @@ fn raise_here(c: &mut Ctx<'_>, signo: i32) -> Result<bool, Errno> {
 /// (the one sent, when the program signals its own process) is queued as
 /// sent to the process (see [`crate::kernel::thread::Sending`]).
 pub fn kill(c: &mut Ctx<'_>) -> SysResult {
+    let (pid, signo) = (c.args[0] as i32, c.args[1] as i32);
+    if signo == abi::SIGSTOP && pid > 0 {
+        let own = pid == super::ids::getpid(c)? as i32;
+        if traced_sigstop(c, own, pid) {
+            return Ok(0);
+        }
+    }
     sending(c, Sending::ToProcess)
+}
+
+/// A SIGSTOP for a traced thread (the caller itself when `own`, else
+/// `tid`): a signal-delivery stop its tracer sees (`kernel::ptrace`), not
+/// a stop of the host's, which would stop its runtime behind the tracer's
+/// back. False: not traced, the host sends it.
+fn traced_sigstop(c: &mut Ctx<'_>, own: bool, tid: i32) -> bool {
+    if own {
+        crate::kernel::ptrace::sigstop_self(c.t)
+    } else {
+        crate::kernel::ptrace::sigstop_to(tid)
+    }
 }
 
 /// Implements rt_sigqueueinfo(2) on the host, as [`kill`].

@@ -1199,13 +1199,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 101,
         name: "ptrace",
-        support: Support::Mediated(sys::process::ptrace),
+        support: Support::Mediated(sys::ptrace::ptrace),
         args: "xxxxxx",
         full_context: false,
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Deny,
-        note: "no tracing yet: EPERM as Yama scope 3, or ESRCH",
+        note: "emulated between the picoprocesses of the tree (kernel::ptrace); others EPERM",
     },
     SyscallDef {
         nr: 102,

@@ -61,6 +61,7 @@ pub fn exec_runtime(
 ) -> Result<usize, Errno> {
     let mut cfg = config().clone();
     cfg.exe = path.to_vec();
+    cfg.board = crate::kernel::ptrace::config_value();
     cfg.parent_thread = t
         .ids()
         .parent_thread

@@ -1,0 +1,89 @@
+//! Memory shared by the picoprocess tree: the board that the library OS's
+//! ptrace emulation keeps its state on (`kernel::ptrace`). It is a SysV
+//! shared-memory segment: a fork child inherits it with the rest of the
+//! memory, and the runtime after an execve attaches it again by its id
+//! (passed in the launch configuration), with no descriptor held in the
+//! program's table. It lies in the runtime's reservation, just below the
+//! file views, so the program's own calls never map over it.
+#![allow(unsafe_code)]
+
+use super::runtime::{self, HEAP_LIMIT};
+use crate::host;
+use crate::host::errno::Errno;
+use core::sync::atomic::AtomicU64;
+
+/// The board's size.
+pub const BOARD_SPAN: usize = 1 << 20;
+/// The board in 64-bit words.
+pub const BOARD_WORDS: usize = BOARD_SPAN / 8;
+
+/// The board's words.
+pub type Board = [AtomicU64; BOARD_WORDS];
+
+/// Where the board lies: the top of the heap part of the reservation
+/// (the heap's limit stops below it: `runtime::HEAP_TOP_LIMIT`).
+fn board_addr() -> usize {
+    runtime::reservation_base() + HEAP_LIMIT - BOARD_SPAN
+}
+
+/// Attaches the tree's segment `id` at the board's place. The caller
+/// checks that it is a board (its magic word).
+pub fn attach(id: i32) -> Result<&'static Board, Errno> {
+    let base = runtime::reservation_base();
+    if base == 0 || id < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let at = board_addr();
+    // SAFETY: the range is the reservation's, kept for the board: nothing
+    // else of the runtime's lies there, and the program's calls never map
+    // the reservation.
+    let got = unsafe { host::shmat_remap(id as usize, at) }?;
+    if got != at {
+        return Err(Errno::EINVAL);
+    }
+    // The segment is at least BOARD_SPAN long (made by `create`); a
+    // smaller one of someone else's would fault: check its size.
+    let ds = host::shmctl_stat(id as usize)?;
+    // struct shmid64_ds: shm_segsz follows the 48-byte ipc64_perm.
+    if (ds[6] as usize) < BOARD_SPAN {
+        return Err(Errno::EINVAL);
+    }
+    // SAFETY: `at` is page-aligned, BOARD_SPAN bytes of shared memory are
+    // mapped there read-write for the life of the process (never unmapped
+    // by the runtime; the program's shmdt of it is refused), and
+    // AtomicU64 has no invalid bit patterns.
+    Ok(unsafe { &*(at as *const Board) })
+}
+
+/// Makes a new segment for a board; returns its id. It is marked for
+/// removal at once: it goes when the last process of the tree detaches it.
+pub fn create() -> Result<i32, Errno> {
+    let id = host::shmget_private(BOARD_SPAN)? as i32;
+    Ok(id)
+}
+
+/// Marks segment `id` for removal once nothing has it attached.
+pub fn release_on_last_detach(id: i32) {
+    let _ = host::shmctl_rmid(id as usize);
+}
+
+/// Is `[addr, addr + len)` on the board (the program may not detach or
+/// map over it)?
+pub fn on_board(addr: usize, len: usize) -> bool {
+    let at = board_addr();
+    runtime::reservation_base() != 0 && addr < at + BOARD_SPAN && addr.saturating_add(len) > at
+}
+
+/// Waits (at most `ns` nanoseconds) while the low half of board word `w`
+/// is `val` (a futex shared between processes).
+pub fn futex_wait(w: &AtomicU64, val: u32, ns: u64) -> Result<usize, Errno> {
+    // SAFETY: `w` is a live, aligned word; its low half (little-endian)
+    // is the futex word.
+    unsafe { host::futex_wait_for(w as *const AtomicU64 as usize, val as i32, ns) }
+}
+
+/// Wakes every waiter on board word `w`.
+pub fn futex_wake(w: &AtomicU64) {
+    // SAFETY: `w` is a live, aligned word.
+    let _ = unsafe { host::futex_wake(w as *const AtomicU64 as usize, i32::MAX) };
+}

@@ -1,0 +1,42 @@
+/* ptrace beyond the picoprocess tree: refused. The library OS emulates
+ * ptrace between the picoprocesses of one tree (kernel::ptrace); a process
+ * outside it (here the one that started picos: the root's parent) can be
+ * neither traced nor asked to trace us, and the calls fail as Linux's do
+ * under a Yama policy that forbids them. Natively, as root, the attach and
+ * the seize would succeed (and stop the test's own process), so this runs
+ * under picos only. Prints one line per call: its result. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void show(const char *what, long r)
+{
+    printf("%s: %s\n", what,
+           r == -1 ? (errno == EPERM ? "EPERM" : errno == ESRCH ? "ESRCH" : strerror(errno))
+                   : "succeeded");
+}
+
+int main(void)
+{
+    pid_t outside = getppid();
+    errno = 0;
+    show("traceme (parent outside the tree)", ptrace(PTRACE_TRACEME, 0, NULL, NULL));
+    show("attach outside", ptrace(PTRACE_ATTACH, outside, NULL, NULL));
+    show("seize outside", ptrace(PTRACE_SEIZE, outside, NULL, NULL));
+    show("peekdata outside", ptrace(PTRACE_PEEKDATA, outside, NULL, NULL));
+    pid_t child = fork();
+    if (child == 0) {
+        pause();
+        _exit(0);
+    }
+    show("peekdata untraced child", ptrace(PTRACE_PEEKDATA, child, NULL, NULL));
+    show("seize child", ptrace(PTRACE_SEIZE, child, NULL, NULL));
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    show("attach gone", ptrace(PTRACE_ATTACH, child, NULL, NULL));
+    return 0;
+}
