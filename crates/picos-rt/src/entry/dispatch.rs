@@ -48,9 +48,11 @@ pub fn rewinds(t: &Thread, err: Option<Errno>, restart: bool) -> bool {
     err == Some(Errno::NOT_STARTED)
         || err == Some(Errno::EINTR)
             && (restart && crate::kernel::signal::pending_wants_restart(t)
-                // A tracer's stop cut the call short: it restarts after
-                // the stop, as Linux restarts it.
-                || crate::kernel::ptrace::wants_stop(t))
+                // The runtime's own doorbell (ptrace: a stop its tracer
+                // asked for, or a report for this tracer) cut the call
+                // short, no signal of the program's: it restarts, as
+                // Linux restarts a call that no handler interrupted.
+                || !t.has_pending() && crate::kernel::ptrace::wants_stop(t))
 }
 
 /// Runs the call's handler as the table says; returns the result, how it

@@ -337,6 +337,12 @@ fn fault_for_a_handler(t: &Thread, sig: i32, info: &SigInfo, uc: &mut UContext) 
     let rip = uc.mcontext.rip;
     let handler = t.process().get(sig).handler;
     let blocked = t.sig_mask.get() & bit(sig) != 0;
+    if handler == SIG_DFL && !blocked && t.ptrace.get() != 0 {
+        // A traced thread: its tracer sees the signal first (a
+        // signal-delivery stop, `kernel::ptrace::signal_stop`), and may
+        // suppress it (a real fault then happens again).
+        return true;
+    }
     if handler == SIG_DFL && !blocked {
         crate::log!(
             Debug,

@@ -1112,3 +1112,53 @@ pub fn wait4(pid: i32, status: &mut i32, options: u32) -> HostResult {
     // SAFETY: the kernel writes one int into `status`.
     unsafe { sc!(nr::WAIT4, pid, status as *mut i32, options, 0) }
 }
+
+/// prctl(PR_SET_MM, PR_SET_MM_AUXV): the auxiliary vector /proc/PID/auxv
+/// shows (needs CAP_SYS_RESOURCE).
+pub fn set_mm_auxv(words: &[u64]) -> HostResult {
+    const PR_SET_MM: usize = 35;
+    const PR_SET_MM_AUXV: usize = 12;
+    // SAFETY: the kernel reads `words` for its length in bytes.
+    unsafe {
+        sc!(
+            nr::PRCTL,
+            PR_SET_MM,
+            PR_SET_MM_AUXV,
+            words.as_ptr(),
+            core::mem::size_of_val(words),
+            0
+        )
+    }
+}
+
+/// prctl(PR_SET_MM, PR_SET_MM_MAP) with the memory map's addresses
+/// `fields` (struct prctl_mm_map's first 11 words, in its order) and the
+/// auxiliary vector `auxv`, the executable left as it is (needs
+/// CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE).
+pub fn set_mm_map(fields: &[u64; 11], auxv: &[u64]) -> HostResult {
+    const PR_SET_MM: usize = 35;
+    const PR_SET_MM_MAP: usize = 14;
+    let mut map = [0u64; 13];
+    map[..11].copy_from_slice(fields);
+    map[11] = auxv.as_ptr() as u64;
+    // auxv_size, then exe_fd -1 (keep the executable).
+    map[12] = (core::mem::size_of_val(auxv) as u64) | (0xffff_ffffu64 << 32);
+    // SAFETY: the kernel reads `map` (struct prctl_mm_map, 104 bytes) and
+    // the `auxv` it points at.
+    unsafe {
+        sc!(
+            nr::PRCTL,
+            PR_SET_MM,
+            PR_SET_MM_MAP,
+            map.as_ptr(),
+            core::mem::size_of_val(&map),
+            0
+        )
+    }
+}
+
+/// brk(2) of 0: the current break.
+pub fn current_brk() -> usize {
+    // SAFETY: brk(0) changes nothing.
+    unsafe { sc!(nr::BRK, 0) }.unwrap_or(0)
+}

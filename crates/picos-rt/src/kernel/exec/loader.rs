@@ -494,6 +494,12 @@ fn prot_of(flags: u32) -> i32 {
 }
 
 fn random_pages(max_pages: usize) -> usize {
+    // personality(2)'s ADDR_NO_RANDOMIZE (what a debugger sets for the
+    // program it starts, and `setarch -R`): no randomization, as Linux.
+    const ADDR_NO_RANDOMIZE: usize = 0x0040000;
+    if host::personality(0xffff_ffff).is_ok_and(|p| p & ADDR_NO_RANDOMIZE != 0) {
+        return 0;
+    }
     let mut b = [0u8; 8];
     host::getrandom(&mut b);
     (usize::from_ne_bytes(b) % max_pages) * runtime::PAGE_SIZE
@@ -873,7 +879,51 @@ pub fn build_stack(
         table.push(v);
     }
     user::copy_out(sp, user::slice_bytes(&table))?;
+    // /proc/PID/auxv shows the program's vector, not the one the kernel
+    // gave the runtime (a debugger finds the program's entry and headers
+    // there). Only with CAP_SYS_RESOURCE: otherwise it stays the host's.
+    let auxv_words = &table[words - (words - 3 - argv_p.len() - envp_p.len())..];
+    if let Err(e) = host::set_mm_auxv(auxv_words).or_else(|_| set_auxv_by_map(auxv_words)) {
+        crate::log!(Debug, "/proc/PID/auxv stays the runtime's: {}", e);
+    }
     Ok(sp)
+}
+
+/// The auxiliary vector /proc/PID/auxv shows, set with PR_SET_MM_MAP
+/// (CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE, where PR_SET_MM_AUXV's
+/// CAP_SYS_RESOURCE is missing): every other field as it is, from
+/// /proc/self/stat.
+fn set_auxv_by_map(auxv: &[u64]) -> Result<usize, Errno> {
+    let (buf, n) = host::fds::read_small_file::<2048>(c"/proc/self/stat")?;
+    let text = &buf[..n];
+    // The fields after the command name (which may hold spaces): field 3
+    // (state) is the first.
+    let rest = &text[text.iter().rposition(|&c| c == b')').ok_or(Errno::EINVAL)? + 2..];
+    let fields: Vec<u64> = rest
+        .split(|&c| c == b' ' || c == b'\n')
+        .map(|f| {
+            core::str::from_utf8(f)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0)
+        })
+        .collect();
+    // Field k (1-based, as proc(5) numbers them) is fields[k - 3].
+    let f = |k: usize| fields.get(k - 3).copied().ok_or(Errno::EINVAL);
+    let map = [
+        f(26)?,                     // start_code
+        f(27)?,                     // end_code
+        f(45)?,                     // start_data
+        f(46)?,                     // end_data
+        f(47)?,                     // start_brk
+        host::current_brk() as u64, // brk
+        f(28)?,                     // start_stack
+        f(48)?,                     // arg_start
+        f(49)?,                     // arg_end
+        f(50)?,                     // env_start
+        f(51)?,                     // env_end
+    ];
+    host::set_mm_map(&map, auxv)
 }
 
 #[cfg(test)]
