@@ -895,3 +895,148 @@ fn redis_server() {
     assert!(titles[0].contains("PORT"), "native title: {}", titles[0]);
     assert_eq!(titles[0], titles[1], "process title, native vs picos");
 }
+
+/// strace's output with what differs between any two runs made uniform:
+/// addresses, the random bytes getrandom returns, sysinfo's figures, ids.
+fn strace_normalised(stderr: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(stderr);
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut l = String::with_capacity(line.len());
+        // Hex numbers (addresses, brk) become one token.
+        let b = line.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'0' && b.get(i + 1) == Some(&b'x') {
+                let mut j = i + 2;
+                while j < b.len() && b[j].is_ascii_hexdigit() {
+                    j += 1;
+                }
+                l.push_str("0xADDR");
+                i = j;
+            } else {
+                l.push(b[i] as char);
+                i += 1;
+            }
+        }
+        // (strace pads results to a column: addresses of other lengths
+        // move it.)
+        let l = l
+            .split(' ')
+            .filter(|w| !w.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let l = if l.starts_with("getrandom(\"") {
+            // The bytes differ every run; their count does not.
+            let end = l.rfind("\", ").unwrap_or(l.len());
+            format!("getrandom(BYTES{}", &l[end..])
+        } else if l.starts_with("sysinfo(") {
+            "sysinfo(...) = 0".to_string()
+        } else if ["getpid(", "gettid(", "getppid(", "set_tid_address("]
+            .iter()
+            .any(|p| l.starts_with(p))
+        {
+            // Process ids.
+            l.rsplit_once("= ")
+                .map_or(l.clone(), |(a, _)| format!("{a}= ID"))
+        } else {
+            l
+        };
+        out.push(l);
+    }
+    out
+}
+
+/// strace run under picos traces a program under picos (the library OS's
+/// ptrace: `kernel::ptrace`): `strace -f python3 -c 'print(1)'` prints the
+/// calls it prints natively, modulo addresses, random bytes and ids.
+#[test]
+fn strace_follows_python() {
+    const T: &str = "strace_follows_python";
+    let _shared = shared();
+    if skip_unless_installed(T, "/usr/bin/strace", "strace")
+        || skip_unless_installed(T, "/usr/bin/python3", "python3")
+    {
+        return;
+    }
+    let dir = tempdir();
+    let spec = Spec::new(
+        "/usr/bin/strace",
+        &[&"-f", &"/usr/bin/python3", &"-c", &"print(1)"],
+        dir.path(),
+    );
+    let native = run_native(&spec);
+    let picos = run_picos(&spec);
+    assert_eq!(native.stdout, b"1\n", "natively: {}", shown(&native.stderr));
+    assert_eq!(picos.stdout, native.stdout, "{}", shown(&picos.stderr));
+    assert_eq!(
+        shell_status(&picos.status),
+        shell_status(&native.status),
+        "{}",
+        shown(&picos.stderr)
+    );
+    let (n, p) = (
+        strace_normalised(&native.stderr),
+        strace_normalised(&program_stderr(&picos.stderr)),
+    );
+    assert!(
+        n.len() > 100 && n[0].starts_with("execve(\"/usr/bin/python3\""),
+        "natively, strace printed:\n{}",
+        shown(&native.stderr)
+    );
+    if n != p {
+        let at = n
+            .iter()
+            .zip(&p)
+            .position(|(a, b)| a != b)
+            .unwrap_or(n.len().min(p.len()));
+        panic!(
+            "strace's lines differ from line {} (native {} lines, picos {}):\nnative: {:?}\npicos:  {:?}\n--- picos stderr ---\n{}",
+            at + 1,
+            n.len(),
+            p.len(),
+            n.get(at),
+            p.get(at),
+            shown(&picos.stderr)
+        );
+    }
+    println!("{T}: {} lines, the same", n.len());
+}
+
+/// gdb run under picos debugs a program under picos: `gdb -batch -ex run
+/// -ex bt` of a program that dies of SIGSEGV three calls deep prints the
+/// same, the backtrace's addresses included (the program's base follows
+/// gdb's ADDR_NO_RANDOMIZE, as natively).
+#[test]
+fn gdb_backtrace_of_a_crash() {
+    const T: &str = "gdb_backtrace_of_a_crash";
+    let _shared = shared();
+    if skip_unless_installed(T, "/usr/bin/gdb", "gdb")
+        || skip_unless_installed(T, "/usr/bin/gcc", "gcc")
+    {
+        return;
+    }
+    let dir = tempdir();
+    let prog = dir.path().join("crash");
+    let st = Command::new("/usr/bin/gcc")
+        .args(["-g", "-O0", "-o"])
+        .arg(&prog)
+        .arg(program_file("crash.c"))
+        .status()
+        .expect("gcc");
+    assert!(st.success(), "compiling crash.c");
+    let spec = Spec::new(
+        "/usr/bin/gdb",
+        &[&"-nx", &"-batch", &"-ex", &"run", &"-ex", &"bt", &"./crash"],
+        dir.path(),
+    );
+    let native = run_native(&spec);
+    let out = String::from_utf8_lossy(&native.stdout);
+    assert!(
+        out.contains("SIGSEGV") && out.contains("in middle") && out.contains("in main"),
+        "natively, gdb printed:\n{out}\n{}",
+        shown(&native.stderr)
+    );
+    let picos = run_picos(&spec);
+    assert_same(&spec.describe(), &native, &picos);
+}
