@@ -342,6 +342,34 @@ static void fork_event(void)
     checkf("fork_parent_exit", WIFEXITED(st) && WEXITSTATUS(st) == 15, "st %#x", st);
 }
 
+/* PTRACE_ATTACH to a process stopped by SIGSTOP: it is a ptrace-stop when
+ * the call returns (no wait needed), its debug registers as set. */
+static void attach_stopped(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        raise(SIGSTOP);
+        _exit(0);
+    }
+    int st = -1;
+    waitpid(pid, &st, WUNTRACED);
+    check("child_stopped_itself", WIFSTOPPED(st) && WSTOPSIG(st) == SIGSTOP);
+    check("attach_stopped", ptrace(PTRACE_ATTACH, pid, 0, 0) == 0);
+    size_t dr0 = offsetof(struct user, u_debugreg[0]);
+    check("pokeuser_dr0",
+          ptrace(PTRACE_POKEUSER, pid, dr0, 1) == 0 && ptrace(PTRACE_POKEUSER, pid, dr0, 2) == 0);
+    errno = 0;
+    long v = ptrace(PTRACE_PEEKUSER, pid, dr0, 0);
+    check("peekuser_dr0", errno == 0 && v == 2);
+    errno = 0;
+    long k = ptrace(PTRACE_POKEUSER, pid, dr0, 0xffff800000000000ul);
+    check_errno("pokeuser_dr0_kernel_einval", k, errno, EINVAL);
+    check("detach_stopped", ptrace(PTRACE_DETACH, pid, 0, 0) == 0);
+    kill(pid, SIGCONT);
+    st = run_to_end(pid, wait_all(pid));
+    checkf("attached_stopped_exit", WIFEXITED(st) && WEXITSTATUS(st) == 0, "st %#x", st);
+}
+
 static void refusals(void)
 {
     errno = 0;
@@ -368,6 +396,7 @@ int main(void)
     seize_interrupt();
     exec_event();
     fork_event();
+    attach_stopped();
     refusals();
     return conf_failures != 0;
 }

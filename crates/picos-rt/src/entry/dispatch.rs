@@ -216,13 +216,16 @@ fn dispatch_traced(t: &'static Thread, uc: &mut UContext) {
     }
     let new_nr = r.orig_rax;
     let at = uc.mcontext.rip;
+    let slot = t.ptrace.get();
     if new_nr as i64 == -1 {
         finish(uc);
     } else {
         uc.mcontext.rax = new_nr;
         dispatch_untraced(t, uc);
     }
-    if t.ptrace.get() == 0 || !pt::wants_syscall_stops(r.cmd) {
+    // (A fork child, traced in a slot of its own, reports no exit of the
+    // fork: its first stop is its own.)
+    if t.ptrace.get() != slot || !pt::wants_syscall_stops(r.cmd) {
         return;
     }
     if uc.mcontext.rip == at.wrapping_sub(2) && uc.mcontext.rax == new_nr {

@@ -475,6 +475,8 @@ pub fn stop(
         return detached(orig_rax);
     }
     let s = slot(b, i - 1);
+    // A new thread can stop before its parent has written its tid.
+    let _ = s[TRACEE].compare_exchange(RESERVED, host::gettid() as u64, Release, Relaxed);
     save_regs(s, t, uc, orig_rax);
     store_bytes(&s[SIGINFO..SIGINFO + 16], &info.0);
     s[KIND].store(kind, Relaxed);
@@ -868,12 +870,15 @@ pub fn before_clone(t: &Thread, flags: u64, exit_signal: u64) -> Option<(u64, us
     Some((event, i))
 }
 
-/// In the new child (a fork's, in its hook; a thread's or a vfork's,
-/// before it runs): it is traced in slot `i`.
+/// In the new child (a fork's, in its hook, with its `tid`; a thread's or
+/// a vfork's, before it runs, with 0: its parent writes the tid once the
+/// clone returns, or the child at its first stop): it is traced in slot
+/// `i`.
 pub fn child_traced(child: &Thread, i: usize, tid: i32) {
     if let Some(b) = board() {
-        let s = slot(b, i);
-        s[TRACEE].store(tid as u64, Release);
+        if tid != 0 {
+            slot(b, i)[TRACEE].store(tid as u64, Release);
+        }
         child.ptrace.set(i as u32 + 1);
         child.ptrace_epoch.set(b[H_EPOCH].load(Acquire));
     }
@@ -1054,8 +1059,42 @@ pub fn attach(pid: i32, seize: bool, addr: usize, options: u64) -> Result<usize,
     slot(b, i)[PARENT].store(parent as u64, Relaxed);
     if !seize {
         ring(tgid, pid);
+        if job_stopped(pid) {
+            // Stopped by a signal (a group-stop the host keeps): Linux
+            // turns that into a ptrace-stop before PTRACE_ATTACH returns.
+            // The host's stop ends (SIGCONT, which the tracee, not yet
+            // catching it, ignores) so that the tracee can stop for us;
+            // we wait until it has.
+            let _ = host::kill(tgid, crate::host::abi::SIGCONT);
+            let s = slot(b, i);
+            for _ in 0..2000 {
+                if s[STATE].load(Acquire) == STOPPED || host::kill(pid, 0).is_err() {
+                    break;
+                }
+                let mark = b[H_NOTIFY].load(Acquire);
+                let _ = futex_wait(&b[H_NOTIFY], mark, 1_000_000);
+            }
+        }
     }
     Ok(0)
+}
+
+/// Is thread `tid` stopped by a signal (state T in /proc/TID/stat)?
+fn job_stopped(tid: i32) -> bool {
+    let path = alloc::format!("/proc/{tid}/stat\0");
+    let Ok(path) = core::ffi::CStr::from_bytes_with_nul(path.as_bytes()) else {
+        return false;
+    };
+    match host::fds::read_small_file::<512>(path) {
+        Ok((buf, n)) => {
+            let text = &buf[..n];
+            text.iter()
+                .rposition(|&c| c == b')')
+                .and_then(|p| text.get(p + 2))
+                .is_some_and(|&c| c == b'T')
+        }
+        Err(_) => false,
+    }
 }
 
 /// The process thread `tid` belongs to and that process's parent (from
