@@ -108,12 +108,18 @@ fn doorbell(uc: &mut UContext) {
         return;
     };
     t.ptrace_doorbell.set(true);
+    // As a pending signal: a blocking call about to start does not start
+    // (the stubs check the flag), and the fast path's return delivers.
+    t.update_pending_flag();
     let rip = uc.mcontext.rip as usize;
     if !crate::mm::runtime::owns(rip, 1)
         && !t.on_runtime_stack(uc.mcontext.rsp)
         && !arch::in_resume(uc.mcontext.rip)
     {
         deliver_pending(t, uc);
+    } else if let Some(r) = arch::blocking_rewind(uc.mcontext.rip) {
+        // Between the stub's check of the flag and its `syscall`.
+        uc.mcontext.rip = r;
     }
 }
 

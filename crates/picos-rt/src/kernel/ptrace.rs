@@ -1601,6 +1601,7 @@ pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
         t.ptrace.set(0);
         t.ptrace_epoch.set(0);
         t.ptrace_doorbell.set(false);
+        t.update_pending_flag();
         if reserved != 0 {
             child_traced(t, reserved - 1, host::gettid());
         }

@@ -212,7 +212,9 @@ impl Thread {
     /// The `pending` flag says whether a pending signal is deliverable now
     /// (not blocked by the program): blocking calls are cut short for those.
     pub fn update_pending_flag(&self) {
-        let deliverable = self.pending_bits() & !self.sig_mask.get() != 0;
+        // (A ptrace doorbell counts: the tracer's stop is due.)
+        let deliverable =
+            self.pending_bits() & !self.sig_mask.get() != 0 || self.ptrace_doorbell.get();
         self.entry
             .pending
             .store(deliverable as u32, Ordering::Relaxed);

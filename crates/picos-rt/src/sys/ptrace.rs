@@ -201,6 +201,7 @@ pub fn traced_wait(
     loop {
         // (A doorbell that rang for this wait has done its work.)
         c.t.ptrace_doorbell.set(false);
+        c.t.update_pending_flag();
         let mark = pt::report_mark();
         pt::reap_vanished();
         if let Some(r) = pt::take_report(pid, options) {
