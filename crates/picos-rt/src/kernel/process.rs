@@ -139,6 +139,8 @@ pub static FORK_HOOKS: &[ForkHook] = &[
 /// hook's locks; in the child (`fork` returned 0) runs the hooks' `child`
 /// steps. Returns what `fork` returned.
 pub fn fork(mut fork: impl FnMut() -> Result<usize, Errno>) -> Result<usize, Errno> {
+    // The tree's ptrace board, shared with the child from its start.
+    crate::kernel::ptrace::ensure();
     let parent = host::getpid();
     let parent_thread = host::gettid();
     // Every signal blocked until the child's hooks are done, the fault

@@ -26,7 +26,10 @@ use core::sync::atomic::AtomicI32;
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
-static BOARD: spin::Once<&'static Board> = spin::Once::new();
+/// The tree's board: made at the first fork (or ptrace request) of a
+/// process that has none, attached at start-up after an execve. None: it
+/// could not be made (ptrace is then refused).
+static BOARD: spin::Once<Option<&'static Board>> = spin::Once::new();
 /// The board's segment id (-1: none).
 static BOARD_ID: AtomicI32 = AtomicI32::new(-1);
 
@@ -205,7 +208,7 @@ pub const USER_SIZE: usize = 928;
 pub const USER_DEBUGREG: usize = 848;
 
 fn board() -> Option<&'static Board> {
-    BOARD.get().copied()
+    BOARD.get().copied().flatten()
 }
 
 fn slot(b: &'static Board, i: usize) -> &'static [AtomicU64] {
@@ -213,36 +216,53 @@ fn slot(b: &'static Board, i: usize) -> &'static [AtomicU64] {
     &b[at..at + SLOT_WORDS]
 }
 
-/// At start-up: the tree's board, attached by the id the launch
-/// configuration gives (`board`: the id plus one), or a new one for a
-/// new tree (or when the segment is gone: the process that execs was the
-/// last one attached).
+/// At start-up after an execve: the tree's board, attached by the id the
+/// launch configuration gives (`board`: the id plus one). A segment that
+/// is gone (the process that exec'd was the last one attached) is made
+/// again when needed ([`ensure`]).
 pub fn init(board_cfg: u32) {
-    if board_cfg != 0 {
-        let id = (board_cfg - 1) as i32;
-        if let Ok(b) = shared::attach(id) {
-            if b[H_MAGIC].load(Acquire) == MAGIC {
+    if board_cfg == 0 {
+        return;
+    }
+    let id = (board_cfg - 1) as i32;
+    if let Ok(b) = shared::attach(id) {
+        if b[H_MAGIC].load(Acquire) == MAGIC {
+            BOARD_ID.store(id, Relaxed);
+            BOARD.call_once(|| Some(b));
+        }
+    }
+}
+
+/// The board, made now if this process has none: before its first fork
+/// (a child must share it), or at its first ptrace request (a vfork child,
+/// which shares our memory). A process that never forks never makes one,
+/// so a lone program has no segment in `ipcs`.
+pub fn ensure() {
+    BOARD.call_once(|| {
+        let id = match shared::create() {
+            Ok(id) => id,
+            Err(e) => {
+                crate::log!(Debug, "no ptrace board (shmget: {}): ptrace is refused", e);
+                return None;
+            }
+        };
+        let b = shared::attach(id);
+        // Gone once the tree's last process detaches it (Linux still
+        // attaches a segment marked so, by its id, while it is attached
+        // somewhere).
+        shared::release_on_last_detach(id);
+        match b {
+            Ok(b) => {
+                b[H_MAGIC].store(MAGIC, Release);
                 BOARD_ID.store(id, Relaxed);
-                BOARD.call_once(|| b);
-                return;
+                Some(b)
+            }
+            Err(e) => {
+                crate::log!(Debug, "cannot attach the ptrace board: {}", e);
+                None
             }
         }
-    }
-    let Ok(id) = shared::create() else {
-        crate::log!(Debug, "no ptrace board (shmget failed): ptrace is refused");
-        return;
-    };
-    match shared::attach(id) {
-        Ok(b) => {
-            b[H_MAGIC].store(MAGIC, Release);
-            BOARD_ID.store(id, Relaxed);
-            BOARD.call_once(|| b);
-        }
-        Err(e) => crate::log!(Debug, "cannot attach the ptrace board: {}", e),
-    }
-    // Gone once the tree's last process detaches it (Linux still attaches
-    // a segment marked so, by its id, while it is attached somewhere).
-    shared::release_on_last_detach(id);
+    });
 }
 
 /// The board for the next runtime (launch configuration `board`).
@@ -1004,6 +1024,7 @@ fn stopped(b: &'static Board, pid: i32) -> Result<&'static [AtomicU64], Errno> {
 
 /// PTRACE_TRACEME: the parent traces the calling thread.
 pub fn traceme(t: &Thread) -> Result<usize, Errno> {
+    ensure();
     let b = board().ok_or(Errno::EPERM)?;
     let tid = host::gettid();
     if find(b, tid).is_some() {
@@ -1026,6 +1047,7 @@ pub fn attach(pid: i32, seize: bool, addr: usize, options: u64) -> Result<usize,
     if seize && (addr != 0 || options & !O_MASK != 0) {
         return Err(if addr != 0 { Errno::EIO } else { Errno::EINVAL });
     }
+    ensure();
     let b = board().ok_or(Errno::EPERM)?;
     if pid <= 0 || host::kill(pid, 0) == Err(Errno::ESRCH) {
         return Err(Errno::ESRCH);
