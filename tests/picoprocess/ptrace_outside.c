@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/shm.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@ static void show(const char *what, long r)
     printf("%s: %s\n", what,
            r == -1 ? (errno == EPERM ? "EPERM" : errno == ESRCH ? "ESRCH" : strerror(errno))
                    : "succeeded");
+    fflush(stdout);
 }
 
 int main(void)
@@ -38,5 +40,25 @@ int main(void)
     kill(child, SIGKILL);
     waitpid(child, NULL, 0);
     show("attach gone", ptrace(PTRACE_ATTACH, child, NULL, NULL));
+    /* The runtime's board (a SysV segment since the fork) is not the
+     * program's to detach: EINVAL, and ptrace still works after. */
+    FILE *maps = fopen("/proc/self/maps", "r");
+    char line[512];
+    unsigned long board = 0;
+    while (maps && fgets(line, sizeof line, maps))
+        if (strstr(line, "/SYSV") && sscanf(line, "%lx-", &board) == 1)
+            break;
+    if (maps)
+        fclose(maps);
+    errno = 0;
+    show("shmdt board", board ? shmdt((void *)board) : 0);
+    child = fork();
+    if (child == 0) {
+        pause();
+        _exit(0);
+    }
+    show("seize after shmdt", ptrace(PTRACE_SEIZE, child, NULL, NULL));
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
     return 0;
 }

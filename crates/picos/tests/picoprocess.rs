@@ -62,7 +62,8 @@ fn runtime_memory_is_protected() {
 /// ptrace reaches no process outside the picoprocess tree: tracing the
 /// process that started picos (which natively, as root, succeeds and
 /// would stop it) and asking it to trace us are EPERM, as under a Yama
-/// policy; a process of the tree can be seized.
+/// policy; a process of the tree can be seized; the runtime's board (the
+/// tree's ptrace state) cannot be detached by the program.
 #[test]
 fn ptrace_outside_the_tree_is_refused() {
     let prog = compile("ptrace_outside");
@@ -73,7 +74,8 @@ fn ptrace_outside_the_tree_is_refused() {
         stdout,
         "traceme (parent outside the tree): EPERM\nattach outside: EPERM\n\
          seize outside: EPERM\npeekdata outside: ESRCH\npeekdata untraced child: ESRCH\n\
-         seize child: succeeded\nattach gone: ESRCH\n"
+         seize child: succeeded\nattach gone: ESRCH\nshmdt board: Invalid argument\n\
+         seize after shmdt: succeeded\n"
     );
 }
 

@@ -228,6 +228,17 @@ const SHM_RND: usize = 0o20000;
 const SHM_REMAP: usize = 0o40000;
 const SHM_EXEC: usize = 0o100000;
 
+/// Implements shmdt(2): the runtime's own segment (the tree's ptrace
+/// board, in its reservation) is not the program's to detach: EINVAL, as
+/// Linux answers for an address where the program attached nothing.
+#[syscall]
+pub fn shmdt(c: &mut Ctx<'_>, shmaddr: usize) -> SysResult {
+    if runtime::owns(shmaddr, 1) {
+        return Err(Errno::EINVAL);
+    }
+    c.host()
+}
+
 /// Implements shmat(2). Without SHM_REMAP the host refuses any range that
 /// is mapped already, the runtime's included (EINVAL). With SHM_REMAP it
 /// would replace what is there, so the range (the segment's size, from

@@ -819,13 +819,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 67,
         name: "shmdt",
-        support: Support::Host,
+        support: Support::Mediated(sys::memory::shmdt),
         args: "xxxxxx",
         full_context: false,
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Allow,
-        note: "",
+        note: "the runtime's own segment (the ptrace board) refused (EINVAL)",
     },
     SyscallDef {
         nr: 68,
