@@ -277,9 +277,11 @@ static void exec_event(void)
     if (pid == 0) {
         if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0)
             _exit(80);
+        /* Ignored across the exec, traced or not (the new program checks). */
+        signal(SIGUSR2, SIG_IGN);
         kill(getpid(), SIGSTOP);
-        char *argv[] = {"true", NULL};
-        execv("/bin/true", argv);
+        char *argv[] = {"ptrace", "ignored", NULL};
+        execv("/proc/self/exe", argv);
         _exit(81);
     }
     int st = wait_all(pid);
@@ -306,7 +308,8 @@ static void exec_event(void)
                                   regs.orig_rax == SYS_execve && regs.rax == 0);
     ptrace(PTRACE_DETACH, pid, 0, 0);
     st = wait_all(pid);
-    check("detached_child_runs_to_end", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    checkf("detached_child_runs_to_end_sigusr2_ignored", WIFEXITED(st) && WEXITSTATUS(st) == 0,
+           "st %#x", st);
 }
 
 static void fork_event(void)
@@ -388,8 +391,13 @@ static void refusals(void)
     check("traceme_twice_eperm", WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "ignored") == 0) {
+        /* exec_event's new program: is SIGUSR2 still ignored? */
+        struct sigaction sa;
+        return sigaction(SIGUSR2, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN ? 0 : 1;
+    }
     conf_init();
     syscall_stops();
     signal_stops();

@@ -94,6 +94,30 @@ pub fn catch_all_signals(t: &Thread) {
     }
 }
 
+/// Before execve: the signals the program ignores but the runtime catches
+/// (a traced process catches every one) are ignored on the host again, so
+/// that the next program inherits them ignored, as Linux keeps SIG_IGN
+/// across execve (the next runtime reads them back: `init_dispositions`).
+/// `undo` (the execve failed) catches them again.
+pub fn ignored_for_exec(t: &Thread, undo: bool) {
+    if !CATCH_ALL.load(Ordering::Relaxed) {
+        return;
+    }
+    for sig in 1..=thread::NSIG as i32 {
+        if sig == SIGKILL || sig == SIGSTOP || sig == SIGSYS {
+            continue;
+        }
+        let act = t.process().get(sig);
+        if act.handler == SIG_IGN {
+            if undo {
+                sync_host_action(sig, &act);
+            } else {
+                let _ = host::rt_sigaction(sig, Some(&plain_action(SIG_IGN, 0)), None);
+            }
+        }
+    }
+}
+
 /// Does the runtime see every signal whose default action ends the
 /// process (`catch_fatal_defaults`)?
 static CATCH_FATAL: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);

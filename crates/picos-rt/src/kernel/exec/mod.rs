@@ -113,7 +113,9 @@ pub fn exec_runtime(
                 | crate::host::abi::bit(crate::host::abi::SIGSYS),
         ),
     );
+    crate::kernel::signal::ignored_for_exec(t, false);
     let r = host::execve(c"/proc/self/exe", argv, &env);
+    crate::kernel::signal::ignored_for_exec(t, true);
     for &fd in &opened {
         let _ = host::fcntl(fd, F_SETFD, FD_CLOEXEC);
     }
