@@ -9,7 +9,9 @@
 #include <stdint.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/user.h>
+#include <elf.h>
 
 /* What the libcs' headers may lack (musl's have no PTRACE_GET_SYSCALL_INFO). */
 #ifndef PTRACE_GET_SYSCALL_INFO
@@ -140,6 +142,22 @@ static void syscall_stops(void)
     check("getregs_entry", ptrace(PTRACE_GETREGS, pid, 0, &regs) == 0 &&
                                regs.orig_rax == SYS_chdir && regs.rsi == 0xbad1 &&
                                (long)regs.rax == -ENOSYS);
+    /* The register sets strace and gdb read: NT_PRSTATUS is
+     * user_regs_struct; NT_X86_XSTATE has XCR0 at byte 464. */
+    struct user_regs_struct rs;
+    struct iovec iov = {&rs, sizeof rs};
+    check("getregset_prstatus", ptrace(PTRACE_GETREGSET, pid, NT_PRSTATUS, &iov) == 0 &&
+                                    iov.iov_len == sizeof rs && rs.orig_rax == SYS_chdir);
+    static uint8_t xs[8192];
+    struct iovec xiov = {xs, sizeof xs};
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    uint64_t xcr0 = 0;
+    long xr = ptrace(PTRACE_GETREGSET, pid, NT_X86_XSTATE, &xiov);
+    memcpy(&xcr0, xs + 464, 8);
+    checkf("getregset_xstate_xcr0",
+           xr == 0 && xiov.iov_len >= 576 && xcr0 == (((uint64_t)hi << 32) | lo),
+           "r %ld len %zu xcr0 %#llx", xr, xiov.iov_len, (unsigned long long)xcr0);
     errno = 0;
     long orig = ptrace(PTRACE_PEEKUSER, pid, offsetof(struct user, regs.orig_rax), 0);
     check("peekuser_orig_rax", errno == 0 && orig == SYS_chdir);

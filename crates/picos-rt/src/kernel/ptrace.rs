@@ -1402,7 +1402,12 @@ pub fn set_fp(pid: i32, data: &[u8]) -> Result<usize, Errno> {
     // Whole words: keep the bytes after `n` in the last one.
     let mut cur = alloc::vec![0u8; (n + 7) & !7];
     load_bytes(&s[FP..], &mut cur);
+    let keep: alloc::vec::Vec<u8> = cur[464.min(n)..512.min(n)].to_vec();
     cur[..n].copy_from_slice(&data[..n]);
+    // The software bytes (464..511) stay the image's own: the kernel
+    // ignores them in what a tracer writes, and the signal frame's
+    // image needs its magic there.
+    cur[464.min(n)..512.min(n)].copy_from_slice(&keep);
     store_bytes(&s[FP..], &cur);
     s[DIRTY].fetch_or(DIRTY_FP, Release);
     Ok(0)

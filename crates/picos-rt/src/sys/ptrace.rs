@@ -124,6 +124,13 @@ fn regset(pid: i32, request: i64, nt: usize, iov: usize) -> SysResult {
             }
         } else {
             pt::get_fp(pid, &mut buf)?;
+            if nt == NT_X86_XSTATE && buf.len() >= 480 {
+                // Bytes 464..471 of the XSAVE area are XCR0 for ptrace
+                // (USER_XSTATE_XCR0_WORD); the signal frame's image has
+                // its software bytes there, the features at 472.
+                let xfeatures: [u8; 8] = buf[472..480].try_into().unwrap();
+                buf[464..472].copy_from_slice(&xfeatures);
+            }
         }
         user::copy_out(base, &buf[..n])?;
         UserPtr::<u64>::new(iov + 8).write(&(n as u64))?;
