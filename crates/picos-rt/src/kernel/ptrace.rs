@@ -960,11 +960,14 @@ fn alloc(b: &'static Board, tracee: u64, tracer: u64, options: u64, flags: u64) 
     for i in 0..SLOTS {
         let s = slot(b, i);
         let who = s[TRACEE].load(Acquire);
+        // A slot whose tracee is gone and reported, or whose tracer is
+        // gone, is free (a tracer that never waited leaves them).
+        let holder = s[TRACER].load(Acquire);
         let stale = who != 0
             && who != RESERVED
-            && s[TRACER].load(Acquire) != 0
-            && host::kill(who as i32, 0) == Err(Errno::ESRCH)
-            && s[PENDING].load(Acquire) == 0;
+            && holder != 0
+            && (host::kill(who as i32, 0) == Err(Errno::ESRCH) && s[PENDING].load(Acquire) == 0
+                || host::kill(holder as i32, 0) == Err(Errno::ESRCH));
         if who == 0 || stale {
             for w in s.iter().take(FP) {
                 w.store(0, Relaxed);

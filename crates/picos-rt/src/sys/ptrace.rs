@@ -22,7 +22,6 @@ const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 /// policy that forbids it.
 #[syscall]
 pub fn ptrace(c: &mut Ctx<'_>, request: i64, pid: i32, addr: usize, data: usize) -> SysResult {
-    let _ = c;
     match request {
         PTRACE_TRACEME => pt::traceme(c.t),
         PTRACE_ATTACH => pt::attach(pid, false, 0, 0),
