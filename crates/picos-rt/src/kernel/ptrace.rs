@@ -1637,3 +1637,75 @@ pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
         }
     },
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(n: usize) -> alloc::vec::Vec<AtomicU64> {
+        (0..n).map(|_| AtomicU64::new(0)).collect()
+    }
+
+    #[test]
+    fn bytes_round_trip_through_words() {
+        let w = words(8);
+        let src: alloc::vec::Vec<u8> = (0..61u8).collect();
+        store_bytes(&w, &src);
+        let mut back = [0u8; 61];
+        load_bytes(&w, &mut back);
+        assert_eq!(&back[..], &src[..]);
+    }
+
+    #[test]
+    fn waits_select_threads_as_linux() {
+        let s = words(SLOT_WORDS);
+        const WCLONE: u32 = 0x8000_0000;
+        const WALL: u32 = 0x4000_0000;
+        // A process's first thread: any wait without __WCLONE.
+        s[TRACEE].store(100, Relaxed);
+        s[TGID].store(100, Relaxed);
+        assert!(selects(&s, -1, 0));
+        assert!(selects(&s, 100, WALL));
+        assert!(!selects(&s, 100, WCLONE));
+        assert!(!selects(&s, 101, 0));
+        // Another thread: only __WALL or __WCLONE.
+        s[TRACEE].store(101, Relaxed);
+        assert!(!selects(&s, -1, 0));
+        assert!(selects(&s, -1, WCLONE));
+        assert!(selects(&s, 101, WALL));
+    }
+
+    #[test]
+    fn register_writes_are_checked_as_putreg() {
+        assert_eq!(check_reg(R_CS, USER_CS), Ok(USER_CS));
+        assert_eq!(check_reg(R_CS, 0x23), Err(Errno::EIO));
+        assert_eq!(check_reg(R_SS, 0), Err(Errno::EIO));
+        assert_eq!(check_reg(R_FS_BASE, TASK_SIZE_MAX), Err(Errno::EIO));
+        assert_eq!(check_reg(R_FS_BASE, 0x7f00_0000_0000), Ok(0x7f00_0000_0000));
+        assert_eq!(check_reg(R_RAX, u64::MAX), Ok(u64::MAX));
+        // ds, es, fs, gs: a null selector or one of ring 3.
+        assert_eq!(check_reg(23, 0), Ok(0));
+        assert_eq!(check_reg(24, 0x2b), Ok(0x2b));
+        assert_eq!(check_reg(25, 0x28), Err(Errno::EIO));
+    }
+
+    #[test]
+    fn doorbell_is_known_by_code_and_value() {
+        let mut info = SigInfo::kernel(SIGSYS, SI_QUEUE);
+        info.0[24..32].copy_from_slice(&DOORBELL.to_ne_bytes());
+        assert!(is_doorbell(&info));
+        info.0[24] ^= 1;
+        assert!(!is_doorbell(&info));
+        let mut user = SigInfo::kernel(SIGSYS, SI_USER);
+        user.0[24..32].copy_from_slice(&DOORBELL.to_ne_bytes());
+        assert!(!is_doorbell(&user));
+    }
+
+    #[test]
+    fn the_slot_layout_fits() {
+        assert!(FP + FP_MAX / 8 <= SLOT_WORDS);
+        assert!(SIGINFO + 16 <= FP && DR + 8 <= SIGINFO && REGS + NREGS <= DR);
+        assert!(HEADER + SLOTS * SLOT_WORDS <= BOARD_WORDS);
+        assert_eq!(USER_DEBUGREG, 848);
+    }
+}
