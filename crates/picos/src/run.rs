@@ -502,10 +502,21 @@ fn runtime_fd() -> std::io::Result<std::os::fd::OwnedFd> {
     let mut f = std::fs::File::from(fd);
     f.write_all(RUNTIME)?;
     let fd = std::os::fd::OwnedFd::from(f);
-    fcntl_add_seals(
-        &fd,
-        SealFlags::WRITE | SealFlags::GROW | SealFlags::SHRINK | SealFlags::SEAL,
-    )?;
+    // F_SEAL_WRITE fails with EBUSY while the kernel still holds extra
+    // references to the pages just written (its per-CPU LRU batches keep
+    // some for a moment; on a loaded machine a CI run met it once in a
+    // few hundred starts): it goes, so try again for up to a second.
+    let seals = SealFlags::WRITE | SealFlags::GROW | SealFlags::SHRINK | SealFlags::SEAL;
+    let mut tries = 0;
+    loop {
+        match fcntl_add_seals(&fd, seals) {
+            Err(rustix::io::Errno::BUSY) if tries < 200 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            r => break r?,
+        }
+    }
     Ok(fd)
 }
 
