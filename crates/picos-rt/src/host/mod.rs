@@ -226,26 +226,10 @@ pub fn write_diagnostic(fd: i32, buf: &[u8]) {
 
 /// process_vm_readv(2) of the 8 bytes at `addr` in process `pid`.
 pub fn read_remote_u64(pid: i32, addr: usize) -> Result<u64, Errno> {
-    let mut v = 0u64;
-    let local = [&mut v as *mut u64 as usize, 8];
-    let remote = [addr, 8];
-    // SAFETY: one local iovec of 8 bytes at `v`, a live local; the remote
-    // one is only read by the kernel.
-    let n = unsafe {
-        sc!(
-            nr::PROCESS_VM_READV,
-            pid,
-            local.as_ptr(),
-            1,
-            remote.as_ptr(),
-            1,
-            0
-        )
-    }?;
-    if n == 8 {
-        Ok(v)
-    } else {
-        Err(Errno::EFAULT)
+    let mut v = [0u8; 8];
+    match read_remote(pid, addr, &mut v)? {
+        8 => Ok(u64::from_ne_bytes(v)),
+        _ => Err(Errno::EFAULT),
     }
 }
 
@@ -1105,12 +1089,6 @@ pub fn read_remote(pid: i32, addr: usize, buf: &mut [u8]) -> HostResult {
             0
         )
     }
-}
-
-/// wait4(2) with the runtime's own status word and no rusage.
-pub fn wait4(pid: i32, status: &mut i32, options: u32) -> HostResult {
-    // SAFETY: the kernel writes one int into `status`.
-    unsafe { sc!(nr::WAIT4, pid, status as *mut i32, options, 0) }
 }
 
 /// prctl(PR_SET_MM, PR_SET_MM_AUXV): the auxiliary vector /proc/PID/auxv

@@ -402,7 +402,7 @@ fn stat_flags_state(dirfd: i32, tid: u32) -> Result<(u64, u8), Errno> {
 }
 
 /// The flags (ninth field) and state (third) of a /proc stat file's text.
-fn parse_stat_flags_state(text: &[u8]) -> Option<(u64, u8)> {
+pub fn parse_stat_flags_state(text: &[u8]) -> Option<(u64, u8)> {
     let close = text.iter().rposition(|&b| b == b')')?;
     let mut fields = text[close + 1..]
         .split(|&b| b == b' ')

@@ -349,11 +349,17 @@ pub fn is_doorbell(info: &SigInfo) -> bool {
         && u64::from_ne_bytes(info.0[24..32].try_into().unwrap()) == DOORBELL
 }
 
-/// Rings thread `tid`'s doorbell: it stops at once for what its slot asks.
-fn ring(tgid: i32, tid: i32) {
+/// The doorbell's siginfo, sent by this process.
+fn doorbell_info() -> SigInfo {
     let mut info = SigInfo::kernel(SIGSYS, SI_QUEUE);
     info.0[16..20].copy_from_slice(&host::getpid().to_ne_bytes());
     info.0[24..32].copy_from_slice(&DOORBELL.to_ne_bytes());
+    info
+}
+
+/// Rings thread `tid`'s doorbell: it stops at once for what its slot asks.
+fn ring(tgid: i32, tid: i32) {
+    let info = doorbell_info();
     if host::rt_tgsigqueueinfo(tgid, tid, SIGSYS, &info.0).is_err() {
         let _ = host::rt_sigqueueinfo(tid, SIGSYS, &info.0);
     }
@@ -567,10 +573,7 @@ fn notify(b: &'static Board, tracer: i32) {
         // A tracer that was blocked in a wait before it traced anything
         // waits on the host, which knows nothing of this: the doorbell
         // cuts that wait short, and it starts again, looking at the board.
-        let mut info = SigInfo::kernel(SIGSYS, SI_QUEUE);
-        info.0[16..20].copy_from_slice(&host::getpid().to_ne_bytes());
-        info.0[24..32].copy_from_slice(&DOORBELL.to_ne_bytes());
-        let _ = host::rt_sigqueueinfo(tracer, SIGSYS, &info.0);
+        let _ = host::rt_sigqueueinfo(tracer, SIGSYS, &doorbell_info().0);
         let _ = host::kill(tracer, SIGCHLD);
     }
 }
@@ -583,26 +586,25 @@ fn futex_wake(w: &AtomicU64) {
     crate::mm::shared::futex_wake(w);
 }
 
-/// The request thread `t` was last resumed with (0: none yet).
-pub fn last_cmd(t: &Thread) -> i64 {
+/// Word `w` of traced thread `t`'s slot (0 if it is not traced).
+fn word_of(t: &Thread, w: usize) -> u64 {
     match (board(), t.ptrace.get()) {
-        (Some(b), i) if i != 0 => slot(b, i as usize - 1)[CMD].load(Acquire) as i64,
+        (Some(b), i) if i != 0 => slot(b, i as usize - 1)[w].load(Acquire),
         _ => 0,
     }
+}
+
+/// The request thread `t` was last resumed with (0: none yet).
+pub fn last_cmd(t: &Thread) -> i64 {
+    word_of(t, CMD) as i64
 }
 
 fn options_of(t: &Thread) -> u64 {
-    match (board(), t.ptrace.get()) {
-        (Some(b), i) if i != 0 => slot(b, i as usize - 1)[OPTIONS].load(Acquire),
-        _ => 0,
-    }
+    word_of(t, OPTIONS)
 }
 
 fn flags_of(t: &Thread) -> u64 {
-    match (board(), t.ptrace.get()) {
-        (Some(b), i) if i != 0 => slot(b, i as usize - 1)[FLAGS].load(Acquire),
-        _ => 0,
-    }
+    word_of(t, FLAGS)
 }
 
 /// The status code of a syscall stop: SIGTRAP, with 0x80 under
@@ -683,15 +685,7 @@ pub fn pending_stops(t: &Thread, uc: &mut UContext, orig_rax: u64) {
         let r = if seized {
             event_stop(t, uc, orig_rax, EVENT_STOP, 0)
         } else {
-            stop(
-                t,
-                uc,
-                orig_rax,
-                KIND_SIGNAL,
-                SIGSTOP as u64,
-                0,
-                &SigInfo::kernel(SIGSTOP, SI_USER),
-            )
+            sigstop_stop(t, uc, orig_rax)
         };
         queue_resumed_signal(t, &r);
     }
@@ -701,15 +695,7 @@ pub fn pending_stops(t: &Thread, uc: &mut UContext, orig_rax: u64) {
     let f = s[FLAGS].load(Acquire);
     if f & F_SIGSTOP != 0 {
         s[FLAGS].fetch_and(!F_SIGSTOP, Release);
-        let r = stop(
-            t,
-            uc,
-            orig_rax,
-            KIND_SIGNAL,
-            SIGSTOP as u64,
-            0,
-            &SigInfo::kernel(SIGSTOP, SI_USER),
-        );
+        let r = sigstop_stop(t, uc, orig_rax);
         if r.sig == SIGSTOP && t.ptrace.get() != 0 {
             // The tracer lets the SIGSTOP through: a group-stop, which it
             // sees as such (PTRACE_EVENT_STOP under PTRACE_SEIZE).
@@ -732,6 +718,13 @@ pub fn pending_stops(t: &Thread, uc: &mut UContext, orig_rax: u64) {
         let r = event_stop(t, uc, orig_rax, EVENT_STOP, 0);
         queue_resumed_signal(t, &r);
     }
+}
+
+/// A signal-delivery stop for a SIGSTOP (PTRACE_ATTACH's, one sent to
+/// the tracee, or an auto-attached child's first).
+fn sigstop_stop(t: &Thread, uc: &mut UContext, orig_rax: u64) -> Resumed {
+    let info = SigInfo::kernel(SIGSTOP, SI_USER);
+    stop(t, uc, orig_rax, KIND_SIGNAL, SIGSTOP as u64, 0, &info)
 }
 
 /// A PTRACE_EVENT_* stop (status `SIGTRAP | event << 8`) with message `msg`.
@@ -774,10 +767,7 @@ pub fn signal_stop(t: &Thread, info: &SigInfo, uc: &mut UContext) -> Option<SigI
 }
 
 fn tracer_of(t: &Thread) -> u64 {
-    match (board(), t.ptrace.get()) {
-        (Some(b), i) if i != 0 => slot(b, i as usize - 1)[TRACER].load(Acquire),
-        _ => 0,
-    }
+    word_of(t, TRACER)
 }
 
 /// After execve, before the new program's first instruction: the exec
@@ -1104,22 +1094,18 @@ pub fn attach(pid: i32, seize: bool, addr: usize, options: u64) -> Result<usize,
     Ok(0)
 }
 
+/// Thread `tid`'s state letter (its /proc/TID/stat's third field); None
+/// if it cannot be read.
+fn thread_state(tid: i32) -> Option<u8> {
+    let path = alloc::format!("/proc/{tid}/stat\0");
+    let path = core::ffi::CStr::from_bytes_with_nul(path.as_bytes()).ok()?;
+    let (buf, n) = host::fds::read_small_file::<512>(path).ok()?;
+    crate::kernel::process::parse_stat_flags_state(&buf[..n]).map(|(_, state)| state)
+}
+
 /// Is thread `tid` stopped by a signal (state T in /proc/TID/stat)?
 fn job_stopped(tid: i32) -> bool {
-    let path = alloc::format!("/proc/{tid}/stat\0");
-    let Ok(path) = core::ffi::CStr::from_bytes_with_nul(path.as_bytes()) else {
-        return false;
-    };
-    match host::fds::read_small_file::<512>(path) {
-        Ok((buf, n)) => {
-            let text = &buf[..n];
-            text.iter()
-                .rposition(|&c| c == b')')
-                .and_then(|p| text.get(p + 2))
-                .is_some_and(|&c| c == b'T')
-        }
-        Err(_) => false,
-    }
+    thread_state(tid) == Some(b'T')
 }
 
 /// The process thread `tid` belongs to and that process's parent (from
@@ -1572,20 +1558,7 @@ fn gone(tid: i32) -> bool {
     if host::kill(tid, 0) == Err(Errno::ESRCH) {
         return true;
     }
-    let path = alloc::format!("/proc/{tid}/stat\0");
-    let Ok(path) = core::ffi::CStr::from_bytes_with_nul(path.as_bytes()) else {
-        return false;
-    };
-    match host::fds::read_small_file::<512>(path) {
-        Ok((buf, n)) => {
-            let text = &buf[..n];
-            match text.iter().rposition(|&c| c == b')') {
-                Some(p) => text.get(p + 2).is_some_and(|&c| c == b'Z' || c == b'X'),
-                None => false,
-            }
-        }
-        Err(_) => true,
-    }
+    thread_state(tid).is_none_or(|state| state == b'Z' || state == b'X')
 }
 
 /// The host's wait reported `pid` (a child of ours) ended: a slot it had
