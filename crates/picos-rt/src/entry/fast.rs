@@ -34,23 +34,19 @@ fn frame_addr(t: &Thread) -> usize {
 }
 
 /// After a fast call that may have changed the program's signal mask (it
-/// was `before`): on the fast path the host's mask is the program's, so a
-/// change goes to the host now. Signals this unblocks arrive during this
-/// host call and wait in the thread's pending set (several of a real-time
-/// signal, in order); the exit sequence then delivers them. True if the
-/// mask changed. The host's mask only changes if the host's view of the
-/// program's masks differs (`host_mask`): a synchronous fault's own bit,
-/// added while its handler runs, never reaches the host, so returning from
-/// such a handler costs no host call.
+/// was `before`): on the fast path the host's mask is the program's, except
+/// for the signals the runtime may leave open there
+/// (`kernel::signal::set_mask_lazily`), so a change goes to the host now
+/// only where it must. Signals this unblocks arrive during this host call
+/// and wait in the thread's pending set (several of a real-time signal, in
+/// order); the exit sequence then delivers them. True if the mask changed.
+/// A synchronous fault's own bit, added while its handler runs, never
+/// reaches the host, so returning from such a handler costs no host call.
 fn sync_host_mask(t: &Thread, before: u64) -> bool {
-    use crate::kernel::signal::host_mask;
-    let after = t.sig_mask.get();
-    if after == before {
+    if t.sig_mask.get() == before {
         return false;
     }
-    if host_mask(after) != host_mask(before) {
-        let _ = host::rt_sigprocmask(crate::host::abi::SIG_SETMASK, Some(host_mask(after)));
-    }
+    crate::kernel::signal::set_mask_lazily(t);
     true
 }
 

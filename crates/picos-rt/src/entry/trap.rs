@@ -257,12 +257,15 @@ fn host_signal(sig: i32, info: &SigInfo, uc: &mut UContext) {
         if !fault_for_a_handler(t, sig, info, uc) {
             return;
         }
-    } else if t.sig_mask.get() & bit(sig) != 0 {
+    } else if t.sig_mask.get() & bit(sig) & NEVER_BLOCKED != 0 {
         // A signal the host does not block for the program (SIGSYS and the
         // fault types): it waits here until the program unblocks it.
         t.add_pending(info);
         return;
     }
+    // (One the program blocks that the host's mask left open,
+    // `set_mask_lazily`, goes back to the host's queue through the pending
+    // set below, and the host's mask becomes the program's.)
     // Through the pending set: an instance of the same standard signal that
     // is already pending (queued while the runtime ran) merges with this
     // one, signals go out in order, and the pending flag is brought up to
@@ -270,6 +273,8 @@ fn host_signal(sig: i32, info: &SigInfo, uc: &mut UContext) {
     // queue); a sent fault type with a handler is delivered at once anyway.
     if maybe_fault {
         t.add_fault(info);
+    } else if t.sig_mask.get() & bit(sig) != 0 {
+        take_back_lazy(t, info);
     } else {
         t.add_pending(info);
     }

@@ -58,20 +58,125 @@ pub fn sync_host_action(sig: i32, act: &KSigaction) {
         // accesses to program memory (EFAULT) and to report its own bugs.
         return;
     }
-    let host_act = match act.handler {
+    let caught = handler_action(PROGRAM_HANDLER.load(Ordering::Relaxed), keep);
+    let mut host_act = match act.handler {
         // A traced thread's signals all stop it first (Linux reports even
         // ignored ones to the tracer).
-        SIG_DFL | SIG_IGN if CATCH_ALL.load(Ordering::Relaxed) => {
-            handler_action(PROGRAM_HANDLER.load(Ordering::Relaxed), keep)
-        }
-        SIG_DFL if CATCH_FATAL.load(Ordering::Relaxed) && fatal_by_default(sig) => {
-            handler_action(PROGRAM_HANDLER.load(Ordering::Relaxed), keep)
-        }
+        SIG_DFL | SIG_IGN if CATCH_ALL.load(Ordering::Relaxed) => caught,
+        SIG_DFL if CATCH_FATAL.load(Ordering::Relaxed) && fatal_by_default(sig) => caught,
         SIG_DFL | SIG_IGN => plain_action(act.handler, keep),
-        _ => handler_action(PROGRAM_HANDLER.load(Ordering::Relaxed), keep),
+        _ => caught,
     };
+    if host_act.handler == caught.handler {
+        HOST_CAUGHT.fetch_or(bit(sig), Ordering::SeqCst);
+    } else {
+        // A thread may leave this signal open on the host while its
+        // program blocks it (`set_mask_lazily`): then the runtime's handler
+        // stays, and carries the default action or the ignoring out itself
+        // (`deliver`), so that the signal still waits for the program's
+        // unblocking as on Linux. (Both sides write their flag before they
+        // read the other's: one of them sees the other.)
+        HOST_CAUGHT.fetch_and(!bit(sig), Ordering::SeqCst);
+        if LAZY_USED.load(Ordering::SeqCst) & bit(sig) != 0 {
+            HOST_CAUGHT.fetch_or(bit(sig), Ordering::SeqCst);
+            if act.handler == SIG_IGN || default_ignored(sig) {
+                // Linux discards the signal where it is pending, in every
+                // thread's queue: ignoring it on the host for a moment does.
+                let _ = host::rt_sigaction(sig, Some(&plain_action(SIG_IGN, 0)), None);
+            }
+            host_act = caught;
+        }
+    }
     if let Err(e) = host::rt_sigaction(sig, Some(&host_act), None) {
         crate::log!(Debug, "host rt_sigaction({}) failed: {}", sig, e);
+    }
+}
+
+/// The signals whose host disposition is the runtime's handler.
+static HOST_CAUGHT: AtomicU64 = AtomicU64::new(0);
+/// The signals some thread of the process has left open on the host while
+/// its program blocked them (`set_mask_lazily`); once there, a signal keeps
+/// the runtime's handler on the host until the next `execve`.
+static LAZY_USED: AtomicU64 = AtomicU64::new(0);
+
+/// [`crate::kernel::thread::Thread::host_sigmask`] when the runtime does not
+/// know the host's mask (no real mask has SIGKILL in it).
+pub const HOST_MASK_UNKNOWN: u64 = u64::MAX;
+
+/// Notes `m` as the host's mask while the program runs on thread `t`, and
+/// whether it leaves open a signal the program blocks.
+pub fn note_host_mask(t: &Thread, m: u64) {
+    t.host_sigmask.set(m);
+    t.entry
+        .lazy_mask
+        .store((m != host_mask(t.sig_mask.get())) as u32, Ordering::Relaxed);
+}
+
+/// On the fast path (the host's mask is the program's, lazily), after the
+/// program changed its mask: brings the host's mask up to date, but only
+/// where it must. A signal the program now blocks may stay open on the host
+/// if the runtime's handler catches it there: should it come, the handler
+/// sends it back to the host's queue it came from and blocks it then
+/// (`entry::trap::host_signal`, `deliver_pending`), and the host keeps it
+/// pending as Linux would have; a blocking call first makes the host's mask
+/// the program's (`sync_lazy`). So blocking and unblocking a signal the
+/// program handles costs no host call (`sigprocmask` in `picos bench`).
+/// Unblocking a signal the host blocks, or blocking one without a handler
+/// (its default action would run), changes the host's mask at once.
+pub fn set_mask_lazily(t: &Thread) {
+    let want = host_mask(t.sig_mask.get());
+    let now = t.host_sigmask.get();
+    if now != HOST_MASK_UNKNOWN && now & !want == 0 {
+        let open = want & !now;
+        if open == 0 || stays_caught(open) {
+            note_host_mask(t, now);
+            return;
+        }
+    }
+    let _ = host::rt_sigprocmask(SIG_SETMASK, Some(want));
+    note_host_mask(t, want);
+}
+
+/// May signals `set` stay open on the host while the program blocks them:
+/// does the runtime's handler catch each there, and will it go on doing so
+/// (`sync_host_action`)?
+fn stays_caught(set: u64) -> bool {
+    if HOST_CAUGHT.load(Ordering::Relaxed) & set != set {
+        return false;
+    }
+    if LAZY_USED.load(Ordering::Relaxed) & set != set {
+        LAZY_USED.fetch_or(set, Ordering::SeqCst);
+    }
+    HOST_CAUGHT.load(Ordering::SeqCst) & set == set
+}
+
+/// A signal the program blocks came to the runtime's handler in the
+/// program's context, because the host's mask left it open
+/// (`set_mask_lazily`): it joins the pending set, with the later instances
+/// of the same real-time signal that queued on the host meanwhile (up to
+/// the runtime's queue's room), so that `deliver_pending` puts them all
+/// back there in the order they came.
+pub fn take_back_lazy(t: &Thread, info: &SigInfo) {
+    t.add_pending(info);
+    let sig = info.signo();
+    if sig >= 32 {
+        for _ in 0..thread::EXTRA_QUEUED {
+            let mut later = SigInfo::default();
+            if host::rt_sigtake(bit(sig), &mut later.0).is_err() {
+                break;
+            }
+            t.add_pending(&later);
+        }
+    }
+}
+
+/// On the fast path, before a call that may block: the host's mask becomes
+/// the program's (a signal the program blocks must not cut the call short).
+pub fn sync_lazy(t: &Thread) {
+    if t.in_fast.get() && t.entry.lazy_mask.load(Ordering::Relaxed) != 0 {
+        let want = host_mask(t.sig_mask.get());
+        let _ = host::rt_sigprocmask(SIG_SETMASK, Some(want));
+        note_host_mask(t, want);
     }
 }
 
@@ -95,16 +200,19 @@ pub fn catch_all_signals(t: &Thread) {
 }
 
 /// Before execve: the signals the program ignores but the runtime catches
-/// (a traced process catches every one) are ignored on the host again, so
+/// (a traced process catches every one, and a signal a thread left open on
+/// the host while its program blocked it stays caught) are ignored on the host again, so
 /// that the next program inherits them ignored, as Linux keeps SIG_IGN
 /// across execve (the next runtime reads them back: `init_dispositions`).
 /// `undo` (the execve failed) catches them again.
 pub fn ignored_for_exec(t: &Thread, undo: bool) {
-    if !CATCH_ALL.load(Ordering::Relaxed) {
+    let all = CATCH_ALL.load(Ordering::Relaxed);
+    let lazy = LAZY_USED.load(Ordering::SeqCst);
+    if !all && lazy == 0 {
         return;
     }
     for sig in 1..=thread::NSIG as i32 {
-        if sig == SIGKILL || sig == SIGSTOP || sig == SIGSYS {
+        if sig == SIGKILL || sig == SIGSTOP || sig == SIGSYS || !all && lazy & bit(sig) == 0 {
             continue;
         }
         let act = t.process().get(sig);
@@ -238,6 +346,7 @@ pub fn deliver_pending(t: &Thread, uc: &mut UContext) -> bool {
         requeue_on_host(t, &info, private);
     }
     uc.sigmask = host_mask(t.sig_mask.get());
+    note_host_mask(t, uc.sigmask);
     t.update_pending_flag();
     frames
 }

@@ -40,8 +40,16 @@ pub struct Thread {
     pub magic: u64,
     /// Stack slot index.
     pub slot: usize,
-    /// The program's signal mask (the host mask is this minus reserved signals).
+    /// The program's signal mask (the host mask is this minus reserved
+    /// signals, or, on the fast path, may leave some of them open: see
+    /// `host_sigmask`).
     pub sig_mask: Cell<u64>,
+    /// The host's mask while the program runs, as the runtime last set it
+    /// (`kernel::signal::HOST_MASK_UNKNOWN` if it does not know): on the
+    /// fast path the runtime leaves a signal the program blocks open on the
+    /// host as long as the runtime's handler would catch it
+    /// (`kernel::signal::set_mask_lazily`).
+    pub host_sigmask: Cell<u64>,
     /// Mask to restore after rt_sigsuspend, when one is in progress.
     pub saved_mask: Cell<Option<u64>>,
     /// The program's sigaltstack.
@@ -212,9 +220,16 @@ impl Thread {
     /// The `pending` flag says whether a pending signal is deliverable now
     /// (not blocked by the program): blocking calls are cut short for those.
     pub fn update_pending_flag(&self) {
-        // (A ptrace doorbell counts: the tracer's stop is due.)
-        let deliverable =
-            self.pending_bits() & !self.sig_mask.get() != 0 || self.ptrace_doorbell.get();
+        // (A ptrace doorbell counts: the tracer's stop is due. So does a
+        // signal the program blocks that arrived because the host's mask
+        // left it open (`kernel::signal::set_mask_lazily`): it goes back to
+        // the host, and the host's mask becomes the program's, before the
+        // program goes on or a call blocks.)
+        let mask = self.sig_mask.get();
+        let pending = self.pending_bits();
+        let deliverable = pending & !mask != 0
+            || self.ptrace_doorbell.get()
+            || pending & mask & !crate::kernel::signal::NEVER_BLOCKED != 0;
         self.entry
             .pending
             .store(deliverable as u32, Ordering::Relaxed);
@@ -428,6 +443,7 @@ pub fn alloc(
             magic: THREAD_MAGIC,
             slot,
             sig_mask: Cell::new(sig_mask),
+            host_sigmask: Cell::new(crate::kernel::signal::HOST_MASK_UNKNOWN),
             saved_mask: Cell::new(None),
             altstack: Cell::new(StackT::DISABLED),
             guest_gs: Cell::new(0),

@@ -169,7 +169,9 @@ pub fn host_blocking_with_out(
 /// that signals interrupt it (see `arch::picos_blocking_syscall`).
 pub fn host_blocking(t: &Thread, nr: usize, args: [usize; 6]) -> SysResult {
     if t.in_fast.get() {
-        // Entered from a patched site: the program's mask is already the host's.
+        // Entered from a patched site: the program's mask is the host's,
+        // once any signal it leaves open is blocked there too.
+        crate::kernel::signal::sync_lazy(t);
         return blocking_raw(nr, args);
     }
     let mask = crate::kernel::signal::host_mask(t.sig_mask.get());

@@ -152,6 +152,10 @@ fn send_to_thread(c: &mut Ctx<'_>, own: bool, signo: i32) -> SysResult {
     if own && raise_here(c, signo)? {
         return Ok(0);
     }
+    if own {
+        // One the program blocks waits on the host, blocked there too.
+        sig::sync_lazy(c.t);
+    }
     let r = c.host()?;
     sig::note_self_sent(c.t, own, signo);
     Ok(r)

@@ -409,6 +409,8 @@ global_asm!(
     "picos_direct_blocking_entry:",
     "    pushfq",
     "picos_direct_blocking_entry_flags_saved:",
+    "    cmpl $0, %gs:{lazy_mask}",
+    "    jne picos_fast_entry_flags_saved",
     "    mov %eax, %gs:{direct_nr}",
     ".globl picos_direct_block_start",
     "picos_direct_block_start:",
@@ -510,7 +512,11 @@ global_asm!(
     "picos_nf_direct_blocking_entry:",
     "    lea -8(%rsp), %rsp",
     "picos_nf_direct_blocking_entry_slot:",
-    "    mov %eax, %gs:{direct_nr}",
+    "    mov %gs:{lazy_mask}, %ecx",
+    "    jrcxz 9f",
+    "    lea 8(%rsp), %rsp",
+    "    jmp picos_fast_entry",
+    "9:  mov %eax, %gs:{direct_nr}",
     ".globl picos_nf_direct_block_start",
     "picos_nf_direct_block_start:",
     "    mov %gs:{pending}, %ecx",
@@ -557,6 +563,7 @@ global_asm!(
     class = sym DIRECT_CLASS,
     direct_nr = const core::mem::offset_of!(EntryState, direct_nr),
     passthrough = const core::mem::offset_of!(EntryState, passthrough),
+    lazy_mask = const core::mem::offset_of!(EntryState, lazy_mask),
     nfd = const PASSTHROUGH_FDS,
     site_ret = const RET_TO_SITE_RET,
     pending = const PENDING_OFFSET,
@@ -1063,6 +1070,11 @@ pub struct EntryState {
     /// Non-zero when the fast entry must return to `resume` rather than to
     /// its trampoline (a fast rt_sigreturn, a delivery on the fast path).
     pub resume_on: AtomicU32,
+    /// Non-zero while the host's mask may leave open a signal the program
+    /// blocks (`kernel::signal::set_mask_lazily`): the blocking direct
+    /// entries then take the fast entry, which makes the host's mask the
+    /// program's before the call can block (offset 20).
+    pub lazy_mask: AtomicU32,
     /// The descriptors of this thread's descriptor table that the host
     /// serves unchanged ([`PassThrough`]): the direct entries check the
     /// descriptor of an fd-taking call here.
@@ -1085,6 +1097,7 @@ impl EntryState {
             pending: AtomicU32::new(0),
             direct_nr: AtomicU32::new(0),
             resume_on: AtomicU32::new(0),
+            lazy_mask: AtomicU32::new(1),
             passthrough: AtomicPtr::new(passthrough as *const PassThrough as *mut PassThrough),
             resume: core::cell::Cell::new(SigContext::default()),
         }
