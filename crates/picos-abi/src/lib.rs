@@ -108,6 +108,10 @@ pub struct LaunchConfig {
     /// later mount at the same guest path is refused by the CLI). Empty:
     /// the program sees the host's tree unchanged (the embedded default).
     pub mounts: Vec<MountSpec>,
+    /// `picos run --perf-map`: the file holding the runtime's functions
+    /// (`OFFSET SIZE NAME` lines) from which each process writes
+    /// `/tmp/perf-PID.map`. Empty: no perf map.
+    pub perf_map: Vec<u8>,
 }
 
 /// The most `[[fs.mounts]]` entries picos takes.
@@ -218,6 +222,7 @@ impl Default for LaunchConfig {
             board: 0,
             seccomp: Vec::new(),
             mounts: Vec::new(),
+            perf_map: Vec::new(),
         }
     }
 }
@@ -427,6 +432,10 @@ impl LaunchConfig {
             s.push_str(";statsjson=");
             hex_encode(&mut s, &self.stats_json);
         }
+        if !self.perf_map.is_empty() {
+            s.push_str(";perfmap=");
+            hex_encode(&mut s, &self.perf_map);
+        }
         if self.root_pid != 0 {
             s.push_str(";root=");
             push_u64(&mut s, self.root_pid.into());
@@ -514,6 +523,7 @@ impl LaunchConfig {
                     }
                 }
                 b"statsjson" => cfg.stats_json = hex_decode(value).ok_or(DecodeError::BadField)?,
+                b"perfmap" => cfg.perf_map = hex_decode(value).ok_or(DecodeError::BadField)?,
                 b"root" => {
                     cfg.root_pid = parse_u64(value)
                         .and_then(|v| u32::try_from(v).ok())
@@ -585,6 +595,7 @@ mod tests {
             patch_syscalls: false,
             stats: true,
             stats_json: b"/tmp/s;t=1.json".to_vec(),
+            perf_map: b"/tmp/picos-rt;1.syms".to_vec(),
             root_pid: 4_194_304,
             parent_thread: 4_194_303,
             board: 7,
@@ -676,6 +687,7 @@ mod tests {
                 board: 0,
                 seccomp: Vec::new(),
                 mounts: Vec::new(),
+                perf_map: Vec::new(),
             };
             assert_eq!(LaunchConfig::decode(cfg.encode().as_bytes()).unwrap(), cfg);
         }

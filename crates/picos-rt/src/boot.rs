@@ -90,6 +90,7 @@ pub fn start(args: StartArgs) -> ! {
         .filter(|e| !e.starts_with(&prefix))
         .collect();
     crate::kernel::process::set_config(cfg);
+    crate::diag::perfmap::at_start(&config().perf_map);
 
     // SIGSYS is blocked across our execve (see `exec_runtime`), not by the program.
     let mask = host::rt_sigprocmask(crate::host::abi::SIG_BLOCK, None).unwrap_or(0)
@@ -244,9 +245,13 @@ fn set_up_process(t: &'static thread::Thread) {
 /// ends the process as a shell reports it (127: not found, 126: cannot run).
 fn load_program(exe: &[u8], info: &StartArgs) -> (usize, usize) {
     let argv = info.argv.clone();
-    // Loaded with descriptors of a table of its own: the program's
-    // (inherited through execve) may be full, which must not stop an
-    // exec that needs no descriptor natively.
+    // Loaded with descriptors of the program's table when it has room (no
+    // thread of the program runs yet: they are closed before it starts),
+    // else of a table of its own: the program's (inherited through
+    // execve) may be full, which must not stop an exec that needs no
+    // descriptor natively. The program's table is cheaper (no transient
+    // task, ~50 µs), and the mappings are then made by this process, where
+    // perf sees them (a transient task's are another pid's to perf).
     let held = FdTable::first().held();
     let cfg = config();
     let name = if cfg.exe_name.is_empty() {
@@ -254,8 +259,12 @@ fn load_program(exe: &[u8], info: &StartArgs) -> (usize, usize) {
     } else {
         &cfg.exe_name[..]
     };
-    let loaded = with_own_fds_keeping(&held, || loader::load(exe, name, argv.clone()))
-        .unwrap_or_else(|_| loader::load(exe, name, argv));
+    let loaded = if crate::host::fds::has_room::<4>() {
+        loader::load(exe, name, argv)
+    } else {
+        with_own_fds_keeping(&held, || loader::load(exe, name, argv.clone()))
+            .unwrap_or_else(|_| loader::load(exe, name, argv))
+    };
     let loaded = match loaded {
         Ok(l) => l,
         Err(e) => {

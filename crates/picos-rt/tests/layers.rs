@@ -15,6 +15,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("sync", 3),
     ("mm", 4),
     ("diag::stats", 5),
+    ("diag::perfmap", 5),
     ("patch", 6),
     ("kernel", 7),
     ("sys", 8),

@@ -34,6 +34,8 @@ pub struct RunArgs {
     stats: bool,
     /// `--stats-json FILE`.
     stats_json: Option<PathBuf>,
+    /// `--perf-map`.
+    perf_map: bool,
     /// `--log-level LEVEL`.
     log_level: Option<String>,
     /// `PROGRAM [ARGS]...`.
@@ -74,6 +76,16 @@ impl RunArgs {
                 .value_parser(clap::value_parser!(PathBuf))
                 .action(ArgAction::Set)
                 .help("Also append the statistics to FILE, one JSON object per line (implies --stats)"),
+        )
+        .arg(
+            Arg::new("perf_map")
+                .long("perf-map")
+                .action(ArgAction::SetTrue)
+                .help(
+                    "Write /tmp/perf-PID.map for each process of the tree, naming the runtime's \
+                     functions, so that 'perf report' shows where the library OS spends its \
+                     time (see docs/PROFILING.md)",
+                ),
         )
         .arg(
             Arg::new("no_patch")
@@ -122,6 +134,7 @@ impl RunArgs {
             sandbox: m.get_flag("sandbox"),
             stats: m.get_flag("stats"),
             stats_json: m.get_one::<PathBuf>("stats_json").cloned(),
+            perf_map: m.get_flag("perf_map"),
             log_level: m.get_one::<String>("log_level").cloned(),
             command: m
                 .get_many::<OsString>("command")
@@ -166,6 +179,15 @@ pub enum RunError {
     /// The `--stats-json` file cannot be opened for appending.
     #[error("--stats-json {}: cannot append to it: {}", .0.display(), open_error(.1))]
     StatsJson(PathBuf, std::io::Error),
+    /// `--perf-map`: the runtime's symbol table could not be written.
+    #[error("--perf-map: cannot write the runtime's symbols to {}: {}", .0.display(), .1)]
+    PerfMap(PathBuf, std::io::Error),
+    /// `--perf-map` with the sandbox on, which hides the host's /tmp.
+    #[error(
+        "--perf-map cannot be used with the sandbox: the perf maps go to the host's /tmp, \
+         which the sandboxed program does not see"
+    )]
+    PerfMapSandboxed,
     /// The runtime process could not be started.
     #[error("cannot start the picoprocess: {0}")]
     Spawn(std::io::Error),
@@ -458,6 +480,14 @@ fn plan(args: &RunArgs) -> Result<Plan, RunError> {
         parent_thread: 0,
         board: 0,
         seccomp: Vec::new(),
+        perf_map: if args.perf_map {
+            if manifest.sandbox.enable {
+                return Err(RunError::PerfMapSandboxed);
+            }
+            runtime_symbols()?.into_os_string().into_vec()
+        } else {
+            Vec::new()
+        },
     };
     Ok(Plan {
         argv,
@@ -471,6 +501,33 @@ fn plan(args: &RunArgs) -> Result<Plan, RunError> {
 /// Opens (creating it if need be) the `--stats-json` file as the runtime
 /// will, to append, so that a path it could not write fails now rather than
 /// after the program has run. Never waits: a FIFO must have a reader.
+/// The runtime's functions (`OFFSET SIZE NAME` lines: build.rs), which
+/// each process's runtime turns into its perf map (`--perf-map`).
+static RUNTIME_SYMBOLS: &str = include_str!(concat!(env!("OUT_DIR"), "/picos-rt.syms"));
+
+/// Writes the runtime's symbol table to the system's temporary directory,
+/// once per runtime build (the name carries a hash of the table); returns
+/// its path.
+fn runtime_symbols() -> Result<PathBuf, RunError> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    RUNTIME_SYMBOLS.hash(&mut h);
+    let path = std::env::temp_dir().join(format!("picos-rt-{:016x}.syms", h.finish()));
+    if std::fs::read(&path).is_ok_and(|b| b == RUNTIME_SYMBOLS.as_bytes()) {
+        return Ok(path);
+    }
+    // Written under a name of its own, then renamed: a reader never sees
+    // half a table.
+    let tmp = path.with_extension(format!("syms.{}", std::process::id()));
+    std::fs::write(&tmp, RUNTIME_SYMBOLS)
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            RunError::PerfMap(path.clone(), e)
+        })?;
+    Ok(path)
+}
+
 fn check_stats_json(path: &Path) -> Result<(), RunError> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()

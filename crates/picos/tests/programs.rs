@@ -1040,3 +1040,92 @@ fn gdb_backtrace_of_a_crash() {
     let picos = run_picos(&spec);
     assert_same(&spec.describe(), &native, &picos);
 }
+
+/// `perf record` of `picos run --perf-map`: `perf report` names the
+/// runtime's functions (from the perf map each process writes) and the
+/// program's own (python3's ELF: its mappings are this process's, where
+/// perf sees them). The same run without `--perf-map` shows no runtime
+/// function, so the names come from the map. Skips with the reason where
+/// perf cannot record here.
+#[test]
+fn perf_report_names_the_runtime() {
+    const T: &str = "perf_report_names_the_runtime";
+    let _shared = shared();
+    if skip_unless_installed(T, "/usr/bin/perf", "linux-perf")
+        || skip_unless_installed(T, "/usr/bin/python3", "python3")
+    {
+        return;
+    }
+    let dir = tempdir();
+    let started = std::time::SystemTime::now();
+    // Many calls the runtime serves itself (the signal mask) in a loop.
+    let script = "import signal\ns={signal.SIGUSR1}\nfor i in range(150000):\n    \
+                  signal.pthread_sigmask(signal.SIG_BLOCK, s)\n    \
+                  signal.pthread_sigmask(signal.SIG_UNBLOCK, s)\nprint('done')\n";
+    let report = |perf_map: bool| -> Option<String> {
+        let data = dir
+            .path()
+            .join(if perf_map { "map.data" } else { "plain.data" });
+        let mut cmd = Command::new("/usr/bin/perf");
+        cmd.args(["record", "-q", "-e", "cpu-clock", "-F", "4000", "-o"])
+            .arg(&data)
+            .args(["--", PICOS, "run"]);
+        if perf_map {
+            cmd.arg("--perf-map");
+        }
+        let out = cmd
+            .args(["/usr/bin/python3", "-c", script])
+            .output()
+            .expect("perf record");
+        if !out.status.success() || out.stdout != b"done\n" {
+            println!(
+                "SKIP {T}: perf record cannot record here ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return None;
+        }
+        let rep = Command::new("/usr/bin/perf")
+            .args(["report", "--stdio", "--sort", "dso,sym", "-i"])
+            .arg(&data)
+            .output()
+            .expect("perf report");
+        assert!(rep.status.success(), "perf report: {}", shown(&rep.stderr));
+        Some(String::from_utf8_lossy(&rep.stdout).into_owned())
+    };
+    let Some(plain) = report(false) else {
+        return;
+    };
+    let mapped = report(true).expect("perf recorded without --perf-map but not with it");
+    // The maps this test made (perf reads them at report time).
+    for e in std::fs::read_dir("/tmp").into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let new = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t >= started);
+        if name.starts_with("perf-") && name.ends_with(".map") && new {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    let runtime_lines = |r: &str| r.lines().filter(|l| l.contains("picos_rt::")).count();
+    assert_eq!(
+        runtime_lines(&plain),
+        0,
+        "without --perf-map perf named runtime functions:\n{plain}"
+    );
+    assert!(
+        runtime_lines(&mapped) > 0 && mapped.contains("picos_fast_entry"),
+        "perf report names no runtime function with --perf-map:\n{mapped}"
+    );
+    assert!(
+        mapped
+            .lines()
+            .any(|l| l.contains("python3") && !l.contains("[.] 0x")),
+        "perf report names none of python3's functions:\n{mapped}"
+    );
+    println!(
+        "{T}: {} report lines name runtime functions",
+        runtime_lines(&mapped)
+    );
+}

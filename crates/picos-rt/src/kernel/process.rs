@@ -163,6 +163,10 @@ pub fn fork(mut fork: impl FnMut() -> Result<usize, Errno>) -> Result<usize, Err
     if let Ok(old) = old {
         let _ = host::rt_sigprocmask(crate::host::abi::SIG_SETMASK, Some(old));
     }
+    if r == Ok(0) {
+        // (Outside the hooks' locks: it allocates.)
+        crate::diag::perfmap::write(&config().perf_map);
+    }
     r
 }
 

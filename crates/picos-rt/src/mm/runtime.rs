@@ -111,6 +111,76 @@ fn probe_mmap_top() -> Option<usize> {
     }
 }
 
+/// `picos run --perf-map`: the runtime's executable segment becomes
+/// anonymous memory with the same bytes at the same addresses. perf finds
+/// no symbols in a mapping of the sealed memfd the runtime runs from, and
+/// reads a perf map (`diag::perfmap`) only for anonymous memory; the
+/// mapping's new `mmap` is what tells it. Called once at start-up, before
+/// anything else runs (no other thread, every signal blocked); a failure
+/// leaves the image as it was.
+pub fn text_as_anonymous() -> Result<(), Errno> {
+    use object::elf::{FileHeader64, PF_X, PT_LOAD};
+    use object::read::elf::{FileHeader, ProgramHeader};
+    use object::LittleEndian as LE;
+    let (image, image_len) = image_range();
+    // SAFETY: as in `fill_image_holes`: the first page holds the headers.
+    let head = unsafe { core::slice::from_raw_parts(image as *const u8, PAGE_SIZE.min(image_len)) };
+    let phdrs = FileHeader64::<LE>::parse(head)
+        .and_then(|h| h.program_headers(LE, head))
+        .map_err(|_| Errno::ENOEXEC)?;
+    let Some(text) = phdrs
+        .iter()
+        .find(|p| p.p_type(LE) == PT_LOAD && p.p_flags(LE) & PF_X != 0)
+    else {
+        return Err(Errno::ENOEXEC);
+    };
+    let start = page_down(image + text.p_vaddr(LE) as usize);
+    let len = page_up(image + (text.p_vaddr(LE) + text.p_memsz(LE)) as usize) - start;
+    let stub = crate::arch::remap_stub();
+    let all = host::rt_sigprocmask(crate::host::abi::SIG_BLOCK, Some(!0))?;
+    // SAFETY: two fresh private anonymous mappings of ours: a copy of the
+    // text, and a page for the stub (written, then made executable); the
+    // stub replaces the text with its copy (same bytes, same addresses)
+    // while nothing else runs: one thread, every signal blocked.
+    let r = unsafe {
+        let copy = host::mmap(
+            0,
+            len,
+            PROT_READ | PROT_WRITE,
+            MAP_PRIVATE | MAP_ANONYMOUS,
+            -1,
+            0,
+        )?;
+        core::ptr::copy_nonoverlapping(start as *const u8, copy as *mut u8, len);
+        let page = match host::mmap(
+            0,
+            PAGE_SIZE,
+            PROT_READ | PROT_WRITE,
+            MAP_PRIVATE | MAP_ANONYMOUS,
+            -1,
+            0,
+        ) {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = host::munmap(copy, len);
+                return Err(e);
+            }
+        };
+        core::ptr::copy_nonoverlapping(stub.as_ptr(), page as *mut u8, stub.len());
+        let r = match host::mprotect(page, PAGE_SIZE, PROT_READ | PROT_EXEC) {
+            Ok(_) => {
+                Errno::from_ret(crate::arch::run_remap_stub(page, start, len, copy)).map(|_| ())
+            }
+            Err(e) => Err(e),
+        };
+        let _ = host::munmap(page, PAGE_SIZE);
+        let _ = host::munmap(copy, len);
+        r
+    };
+    let _ = host::rt_sigprocmask(crate::host::abi::SIG_SETMASK, Some(all));
+    r
+}
+
 /// The kernel maps the runtime image segment by segment and leaves the
 /// pages between segments unmapped; the program's `mmap` could be given one
 /// of them, inside the range the runtime calls its own. Reserve them.

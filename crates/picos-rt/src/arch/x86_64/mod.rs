@@ -268,6 +268,71 @@ global_asm!(
     options(att_syntax)
 );
 
+global_asm!(
+    // picos_remap_stub(addr, len, src): replaces the mapping at addr..+len
+    // by anonymous memory holding a copy of src..+len, executable: mmap
+    // MAP_FIXED, copy, mprotect(PROT_READ|PROT_EXEC). Position-independent
+    // (no RIP-relative reference): `mm::runtime::text_as_anonymous` runs a
+    // copy of it from a page of its own, since it replaces the runtime's
+    // text. Returns mmap's error, or mprotect's result.
+    ".globl picos_remap_stub",
+    ".globl picos_remap_stub_end",
+    "picos_remap_stub:",
+    "    push %rdi",
+    "    push %rsi",
+    "    push %rdx",
+    "    mov $9, %eax",     // mmap
+    "    mov $3, %edx",     // PROT_READ | PROT_WRITE
+    "    mov $0x32, %r10d", // MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED
+    "    mov $-1, %r8",
+    "    xor %r9d, %r9d",
+    "    syscall",
+    "    cmp %rdi, %rax",
+    "    jne 1f",
+    "    mov (%rsp), %rsi",
+    "    mov 8(%rsp), %rcx",
+    "    cld",
+    "    rep movsb",
+    "    mov 16(%rsp), %rdi",
+    "    mov 8(%rsp), %rsi",
+    "    mov $5, %edx",  // PROT_READ | PROT_EXEC
+    "    mov $10, %eax", // mprotect
+    "    syscall",
+    "1:  add $24, %rsp",
+    "    ret",
+    "picos_remap_stub_end:",
+    options(att_syntax)
+);
+
+extern "C" {
+    static picos_remap_stub: u8;
+    static picos_remap_stub_end: u8;
+}
+
+/// The bytes of `picos_remap_stub` (see there), to be copied and run
+/// elsewhere.
+pub fn remap_stub() -> &'static [u8] {
+    // SAFETY: the two labels delimit the stub's instructions in the
+    // runtime's text, which stays mapped and unchanged while it is read.
+    unsafe {
+        let (s, e) = (addr_of(&picos_remap_stub), addr_of(&picos_remap_stub_end));
+        core::slice::from_raw_parts(s as *const u8, e as usize - s as usize)
+    }
+}
+
+/// Calls a copy of `picos_remap_stub` at `stub` (an executable page
+/// outside the range it replaces) with `addr`, `len`, `src`.
+///
+/// # Safety
+/// `stub` must hold the stub's bytes, executable; `addr..+len` must be
+/// page-aligned and hold nothing another thread may run or read meanwhile
+/// but the bytes `src..+len` (a readable copy) will hold again.
+pub unsafe fn run_remap_stub(stub: usize, addr: usize, len: usize, src: usize) -> isize {
+    // SAFETY: as the caller promises; the stub follows the C ABI.
+    let f: extern "C" fn(usize, usize, usize) -> isize = unsafe { core::mem::transmute(stub) };
+    f(addr, len, src)
+}
+
 /// Distance below the top of a thread's runtime stack where the fast entry
 /// keeps its register frame: signal frames the kernel pushes at the top of
 /// the (alternate) stack never reach it.
