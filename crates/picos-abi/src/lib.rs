@@ -89,6 +89,9 @@ pub struct LaunchConfig {
     pub stats: bool,
     /// Also append them as JSON lines to this file (empty: no file).
     pub stats_json: Vec<u8>,
+    /// `--profile`: count and time the system calls, and print where their
+    /// time went when each process exits.
+    pub profile: bool,
     /// The pid of the root of the picoprocess tree: the process `picos run`
     /// became. When it ends, every picoprocess left in the tree ends too.
     /// 0: no root known.
@@ -217,6 +220,7 @@ impl Default for LaunchConfig {
             patch_syscalls: true,
             stats: false,
             stats_json: Vec::new(),
+            profile: false,
             root_pid: 0,
             parent_thread: 0,
             board: 0,
@@ -428,6 +432,9 @@ impl LaunchConfig {
         if self.stats {
             s.push_str(";stats=1");
         }
+        if self.profile {
+            s.push_str(";profile=1");
+        }
         if !self.stats_json.is_empty() {
             s.push_str(";statsjson=");
             hex_encode(&mut s, &self.stats_json);
@@ -522,6 +529,13 @@ impl LaunchConfig {
                         _ => return Err(DecodeError::BadField),
                     }
                 }
+                b"profile" => {
+                    cfg.profile = match value {
+                        b"0" => false,
+                        b"1" => true,
+                        _ => return Err(DecodeError::BadField),
+                    }
+                }
                 b"statsjson" => cfg.stats_json = hex_decode(value).ok_or(DecodeError::BadField)?,
                 b"perfmap" => cfg.perf_map = hex_decode(value).ok_or(DecodeError::BadField)?,
                 b"root" => {
@@ -595,6 +609,7 @@ mod tests {
             patch_syscalls: false,
             stats: true,
             stats_json: b"/tmp/s;t=1.json".to_vec(),
+            profile: true,
             perf_map: b"/tmp/picos-rt;1.syms".to_vec(),
             root_pid: 4_194_304,
             parent_thread: 4_194_303,
@@ -682,6 +697,7 @@ mod tests {
                 patch_syscalls: true,
                 stats: false,
                 stats_json: Vec::new(),
+                profile: false,
                 root_pid: 0,
                 parent_thread: 0,
                 board: 0,

@@ -85,6 +85,9 @@ pub fn start(args: StartArgs) -> ! {
     if cfg.stats {
         crate::diag::stats::enable();
     }
+    if cfg.profile {
+        crate::diag::stats::enable_profile();
+    }
     let envp: Vec<Vec<u8>> = envp
         .into_iter()
         .filter(|e| !e.starts_with(&prefix))

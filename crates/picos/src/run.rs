@@ -36,6 +36,8 @@ pub struct RunArgs {
     stats_json: Option<PathBuf>,
     /// `--perf-map`.
     perf_map: bool,
+    /// `--profile`.
+    profile: bool,
     /// `--log-level LEVEL`.
     log_level: Option<String>,
     /// `PROGRAM [ARGS]...`.
@@ -76,6 +78,15 @@ impl RunArgs {
                 .value_parser(clap::value_parser!(PathBuf))
                 .action(ArgAction::Set)
                 .help("Also append the statistics to FILE, one JSON object per line (implies --stats)"),
+        )
+        .arg(
+            Arg::new("profile")
+                .long("profile")
+                .action(ArgAction::SetTrue)
+                .help(
+                    "When each process exits, print where its system calls' time went: per call, \
+                     in the library OS and in host calls, and the trap path (see docs/PROFILING.md)",
+                ),
         )
         .arg(
             Arg::new("perf_map")
@@ -135,6 +146,7 @@ impl RunArgs {
             stats: m.get_flag("stats"),
             stats_json: m.get_one::<PathBuf>("stats_json").cloned(),
             perf_map: m.get_flag("perf_map"),
+            profile: m.get_flag("profile"),
             log_level: m.get_one::<String>("log_level").cloned(),
             command: m
                 .get_many::<OsString>("command")
@@ -467,6 +479,7 @@ fn plan(args: &RunArgs) -> Result<Plan, RunError> {
         stack_size_bytes: manifest.stack_size_bytes.unwrap_or(0),
         patch_syscalls: manifest.syscall_patching && !args.no_patch,
         stats: manifest.enable_stats || args.stats || args.stats_json.is_some(),
+        profile: args.profile,
         stats_json: match &args.stats_json {
             Some(p) => std::path::absolute(p)
                 .unwrap_or_else(|_| p.clone())

@@ -405,6 +405,74 @@ fn stats_report_threads_and_process() {
     assert!(!String::from_utf8_lossy(&quiet.stderr).contains("picos stats"));
 }
 
+/// The row of `syscall` in a `--profile` table (`lines`): its columns
+/// (% time, calls, total us, us/call, library OS us, host us).
+fn profile_row(lines: &[&str], syscall: &str) -> [f64; 6] {
+    let row = lines
+        .iter()
+        .find(|l| l.split_whitespace().last() == Some(syscall))
+        .unwrap_or_else(|| panic!("no {syscall} row in:\n{}", lines.join("\n")));
+    let cols: Vec<f64> = row
+        .split_whitespace()
+        .skip(2)
+        .take(6)
+        .map(|c| c.parse().unwrap_or_else(|_| panic!("{row}")))
+        .collect();
+    cols.try_into().unwrap()
+}
+
+/// `--profile` prints, for each process, where its system calls' time
+/// went: calls served by the library OS take no host time, host calls
+/// take it, a sleep is the host's and comes first; and nothing without it.
+#[test]
+fn profile_tells_where_the_time_went() {
+    let prog = compile_with("profile", &[]);
+    let out = Command::new(PICOS)
+        .args(["run", "--profile"])
+        .arg(&prog)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("picos stats"), "{stderr}");
+    let reports: Vec<&str> = stderr.split("picos profile: process ").skip(1).collect();
+    assert_eq!(reports.len(), 2, "one table per process:\n{stderr}");
+    // The parent's table is printed last (it waits for the child).
+    let (child, parent) = (reports[0], reports[1]);
+    let child_lines: Vec<&str> = child.lines().collect();
+    assert_eq!(profile_row(&child_lines, "getppid")[1], 10.0, "{child}");
+    let lines: Vec<&str> = parent.lines().skip(2).collect();
+    let sleep = lines
+        .iter()
+        .find(|l| l.ends_with("nanosleep"))
+        .map(|l| l.split_whitespace().last().unwrap().to_string())
+        .unwrap_or_else(|| panic!("no nanosleep row:\n{parent}"));
+    // The sleep is the host's time, and most of it.
+    let s = profile_row(&lines, &sleep);
+    assert!(lines[0].ends_with(&sleep), "{parent}");
+    assert!(s[5] >= 190_000.0 && s[4] < s[5] / 10.0, "{parent}");
+    // getppid: served in the library OS, no host time.
+    let g = profile_row(&lines, "getppid");
+    assert_eq!(g[1], 20_000.0, "{parent}");
+    assert_eq!(g[5], 0.0, "{parent}");
+    // The writes go to the host.
+    let w = profile_row(&lines, "write");
+    assert!(w[1] >= 2000.0 && w[5] > 0.0, "{parent}");
+    let percent: f64 = lines
+        .iter()
+        .take_while(|l| !l.contains("trap path") && !l.contains("more calls"))
+        .map(|l| l.split_whitespace().nth(2).unwrap().parse::<f64>().unwrap())
+        .sum();
+    assert!((99.0..=101.0).contains(&percent), "{percent}: {parent}");
+    // Off by default.
+    let quiet = Command::new(PICOS)
+        .args(["run"])
+        .arg(&prog)
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("picos profile"));
+}
+
 /// Patching needs no descriptor of the program's: with RLIMIT_NOFILE 64
 /// and a full table, one thread or several, the hot raw `getppid` loop and
 /// the threads' fresh code of `fd_table` are patched (`--stats`: the fast

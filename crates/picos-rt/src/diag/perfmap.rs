@@ -115,6 +115,13 @@ fn map_lines(text: &[u8], base: usize) -> Vec<u8> {
         let (Some(off), Ok(rest)) = (parse_hex(off), core::str::from_utf8(rest)) else {
             continue;
         };
+        // `SIZE NAME`: a hexadecimal size and a name.
+        let well_formed = rest
+            .split_once(' ')
+            .is_some_and(|(size, name)| parse_hex(size.as_bytes()).is_some() && !name.is_empty());
+        if !well_formed {
+            continue;
+        }
         let _ = writeln!(out, "{:x} {}", base + off, rest);
     }
     out.into_bytes()
@@ -136,7 +143,7 @@ mod tests {
 
     #[test]
     fn offsets_become_addresses() {
-        let table = b"18650 3e __rustc::rust_begin_unwind\n18a90 88 picos_rt_start\nbad line\n\n";
+        let table = b"18650 3e __rustc::rust_begin_unwind\n18a90 88 picos_rt_start\nbad line\nbad 3e\nzz 3e name\n\n";
         let map = map_lines(table, 0x7f00_0000_0000);
         assert_eq!(
             core::str::from_utf8(&map).unwrap(),

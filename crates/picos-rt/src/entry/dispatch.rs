@@ -75,6 +75,17 @@ fn serve(
             ctx.t.fd_table.get().flush_writes();
         }
     }
+    // `--profile`: the call's cycles, and how many of them the host took.
+    let profiling = crate::diag::stats::profiling();
+    let (host0, t0) = if profiling {
+        // (The thread's first timed call makes its counters first.)
+        (
+            crate::diag::stats::host_so_far(&ctx.t.stats),
+            crate::arch::rdtsc(),
+        )
+    } else {
+        (0, 0)
+    };
     let (res, served, restart) = match def.map(|d| d.support) {
         Some(Support::Emulated(h)) => (h(ctx), Served::Emulated, false),
         Some(Support::Mediated(h)) => (h(ctx), Served::Mediated, false),
@@ -94,6 +105,10 @@ fn serve(
         ctx.t.in_fast.get(),
         served == Served::Emulated,
     );
+    if profiling {
+        let host = crate::diag::stats::host_so_far(&ctx.t.stats) - host0;
+        crate::diag::stats::timed(&ctx.t.stats, ctx.nr, crate::arch::rdtsc() - t0, host);
+    }
     (res, served, restart)
 }
 

@@ -48,8 +48,20 @@ impl arch::SignalHandler for HostSignal {
     }
 }
 
-/// Host handler for SIGSYS: a trapped system call, or a SIGSYS sent by `kill`.
+/// Host handler for SIGSYS: a trapped system call, or a SIGSYS sent by
+/// `kill`; timed under `--profile`.
 fn sigsys_handler(sig: i32, info: &SigInfo, uc: &mut UContext) {
+    if !crate::diag::stats::profiling() {
+        return sigsys(sig, info, uc);
+    }
+    let t0 = crate::arch::rdtsc();
+    sigsys(sig, info, uc);
+    if let Some(t) = thread::current_checked() {
+        crate::diag::stats::trap_time(&t.stats, crate::arch::rdtsc() - t0);
+    }
+}
+
+fn sigsys(sig: i32, info: &SigInfo, uc: &mut UContext) {
     // A trap describes the call it stopped (Linux's SUD: si_call_addr is
     // the address after the `syscall`, si_syscall its number, as in the
     // context); a SIGSYS the program sent itself with that si_code

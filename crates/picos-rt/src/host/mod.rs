@@ -77,6 +77,17 @@ macro_rules! sc {
     ($nr:expr, $a:expr, $b:expr, $c:expr, $d:expr, $e:expr, $f:expr) => { call($nr, [$a as usize, $b as usize, $c as usize, $d as usize, $e as usize, $f as usize]) };
 }
 
+/// clock_gettime(CLOCK_MONOTONIC) in nanoseconds, by a system call (not
+/// the vDSO: callable from any layer and context).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = [0i64; 2];
+    // SAFETY: `ts` is a live timespec the kernel writes.
+    let _ = unsafe { sc!(nr::CLOCK_GETTIME, 1, ts.as_mut_ptr()) };
+    (ts[0] as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts[1] as u64)
+}
+
 pub const AT_FDCWD: isize = -100;
 /// openat(2) flags.
 pub const O_RDONLY: i32 = 0;

@@ -598,9 +598,11 @@ pub fn thread_exiting(t: &thread::Thread) {
     if !stats::on() {
         return;
     }
-    let mut mine = stats::Totals::default();
-    mine.add(&t.stats);
-    report_stats("thread", t.tid(), &mine);
+    if stats::lines() {
+        let mut mine = stats::Totals::default();
+        mine.add(&t.stats);
+        report_stats("thread", t.tid(), &mine);
+    }
     stats::add_exited(&t.stats);
     // The last thread leaving with exit(2) ends the process.
     let mut live = 0;
@@ -619,7 +621,12 @@ pub fn process_exiting() {
     }
     let mut total = stats::exited();
     thread::for_each_live(|t| total.add(&t.stats));
-    report_stats("process", host::getpid(), &total);
+    if stats::lines() {
+        report_stats("process", host::getpid(), &total);
+    }
+    if stats::profiling() {
+        stats::profile_report(host::getpid(), &total);
+    }
 }
 
 /// Prints a `--stats` report, and appends its JSON line to the

@@ -122,7 +122,21 @@ pub(crate) use crate::kernel::thread::count_host_call;
 /// with the runtime's own buffers).
 pub fn host_call(nr: usize, args: [usize; 6]) -> SysResult {
     count_host_call();
-    host::program_call(nr, args)
+    timed(|| host::program_call(nr, args))
+}
+
+/// Runs the host call `f`, timed under `--profile` (`diag::stats`).
+#[inline(always)]
+fn timed<R>(f: impl FnOnce() -> R) -> R {
+    if !crate::diag::stats::profiling() {
+        return f();
+    }
+    let t0 = crate::arch::rdtsc();
+    let r = f();
+    if let Some(t) = crate::kernel::thread::current_checked() {
+        crate::diag::stats::host_time(&t.stats, crate::arch::rdtsc() - t0);
+    }
+    r
 }
 
 /// As [`host_call`], where the arguments at the positions `bufs` names are
@@ -191,7 +205,7 @@ pub fn host_blocking_with_mask(nr: usize, args: [usize; 6], mask: u64) -> SysRes
 /// program's own on the fast path).
 fn blocking_raw(nr: usize, args: [usize; 6]) -> SysResult {
     count_host_call();
-    crate::arch::blocking_program_call(nr, args)
+    timed(|| crate::arch::blocking_program_call(nr, args))
 }
 
 #[cfg(test)]
