@@ -1,0 +1,373 @@
+#!/usr/bin/python3
+"""Application benchmark: real servers and builds, natively and under picos.
+
+Each row starts its own server on loopback (or runs its own build), drives
+it with the usual client for a fixed time, and stops it. The configurations
+(native, picos, and on request `picos run --profile`) take turns in every
+round, in a rotating order, so that a busy machine slows all of them alike;
+the report gives each configuration's mean with a 95% confidence interval
+and its ratio to native (the geometric mean of the per-round ratios, with
+its own interval), as `picos bench` does.
+
+Rows (each skipped, with the reason, when its programs are not installed):
+
+  redis-{set,get,lpush,incr}   redis-server + redis-benchmark, requests/s
+  redis-aof-set                the same with --appendonly yes
+  redis-io2-get                the same with --io-threads 2
+  nginx-1k, nginx-1m           nginx (2 workers) + wrk, a 1 KiB / 1 MiB file,
+                               requests/s
+  pgbench                      PostgreSQL + pgbench -c 4 (select-only), tps
+  pgbench-connect              the same with a new connection per
+                               transaction (-C): a backend fork each time
+  make-j2                      make -j2 of a generated C project, builds/s
+
+Usage:
+  tools/apps.py [--picos PATH] [--rounds N] [--seconds S] [--rows RE]
+                [--profile] [--json FILE]
+
+docs/BENCHMARKS.md ("Applications") has the latest figures and the
+command that produced them.
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_PICOS = os.path.join(ROOT, "target/x86_64-unknown-linux-musl/release/picos")
+PG_BIN = "/usr/lib/postgresql/15/bin"
+
+# Student's t, two-sided 95%, by degrees of freedom.
+T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31,
+       9: 2.26, 10: 2.23, 15: 2.13, 20: 2.09, 30: 2.04}
+
+
+def t95(df):
+    if df <= 0:
+        return float("nan")
+    keys = sorted(k for k in T95 if k <= df)
+    return T95[keys[-1]] if keys else T95[1]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, proc, timeout=20.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server ended before listening (status {proc.returncode})")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on port {port} after {timeout} s")
+
+
+class Config:
+    """How a server or build is started: natively or under picos."""
+
+    def __init__(self, name, prefix):
+        self.name = name
+        self.prefix = prefix
+
+    def cmd(self, argv):
+        return self.prefix + argv
+
+
+def stop(proc, timeout=10.0):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def whole(seconds):
+    """`seconds` as the whole number wrk and pgbench take (at least 1)."""
+    return max(1, round(seconds))
+
+
+def run_client(argv, timeout, **kw):
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
+    if r.returncode != 0:
+        why = (r.stderr.strip() or r.stdout.strip())[-400:]
+        raise RuntimeError(f"{argv[0]} failed ({r.returncode}): {why}")
+    return r.stdout
+
+
+# --------------------------------------------------------------------------
+# Rows. Each is a function (config, work directory, seconds) -> a value
+# (higher is better), plus what it needs installed.
+
+def redis_row(test, extra):
+    def measure(cfg, work, seconds):
+        port = free_port()
+        log = open(os.path.join(work, "redis.log"), "w")
+        srv = subprocess.Popen(
+            cfg.cmd(["/usr/bin/redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                     "--save", "", "--dir", work, "--protected-mode", "no"] + extra),
+            stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_port(port, srv)
+            # A request count that lasts about `seconds` here (~50k/s).
+            n = max(10000, int(seconds * 40000))
+            out = run_client(["/usr/bin/redis-benchmark", "-p", str(port), "-q", "--csv",
+                              "-c", "20", "-n", str(n), "-t", test],
+                             timeout=seconds * 20 + 30)
+            for line in out.splitlines():
+                f = [x.strip('"') for x in line.split(",")]
+                if len(f) >= 2 and f[0].lower().startswith(test.lower()):
+                    return float(f[1])
+            raise RuntimeError(f"no {test} line in redis-benchmark's output: {out[-300:]}")
+        finally:
+            stop(srv)
+            log.close()
+    return measure
+
+
+def nginx_row(size):
+    def measure(cfg, work, seconds):
+        port = free_port()
+        root = os.path.join(work, "www")
+        os.makedirs(root, exist_ok=True)
+        with open(os.path.join(root, "f"), "wb") as f:
+            f.write(os.urandom(size))
+        conf = os.path.join(work, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(f"""worker_processes 2;
+daemon off;
+master_process on;
+pid {work}/nginx.pid;
+error_log {work}/error.log;
+events {{ worker_connections 256; }}
+http {{
+  access_log off;
+  sendfile on;
+  client_body_temp_path {work}/body;
+  proxy_temp_path {work}/proxy;
+  fastcgi_temp_path {work}/fastcgi;
+  uwsgi_temp_path {work}/uwsgi;
+  scgi_temp_path {work}/scgi;
+  server {{ listen 127.0.0.1:{port}; root {root}; }}
+}}
+""")
+        srv = subprocess.Popen(cfg.cmd(["/usr/sbin/nginx", "-c", conf, "-p", work]),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_port(port, srv)
+            out = run_client(["/usr/bin/wrk", "-t", "2", "-c", "16", "-d", f"{whole(seconds)}s",
+                              f"http://127.0.0.1:{port}/f"], timeout=seconds + 30)
+            m = re.search(r"Requests/sec:\s*([0-9.]+)", out)
+            if not m:
+                raise RuntimeError(f"no Requests/sec in wrk's output: {out[-300:]}")
+            return float(m.group(1))
+        finally:
+            stop(srv)
+    return measure
+
+
+def as_postgres(argv):
+    if os.geteuid() == 0:
+        return ["/usr/sbin/runuser", "-u", "postgres", "--"] + argv
+    return argv
+
+
+def pgbench_row(connect):
+    def measure(cfg, work, seconds):
+        data = os.path.join(work, "pg")
+        if not os.path.isdir(data):
+            os.makedirs(data, mode=0o700)
+            if os.geteuid() == 0:
+                # PostgreSQL refuses to run as root: its cluster is the
+                # postgres user's.
+                shutil.chown(data, "postgres", "postgres")
+            run_client(as_postgres([f"{PG_BIN}/initdb", "-D", data, "-A", "trust", "-U", "bench",
+                                    "--no-sync"]), timeout=120)
+        port = free_port()
+        srv = subprocess.Popen(
+            as_postgres(cfg.cmd([f"{PG_BIN}/postgres", "-D", data, "-p", str(port),
+                                 "-k", data, "-c", "listen_addresses=127.0.0.1",
+                                 "-c", "fsync=off", "-c", "shared_buffers=64MB"])),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_port(port, srv, timeout=60)
+            env = dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(port), PGUSER="bench")
+            if not os.path.exists(os.path.join(work, "pg.initialised")):
+                run_client(["/usr/bin/pgbench", "-i", "-s", "2", "-q", "postgres"],
+                           timeout=120, env=env)
+                open(os.path.join(work, "pg.initialised"), "w").close()
+            argv = ["/usr/bin/pgbench", "-S", "-c", "4", "-j", "2", "-T", str(whole(seconds)),
+                    "postgres"]
+            if connect:
+                argv.insert(1, "-C")
+            out = run_client(argv, timeout=seconds + 60, env=env)
+            m = re.search(r"tps = ([0-9.]+)", out)
+            if not m:
+                raise RuntimeError(f"no tps in pgbench's output: {out[-300:]}")
+            return float(m.group(1))
+        finally:
+            stop(srv, timeout=30)
+    return measure
+
+
+def make_row(cfg, work, seconds):
+    src = os.path.join(work, "proj")
+    if not os.path.isdir(src):
+        os.makedirs(src)
+        for i in range(24):
+            with open(os.path.join(src, f"f{i}.c"), "w") as f:
+                f.write(f"#include <stdio.h>\n#include <string.h>\n"
+                        f"int f{i}(int x) {{ char b[64]; snprintf(b, sizeof b, \"%d\", x);"
+                        f" return (int)strlen(b) + {i}; }}\n")
+        with open(os.path.join(src, "main.c"), "w") as f:
+            f.write("".join(f"int f{i}(int);\n" for i in range(24)))
+            f.write("int main(void) { int s = 0;" +
+                    "".join(f" s += f{i}({i});" for i in range(24)) + " return s == 0; }\n")
+        objs = " ".join(f"f{i}.o" for i in range(24))
+        with open(os.path.join(src, "Makefile"), "w") as f:
+            f.write(f"prog: main.o {objs}\n\tgcc -o $@ $^\n%.o: %.c\n\tgcc -O1 -c $< -o $@\n"
+                    f"clean:\n\trm -f prog *.o\n")
+    builds, start = 0, time.monotonic()
+    while True:
+        subprocess.run(["make", "-s", "-C", src, "clean"], check=True, capture_output=True)
+        r = subprocess.run(cfg.cmd(["/usr/bin/make", "-s", "-j2", "-C", src]),
+                           capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise RuntimeError(f"make failed: {r.stderr[-400:]}")
+        builds += 1
+        took = time.monotonic() - start
+        if took >= seconds and builds >= 1:
+            return builds / took
+
+
+ROWS = [
+    ("redis-set", redis_row("SET", []), ["/usr/bin/redis-server", "/usr/bin/redis-benchmark"]),
+    ("redis-get", redis_row("GET", []), ["/usr/bin/redis-server", "/usr/bin/redis-benchmark"]),
+    ("redis-lpush", redis_row("LPUSH", []), ["/usr/bin/redis-server", "/usr/bin/redis-benchmark"]),
+    ("redis-incr", redis_row("INCR", []), ["/usr/bin/redis-server", "/usr/bin/redis-benchmark"]),
+    ("redis-aof-set", redis_row("SET", ["--appendonly", "yes", "--appendfsync", "everysec"]),
+     ["/usr/bin/redis-server", "/usr/bin/redis-benchmark"]),
+    ("redis-io2-get", redis_row("GET", ["--io-threads", "2", "--io-threads-do-reads", "yes"]),
+     ["/usr/bin/redis-server", "/usr/bin/redis-benchmark"]),
+    ("nginx-1k", nginx_row(1024), ["/usr/sbin/nginx", "/usr/bin/wrk"]),
+    ("nginx-1m", nginx_row(1 << 20), ["/usr/sbin/nginx", "/usr/bin/wrk"]),
+    ("pgbench", pgbench_row(False), [f"{PG_BIN}/postgres", "/usr/bin/pgbench"]),
+    ("pgbench-connect", pgbench_row(True), [f"{PG_BIN}/postgres", "/usr/bin/pgbench"]),
+    ("make-j2", make_row, ["/usr/bin/make", "/usr/bin/gcc"]),
+]
+
+UNITS = {"make-j2": "builds/s", "pgbench": "tps", "pgbench-connect": "tps"}
+
+
+def summary(values):
+    n = len(values)
+    m = statistics.fmean(values)
+    if n < 2:
+        return m, float("nan")
+    return m, t95(n - 1) * statistics.stdev(values) / math.sqrt(n)
+
+
+def ratio_summary(native, other):
+    """Geometric mean of the per-round ratios other/native, with a 95% CI."""
+    logs = [math.log(o / n) for n, o in zip(native, other) if n > 0 and o > 0]
+    if not logs:
+        return float("nan"), float("nan"), float("nan")
+    m = statistics.fmean(logs)
+    if len(logs) < 2:
+        return math.exp(m), float("nan"), float("nan")
+    h = t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(m), math.exp(m - h), math.exp(m + h)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--picos", default=DEFAULT_PICOS)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--seconds", type=float, default=3.0, help="per measurement")
+    ap.add_argument("--rows", default="", help="regular expression over row names")
+    ap.add_argument("--profile", action="store_true",
+                    help="also measure `picos run --profile` (its overhead)")
+    ap.add_argument("--json", help="write every value as JSON")
+    a = ap.parse_args()
+    if not os.access(a.picos, os.X_OK):
+        sys.exit(f"apps.py: {a.picos} is not an executable picos (build it: cargo build --release)")
+    configs = [Config("native", []), Config("picos", [a.picos, "run", "--"])]
+    if a.profile:
+        configs.append(Config("picos --profile", [a.picos, "run", "--profile", "--"]))
+    rows = []
+    for name, fn, needs in ROWS:
+        if a.rows and not re.search(a.rows, name):
+            continue
+        missing = [p for p in needs if not os.access(p, os.X_OK)]
+        if missing:
+            print(f"SKIP {name}: not installed: {', '.join(missing)}", file=sys.stderr)
+            continue
+        rows.append((name, fn))
+    results = {name: {c.name: [] for c in configs} for name, _ in rows}
+    errors = {}
+    t_start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="picos-apps-") as tmp:
+        os.chmod(tmp, 0o755)
+        for r in range(a.rounds):
+            order = configs[r % len(configs):] + configs[:r % len(configs)]
+            for name, fn in rows:
+                if name in errors:
+                    continue
+                for cfg in order:
+                    work = os.path.join(tmp, name, cfg.name.replace(" ", "_"))
+                    os.makedirs(work, exist_ok=True)
+                    try:
+                        v = fn(cfg, work, a.seconds)
+                    except Exception as e:  # noqa: BLE001 - reported, row dropped
+                        errors[name] = f"{cfg.name}: {e}"
+                        print(f"FAIL {name}: {errors[name]}", file=sys.stderr)
+                        break
+                    results[name][cfg.name].append(v)
+                    print(f"round {r + 1}/{a.rounds} {name} {cfg.name}: {v:.1f}", file=sys.stderr)
+    took = time.monotonic() - t_start
+    head = ["row", "unit"] + [f"{c.name}" for c in configs] + [f"{c.name} / native" for c in configs[1:]]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for name, _ in rows:
+        if name in errors:
+            print(f"| {name} | | failed: {errors[name]} |")
+            continue
+        cells = [name, UNITS.get(name, "requests/s")]
+        for c in configs:
+            m, h = summary(results[name][c.name])
+            cells.append(f"{m:.1f} ± {h:.1f}")
+        for c in configs[1:]:
+            g, lo, hi = ratio_summary(results[name]["native"], results[name][c.name])
+            cells.append(f"{g:.3f} [{lo:.3f}, {hi:.3f}]")
+        print("| " + " | ".join(cells) + " |")
+    load = os.getloadavg()
+    print(f"\n{a.rounds} rounds of {a.seconds:g} s per cell, configurations rotating; mean ± 95% CI; "
+          f"ratio = geometric mean of per-round ratios (higher is better for picos), 95% CI. "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average "
+          f"{load[0]:.2f}; {took:.0f} s.")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"results": results, "errors": errors, "rounds": a.rounds,
+                       "seconds": a.seconds}, f, indent=1)
+    sys.exit(1 if errors else 0)
+
+
+if __name__ == "__main__":
+    main()
