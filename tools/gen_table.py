@@ -115,6 +115,7 @@ EMULATED = {
 MEDIATED = {
   'mmap': 'memory::mmap', 'munmap': 'memory::munmap', 'mprotect': 'memory::mprotect',
   'mremap': 'memory::mremap', 'madvise': 'memory::madvise', 'pkey_mprotect': 'memory::pkey_mprotect',
+  'pkey_alloc': 'memory::pkey_alloc',
   'remap_file_pages': 'memory::remap_file_pages', 'mseal': 'memory::mseal', 'munlock': None,
   'shmat': 'memory::shmat', 'shmdt': 'memory::shmdt',
   'readlink': 'fs::readlink', 'readlinkat': 'fs::readlinkat', 'prctl': 'process::prctl',
@@ -223,6 +224,7 @@ NOTES = {
   'mmap': 'MAP_FIXED over runtime memory refused', 'munmap': 'runtime memory refused',
   'mprotect': 'runtime memory refused', 'mremap': 'runtime memory refused',
   'madvise': 'runtime memory refused', 'pkey_mprotect': 'runtime memory refused',
+  'pkey_alloc': 'the new rights in PKRU survive the trap path\'s return',
   'mseal': 'runtime memory refused', 'remap_file_pages': 'runtime memory refused',
   'shmat': 'SHM_REMAP over runtime memory refused (EINVAL); never patched',
   'shmdt': 'the runtime\'s own segment (the ptrace board) refused (EINVAL)',

@@ -169,6 +169,19 @@ fn pkey_allocated(pkey: i32) -> bool {
     ) != Err(Errno::EINVAL)
 }
 
+/// Implements pkey_alloc(2) on the host. The kernel sets the new key's
+/// access rights in the calling thread's PKRU; on the trap path that
+/// thread is in the runtime's SIGSYS handler, whose return would load PKRU
+/// back from the frame, so the frame gets the new key's rights (LTP
+/// pkey01).
+pub fn pkey_alloc(c: &mut Ctx<'_>) -> SysResult {
+    let r = c.host()?;
+    if let Some(uc) = c.uc.as_deref_mut() {
+        crate::arch::fpu::keep_pkru(uc, r as u32);
+    }
+    Ok(r)
+}
+
 /// Implements pkey_mprotect(2), as mprotect.
 pub fn pkey_mprotect(c: &mut Ctx<'_>) -> SysResult {
     mprotect(c)

@@ -3745,13 +3745,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 330,
         name: "pkey_alloc",
-        support: Support::Host,
+        support: Support::Mediated(sys::memory::pkey_alloc),
         args: "xxxxxx",
         full_context: false,
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Allow,
-        note: "",
+        note: "the new rights in PKRU survive the trap path's return",
     },
     SyscallDef {
         nr: 331,

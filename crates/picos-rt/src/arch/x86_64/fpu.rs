@@ -59,6 +59,62 @@ pub fn image_mut(uc: &mut UContext) -> Option<&mut [u8]> {
     unsafe { Some(core::slice::from_raw_parts_mut(fp, image_size(fp))) }
 }
 
+/// XSAVE state component 9: PKRU, the protection-key rights register.
+const XFEATURE_PKRU: u64 = 1 << 9;
+/// Offset of XSTATE_BV in the XSAVE header.
+const XSTATE_BV: usize = 512;
+
+/// Puts protection key `key`'s rights as PKRU holds them now into the FPU
+/// image of `uc`, a host signal frame that the host's `rt_sigreturn` will
+/// load: a system call made from that handler that set them (pkey_alloc
+/// sets the new key's rights) must not be undone by the return. The other
+/// keys' rights stay as the frame has them (the program's: the handler
+/// runs with a PKRU of the kernel's choosing). Nothing without OSPKE or
+/// without PKRU in the image.
+pub fn keep_pkru(uc: &mut UContext, key: u32) {
+    use core::arch::x86_64::__cpuid_count;
+    // CPUID.(7,0):ECX bit 4: OSPKE (the kernel enabled protection keys).
+    if __cpuid_count(7, 0).ecx & (1 << 4) == 0 {
+        return;
+    }
+    // Where PKRU lies in the standard (non-compacted) format of frames.
+    let off = __cpuid_count(0xd, 9).ebx as usize;
+    let Some(img) = image_mut(uc) else {
+        return;
+    };
+    if img.len() < (off + 4).max(XSTATE_BV + 8).max(FP_SW_RESERVED + 16) {
+        return;
+    }
+    let xfeatures = u64::from_ne_bytes(
+        img[FP_SW_RESERVED + 8..FP_SW_RESERVED + 16]
+            .try_into()
+            .unwrap(),
+    );
+    if xfeatures & XFEATURE_PKRU == 0 {
+        return;
+    }
+    let pkru: u32;
+    // SAFETY: RDPKRU (ECX = 0) reads PKRU into EAX and zeroes EDX; OSPKE
+    // is set, so it does not fault.
+    unsafe {
+        core::arch::asm!("rdpkru", in("ecx") 0u32, out("eax") pkru, out("edx") _, options(nomem, nostack));
+    }
+    if key >= 16 {
+        return;
+    }
+    let bits = 3u32 << (2 * key);
+    let bv = u64::from_ne_bytes(img[XSTATE_BV..XSTATE_BV + 8].try_into().unwrap());
+    // Without PKRU in XSTATE_BV the frame holds PKRU's initial value, 0.
+    let saved = if bv & XFEATURE_PKRU != 0 {
+        u32::from_ne_bytes(img[off..off + 4].try_into().unwrap())
+    } else {
+        0
+    };
+    let pkru = (saved & !bits) | (pkru & bits);
+    img[off..off + 4].copy_from_slice(&pkru.to_ne_bytes());
+    img[XSTATE_BV..XSTATE_BV + 8].copy_from_slice(&(bv | XFEATURE_PKRU).to_ne_bytes());
+}
+
 /// The kernel's signal-frame FPU format for this process, learnt from the
 /// first host signal frame: its feature mask and size.
 static FP_XFEATURES: AtomicU64 = AtomicU64::new(0);
