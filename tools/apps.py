@@ -119,10 +119,13 @@ def run_client(argv, timeout, **kw):
 def redis_row(test, extra):
     def measure(cfg, work, seconds):
         port = free_port()
+        # A fresh directory each time: an append-only file left by the last
+        # run would be loaded first ("LOADING" errors).
+        data = tempfile.mkdtemp(dir=work)
         log = open(os.path.join(work, "redis.log"), "w")
         srv = subprocess.Popen(
             cfg.cmd(["/usr/bin/redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                     "--save", "", "--dir", work, "--protected-mode", "no"] + extra),
+                     "--save", "", "--dir", data, "--protected-mode", "no"] + extra),
             stdout=log, stderr=subprocess.STDOUT)
         try:
             wait_port(port, srv)
@@ -139,6 +142,7 @@ def redis_row(test, extra):
         finally:
             stop(srv)
             log.close()
+            shutil.rmtree(data, ignore_errors=True)
     return measure
 
 

@@ -90,8 +90,10 @@ pub struct LaunchConfig {
     /// Also append them as JSON lines to this file (empty: no file).
     pub stats_json: Vec<u8>,
     /// `--profile`: count and time the system calls, and print where their
-    /// time went when each process exits.
-    pub profile: bool,
+    /// time went when each process exits. 0: off; 1: on; more: on, and the
+    /// time-stamp counter's cycles per millisecond, as the process that
+    /// called execve measured them (a short-lived program need not measure).
+    pub profile: u64,
     /// The pid of the root of the picoprocess tree: the process `picos run`
     /// became. When it ends, every picoprocess left in the tree ends too.
     /// 0: no root known.
@@ -220,7 +222,7 @@ impl Default for LaunchConfig {
             patch_syscalls: true,
             stats: false,
             stats_json: Vec::new(),
-            profile: false,
+            profile: 0,
             root_pid: 0,
             parent_thread: 0,
             board: 0,
@@ -432,8 +434,9 @@ impl LaunchConfig {
         if self.stats {
             s.push_str(";stats=1");
         }
-        if self.profile {
-            s.push_str(";profile=1");
+        if self.profile != 0 {
+            s.push_str(";profile=");
+            push_u64(&mut s, self.profile);
         }
         if !self.stats_json.is_empty() {
             s.push_str(";statsjson=");
@@ -529,13 +532,7 @@ impl LaunchConfig {
                         _ => return Err(DecodeError::BadField),
                     }
                 }
-                b"profile" => {
-                    cfg.profile = match value {
-                        b"0" => false,
-                        b"1" => true,
-                        _ => return Err(DecodeError::BadField),
-                    }
-                }
+                b"profile" => cfg.profile = parse_u64(value).ok_or(DecodeError::BadField)?,
                 b"statsjson" => cfg.stats_json = hex_decode(value).ok_or(DecodeError::BadField)?,
                 b"perfmap" => cfg.perf_map = hex_decode(value).ok_or(DecodeError::BadField)?,
                 b"root" => {
@@ -609,7 +606,7 @@ mod tests {
             patch_syscalls: false,
             stats: true,
             stats_json: b"/tmp/s;t=1.json".to_vec(),
-            profile: true,
+            profile: 2_800_000,
             perf_map: b"/tmp/picos-rt;1.syms".to_vec(),
             root_pid: 4_194_304,
             parent_thread: 4_194_303,
@@ -697,7 +694,7 @@ mod tests {
                 patch_syscalls: true,
                 stats: false,
                 stats_json: Vec::new(),
-                profile: false,
+                profile: 0,
                 root_pid: 0,
                 parent_thread: 0,
                 board: 0,

@@ -85,8 +85,8 @@ pub fn start(args: StartArgs) -> ! {
     if cfg.stats {
         crate::diag::stats::enable();
     }
-    if cfg.profile {
-        crate::diag::stats::enable_profile();
+    if cfg.profile != 0 {
+        crate::diag::stats::enable_profile(cfg.profile);
     }
     let envp: Vec<Vec<u8>> = envp
         .into_iter()

@@ -479,7 +479,7 @@ fn plan(args: &RunArgs) -> Result<Plan, RunError> {
         stack_size_bytes: manifest.stack_size_bytes.unwrap_or(0),
         patch_syscalls: manifest.syscall_patching && !args.no_patch,
         stats: manifest.enable_stats || args.stats || args.stats_json.is_some(),
-        profile: args.profile,
+        profile: u64::from(args.profile),
         stats_json: match &args.stats_json {
             Some(p) => std::path::absolute(p)
                 .unwrap_or_else(|_| p.clone())

@@ -37,12 +37,41 @@ pub fn profiling() -> bool {
     PROFILE.load(Ordering::Relaxed)
 }
 
-/// Turns profiling on (counting included; from the launch configuration).
-pub fn enable_profile() {
+/// The time-stamp counter's cycles per millisecond, when known (given by
+/// the process that exec'd, or measured over at least 2 ms).
+static TSC_PER_MS: AtomicU64 = AtomicU64::new(0);
+
+/// Turns profiling on (counting included; from the launch configuration's
+/// `profile`: 1, or the counter's cycles per millisecond if known).
+pub fn enable_profile(profile: u64) {
     ENABLED.store(true, Ordering::Relaxed);
     PROFILE.store(true, Ordering::Relaxed);
     CAL_TSC.store(crate::arch::rdtsc(), Ordering::Relaxed);
     CAL_NS.store(crate::host::monotonic_ns(), Ordering::Relaxed);
+    if profile > 1 {
+        TSC_PER_MS.store(profile, Ordering::Relaxed);
+    }
+}
+
+/// The counter's cycles per millisecond: the known rate, or one measured
+/// since profiling began if that was at least 2 ms ago (`None` before).
+pub fn tsc_per_ms() -> Option<u64> {
+    let known = TSC_PER_MS.load(Ordering::Relaxed);
+    if known > 1 {
+        return Some(known);
+    }
+    let (tsc0, ns0) = (
+        CAL_TSC.load(Ordering::Relaxed),
+        CAL_NS.load(Ordering::Relaxed),
+    );
+    let ns = crate::host::monotonic_ns().saturating_sub(ns0);
+    if ns < 2_000_000 {
+        return None;
+    }
+    let rate = u128::from(crate::arch::rdtsc().saturating_sub(tsc0)) * 1_000_000 / u128::from(ns);
+    let rate = (rate as u64).max(2);
+    TSC_PER_MS.store(rate, Ordering::Relaxed);
+    Some(rate)
 }
 
 /// Should the `--stats` lines be printed?
@@ -384,19 +413,15 @@ pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
 /// Prints `--profile`'s table for process `id`: where the time of its
 /// system calls went, by call, most first.
 pub fn profile_report(id: i32, t: &Totals) {
-    // Cycles per millisecond, from the time since profiling began (at
-    // least 2 ms of it). (Integers only: the runtime uses no FPU.)
-    let (tsc0, ns0) = (
-        CAL_TSC.load(Ordering::Relaxed),
-        CAL_NS.load(Ordering::Relaxed),
-    );
-    let mut ns = crate::host::monotonic_ns();
-    while ns.saturating_sub(ns0) < 2_000_000 {
-        ns = crate::host::monotonic_ns();
-    }
-    let per_ms = (u128::from(crate::arch::rdtsc().saturating_sub(tsc0)) * 1_000_000
-        / u128::from(ns - ns0))
-    .max(1);
+    // Cycles per millisecond: known, or measured over at least 2 ms since
+    // profiling began (waiting for them in a program that ran less, the
+    // first of a tree only: the rate goes on through execve).
+    // (Integers only: the runtime uses no FPU.)
+    let per_ms = u128::from(loop {
+        if let Some(r) = tsc_per_ms() {
+            break r;
+        }
+    });
     // Microseconds, in tenths, and thousandths per call.
     let us = |c: u64| Fixed(u128::from(c) * 10_000 / per_ms, 1);
     let per_call =

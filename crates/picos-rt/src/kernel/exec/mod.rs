@@ -61,6 +61,10 @@ pub fn exec_runtime(
 ) -> Result<usize, Errno> {
     let mut cfg = config().clone();
     cfg.exe = path.to_vec();
+    if cfg.profile != 0 {
+        // `--profile`: the next program need not measure the counter's rate.
+        cfg.profile = crate::diag::stats::tsc_per_ms().unwrap_or(1).max(1);
+    }
     cfg.board = crate::kernel::ptrace::config_value();
     cfg.parent_thread = t
         .ids()
