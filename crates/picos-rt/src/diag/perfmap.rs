@@ -66,18 +66,7 @@ fn try_write(table: &[u8]) -> Result<(), Errno> {
         host::O_WRONLY | host::O_CREAT | host::O_TRUNC | host::O_CLOEXEC,
         0o644,
     )? as i32;
-    let mut done = 0;
-    let r = loop {
-        if done == map.len() {
-            break Ok(());
-        }
-        match host::write(fd, &map[done..]) {
-            Ok(0) => break Err(Errno::EIO),
-            Ok(n) => done += n,
-            Err(Errno::EINTR) => {}
-            Err(e) => break Err(e),
-        }
-    };
+    let r = host::write_all(fd, &map);
     let _ = host::close(fd);
     r
 }

@@ -119,6 +119,13 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// Back to zero, for another thread.
+    fn clear(&mut self) {
+        self.cycles.fill(0);
+        self.host.fill(0);
+        (self.host_total, self.traps, self.trap_cycles) = (0, 0, 0);
+    }
+
     fn new() -> Box<Self> {
         Box::new(Profile {
             cycles: [0; MAX_NR],
@@ -373,23 +380,10 @@ pub fn report(kind: &str, id: i32, t: &Totals, json: &mut LineBuf) {
 /// Adds an exiting thread's counters to the process's; its `--profile`
 /// counters, zeroed, go to the next thread that needs some.
 pub fn add_exited(c: &Counters) {
-    let p = c.profile.take();
     let mut g = EXITED.lock();
     g.totals.get_or_insert_with(Totals::default).add(c);
-    if let Some(mut p) = p {
-        let Profile {
-            cycles,
-            host,
-            host_total,
-            traps,
-            trap_cycles,
-        } = &mut *p;
-        if let Some(totals) = g.totals.as_mut() {
-            totals.add_profile(&cycles[..], &host[..], *traps, *trap_cycles);
-        }
-        cycles.fill(0);
-        host.fill(0);
-        (*host_total, *traps, *trap_cycles) = (0, 0, 0);
+    if let Some(mut p) = c.profile.take() {
+        p.clear();
         g.spare.push(p);
     }
 }

@@ -133,6 +133,12 @@ pub fn set_mask_lazily(t: &Thread) {
             return;
         }
     }
+    set_exact_mask(t);
+}
+
+/// Makes the host's mask the program's (`host_mask` of it), now.
+fn set_exact_mask(t: &Thread) {
+    let want = host_mask(t.sig_mask.get());
     let _ = host::rt_sigprocmask(SIG_SETMASK, Some(want));
     note_host_mask(t, want);
 }
@@ -174,9 +180,7 @@ pub fn take_back_lazy(t: &Thread, info: &SigInfo) {
 /// the program's (a signal the program blocks must not cut the call short).
 pub fn sync_lazy(t: &Thread) {
     if t.in_fast.get() && t.entry.lazy_mask.load(Ordering::Relaxed) != 0 {
-        let want = host_mask(t.sig_mask.get());
-        let _ = host::rt_sigprocmask(SIG_SETMASK, Some(want));
-        note_host_mask(t, want);
+        set_exact_mask(t);
     }
 }
 

@@ -111,6 +111,25 @@ fn probe_mmap_top() -> Option<usize> {
     }
 }
 
+/// The program headers of the runtime image at `image` (`image_len`
+/// bytes), as mapped; None if they cannot be read.
+fn image_program_headers(
+    image: usize,
+    image_len: usize,
+) -> Option<&'static [object::elf::ProgramHeader64<object::LittleEndian>]> {
+    use object::elf::FileHeader64;
+    use object::read::elf::FileHeader;
+    use object::LittleEndian as LE;
+    // SAFETY: the image starts with its ELF header and program headers, in
+    // its first segment (read-only, mapped for the process's life, at least
+    // a page), as lld lays them out; the slice covers that page only.
+    let head: &'static [u8] =
+        unsafe { core::slice::from_raw_parts(image as *const u8, PAGE_SIZE.min(image_len)) };
+    FileHeader64::<LE>::parse(head)
+        .and_then(|h| h.program_headers(LE, head))
+        .ok()
+}
+
 /// `picos run --perf-map`: the runtime's executable segment becomes
 /// anonymous memory with the same bytes at the same addresses. perf finds
 /// no symbols in a mapping of the sealed memfd the runtime runs from, and
@@ -119,15 +138,11 @@ fn probe_mmap_top() -> Option<usize> {
 /// anything else runs (no other thread, every signal blocked); a failure
 /// leaves the image as it was.
 pub fn text_as_anonymous() -> Result<(), Errno> {
-    use object::elf::{FileHeader64, PF_X, PT_LOAD};
-    use object::read::elf::{FileHeader, ProgramHeader};
+    use object::elf::{PF_X, PT_LOAD};
+    use object::read::elf::ProgramHeader;
     use object::LittleEndian as LE;
     let (image, image_len) = image_range();
-    // SAFETY: as in `fill_image_holes`: the first page holds the headers.
-    let head = unsafe { core::slice::from_raw_parts(image as *const u8, PAGE_SIZE.min(image_len)) };
-    let phdrs = FileHeader64::<LE>::parse(head)
-        .and_then(|h| h.program_headers(LE, head))
-        .map_err(|_| Errno::ENOEXEC)?;
+    let phdrs = image_program_headers(image, image_len).ok_or(Errno::ENOEXEC)?;
     let Some(text) = phdrs
         .iter()
         .find(|p| p.p_type(LE) == PT_LOAD && p.p_flags(LE) & PF_X != 0)
@@ -185,17 +200,12 @@ pub fn text_as_anonymous() -> Result<(), Errno> {
 /// pages between segments unmapped; the program's `mmap` could be given one
 /// of them, inside the range the runtime calls its own. Reserve them.
 fn fill_image_holes(image: usize, image_len: usize) {
-    use object::elf::{FileHeader64, PT_LOAD};
-    use object::read::elf::{FileHeader, ProgramHeader};
+    use object::elf::PT_LOAD;
+    use object::read::elf::ProgramHeader;
     use object::LittleEndian as LE;
-    // SAFETY: the image starts with its ELF header and program headers, in
-    // its first segment (read-only, mapped, at least a page), as lld lays
-    // them out; the slice covers that page only.
-    let head = unsafe { core::slice::from_raw_parts(image as *const u8, PAGE_SIZE.min(image_len)) };
     let mut loads = [(0usize, 0usize); 16];
     let mut n = 0;
-    let phdrs = FileHeader64::<LE>::parse(head).and_then(|h| h.program_headers(LE, head));
-    let phdrs = phdrs.unwrap_or_else(|_| {
+    let phdrs = image_program_headers(image, image_len).unwrap_or_else(|| {
         crate::log!(Warning, "cannot read the runtime image's program headers");
         &[]
     });

@@ -73,6 +73,9 @@ const XSTATE_BV: usize = 512;
 /// without PKRU in the image.
 pub fn keep_pkru(uc: &mut UContext, key: u32) {
     use core::arch::x86_64::__cpuid_count;
+    if key >= 16 {
+        return;
+    }
     // CPUID.(7,0):ECX bit 4: OSPKE (the kernel enabled protection keys).
     if __cpuid_count(7, 0).ecx & (1 << 4) == 0 {
         return;
@@ -98,9 +101,6 @@ pub fn keep_pkru(uc: &mut UContext, key: u32) {
     // is set, so it does not fault.
     unsafe {
         core::arch::asm!("rdpkru", in("ecx") 0u32, out("eax") pkru, out("edx") _, options(nomem, nostack));
-    }
-    if key >= 16 {
-        return;
     }
     let bits = 3u32 << (2 * key);
     let bv = u64::from_ne_bytes(img[XSTATE_BV..XSTATE_BV + 8].try_into().unwrap());
