@@ -13,6 +13,7 @@
 #endif
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,23 @@ static int wait_status(pid_t pid)
             return -1;
     }
     return st;
+}
+
+/* Is signal `sig` in the calling thread's mask? */
+static int conf_is_blocked(int sig)
+{
+    sigset_t cur;
+    sigprocmask(SIG_BLOCK, NULL, &cur);
+    return sigismember(&cur, sig);
+}
+
+/* sigprocmask(`how`) of the one signal `sig`. */
+static void conf_mask_one(int how, int sig)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, sig);
+    sigprocmask(how, &s, NULL);
 }
 
 /* One check, one line. */

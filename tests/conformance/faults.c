@@ -40,13 +40,6 @@ static volatile int usr1_blocked_in_handler, segv_blocked_in_handler, raise_in_h
 static volatile int sigpending_efault, edit_fpu;
 static volatile uintptr_t handler_sp;
 
-static int blocked(int sig)
-{
-    sigset_t s;
-    sigprocmask(SIG_BLOCK, NULL, &s);
-    return sigismember(&s, sig);
-}
-
 static void install(int sig, void (*h)(int, siginfo_t *, void *), int flags, int mask_sig)
 {
     struct sigaction sa;
@@ -70,8 +63,8 @@ static void on_segv(int sig, siginfo_t *si, void *p)
     if (sig != SIGSEGV || si->si_addr != ro_page || si->si_code != SEGV_ACCERR ||
         uc->uc_mcontext.gregs[REG_RIP] != (greg_t)fault_insn)
         bad_ctx++;
-    usr1_blocked_in_handler = blocked(SIGUSR1);
-    segv_blocked_in_handler = blocked(SIGSEGV);
+    usr1_blocked_in_handler = conf_is_blocked(SIGUSR1);
+    segv_blocked_in_handler = conf_is_blocked(SIGSEGV);
     /* Clobber xmm8 here: the frame must give the program's value back. */
     __asm__ volatile("pcmpeqd %%xmm8, %%xmm8" ::: "xmm8");
     if (edit_fpu && uc->uc_mcontext.fpregs) {
@@ -173,7 +166,7 @@ static void check_handler_state(void)
     raise_in_handler = 0;
     check("fault_siginfo_and_context", bad_ctx == 0 && faults == 1000);
     check("fault_handler_mask", usr1_blocked_in_handler && segv_blocked_in_handler);
-    check("fault_mask_restored", !blocked(SIGSEGV) && !blocked(SIGUSR1));
+    check("fault_mask_restored", !conf_is_blocked(SIGSEGV) && !conf_is_blocked(SIGUSR1));
     checkf("signal_raised_in_handler_after_return", usr1_seen == 1000, "usr1 %ld\n", usr1_seen);
     check("runtime_copy_fault_in_handler", sigpending_efault == 1000);
 }
@@ -279,7 +272,7 @@ static void check_storm(void)
     setitimer(ITIMER_REAL, &off, NULL);
     checkf("fault_storm", faults == 200000 && bad_ctx == 0 && timer_seen > 0,
            "faults %ld bad %ld timer %ld\n", faults, bad_ctx, timer_seen);
-    check("fault_storm_mask_restored", !blocked(SIGSEGV) && !blocked(SIGALRM));
+    check("fault_storm_mask_restored", !conf_is_blocked(SIGSEGV) && !conf_is_blocked(SIGALRM));
 }
 
 int main(void)

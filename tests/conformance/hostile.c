@@ -57,13 +57,6 @@ static void noop_handler(int sig)
     (void)sig;
 }
 
-static int is_blocked(int sig)
-{
-    sigset_t cur;
-    sigprocmask(SIG_BLOCK, NULL, &cur);
-    return sigismember(&cur, sig);
-}
-
 static void set_default(int sig)
 {
     struct sigaction sa;
@@ -72,20 +65,12 @@ static void set_default(int sig)
     sigaction(sig, &sa, NULL);
 }
 
-static void mask(int how, int sig)
-{
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, sig);
-    sigprocmask(how, &s, NULL);
-}
-
 /* Leaves `sig` pending and blocked (sent to the process, `hits` reset)
  * and returns the current mask without it: the temporary mask of a wait
  * that lets it through. */
 static sigset_t pend_blocked(int sig)
 {
-    mask(SIG_BLOCK, sig);
+    conf_mask_one(SIG_BLOCK, sig);
     hits = 0;
     kill(getpid(), sig);
     sigset_t open;
@@ -162,8 +147,8 @@ static void blocked_fault(void)
     char *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     set_handler(SIGSEGV, info_handler, 0);
     hits = 0;
-    mask(SIG_BLOCK, SIGSEGV);
-    mask(SIG_BLOCK, SIGBUS);
+    conf_mask_one(SIG_BLOCK, SIGSEGV);
+    conf_mask_one(SIG_BLOCK, SIGBUS);
     struct { const char *name; long nr; long a0, a1, a2; } calls[] = {
         { "efault_uname", SYS_uname, (long)ro, 0, 0 },
         { "efault_getresuid", SYS_getresuid, (long)ro, (long)ro, (long)ro },
@@ -191,11 +176,11 @@ static void blocked_fault(void)
     check("blocked_sigsegv_other_signal", hits == 1 && got_sig == SIGUSR1);
     set_handler(SIGBUS, info_handler, 0);
     hits = 0;
-    mask(SIG_UNBLOCK, SIGSEGV);
-    mask(SIG_UNBLOCK, SIGBUS);
+    conf_mask_one(SIG_UNBLOCK, SIGSEGV);
+    conf_mask_one(SIG_UNBLOCK, SIGBUS);
     checkf("blocked_sigsegv_delivered", hits == 2, "hits=%d", (int)hits);
     /* A blocked fault-type signal is there for sigtimedwait. */
-    mask(SIG_BLOCK, SIGBUS);
+    conf_mask_one(SIG_BLOCK, SIGBUS);
     kill(getpid(), SIGBUS);
     sigset_t w;
     sigemptyset(&w);
@@ -205,7 +190,7 @@ static void blocked_fault(void)
     int got = sigtimedwait(&w, &si, &zero);
     checkf("sigtimedwait_blocked_sigbus", got == SIGBUS && si.si_code == SI_USER,
            "got=%d code=%d", got, si.si_code);
-    mask(SIG_UNBLOCK, SIGBUS);
+    conf_mask_one(SIG_UNBLOCK, SIGBUS);
     set_default(SIGSEGV);
     set_default(SIGBUS);
     set_default(SIGUSR1);
@@ -334,13 +319,13 @@ static void temp_mask_waits(void)
                 errno = e;
             }
             e = errno;
-            int still_blocked = is_blocked(sig);
+            int still_blocked = conf_is_blocked(sig);
             char name[64];
             static const char *names[] = { "ppoll", "pselect", "epoll_pwait" };
             snprintf(name, sizeof name, "%s_temp_mask_%d", names[call], sig);
             checkf(name, r == -1 && e == EINTR && hits == 1 && still_blocked,
                    "r=%d errno=%d hits=%d blocked=%d", r, e, (int)hits, still_blocked);
-            mask(SIG_UNBLOCK, sig);
+            conf_mask_one(SIG_UNBLOCK, sig);
         }
         set_default(sig);
     }
@@ -397,9 +382,9 @@ static void temp_mask_no_eintr(void)
             }
             e = r < 0 ? errno : 0;
             int hits_in_call = hits;
-            int still_blocked = is_blocked(sig);
+            int still_blocked = conf_is_blocked(sig);
             int sets_kept = call != 1 || FD_ISSET(p[0], &rd);
-            mask(SIG_UNBLOCK, sig);
+            conf_mask_one(SIG_UNBLOCK, sig);
             char name[64];
             snprintf(name, sizeof name, "%s_temp_mask_%d", names[call], sig);
             checkf(name, r == want && e == want_errno && hits_in_call == 0 && still_blocked &&
@@ -592,7 +577,7 @@ static void sync_quirk(void)
 {
     set_handler(SIGBUS, quirk_handler, 0);
     set_handler(SIGSYS, quirk_handler, 0);
-    mask(SIG_BLOCK, SIGBUS);
+    conf_mask_one(SIG_BLOCK, SIGBUS);
     siginfo_t si;
     memset(&si, 0, sizeof si);
     si.si_signo = SIGBUS;
@@ -602,7 +587,7 @@ static void sync_quirk(void)
     syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGSYS);
     checkf("sync_quirk_blocked_fault_first", before == 0 && quirk_bus == 1 && quirk_sys == 1,
            "before=%d bus=%d sys=%d", before, (int)quirk_bus, (int)quirk_sys);
-    mask(SIG_UNBLOCK, SIGBUS);
+    conf_mask_one(SIG_UNBLOCK, SIGBUS);
     set_default(SIGBUS);
     set_default(SIGSYS);
 }
@@ -630,7 +615,7 @@ static void temp_mask_signalfd(void)
            "r=%d hits=%d n=%zd", r, (int)hits, n);
     if (sfd >= 0)
         close(sfd);
-    mask(SIG_UNBLOCK, SIGUSR2);
+    conf_mask_one(SIG_UNBLOCK, SIGUSR2);
     set_default(SIGUSR2);
     close(p[0]);
     close(p[1]);
@@ -659,7 +644,7 @@ static void pselect_readonly_sets(void)
     int e = errno;
     checkf("pselect_readonly_sets_eintr", r == -1 && e == EINTR && hits == 1,
            "r=%d errno=%d hits=%d", r, e, (int)hits);
-    mask(SIG_UNBLOCK, SIGUSR1);
+    conf_mask_one(SIG_UNBLOCK, SIGUSR1);
     set_default(SIGUSR1);
     munmap(ro, 4096);
     close(p[0]);
@@ -679,7 +664,7 @@ static void sigprocmask_bad_oldset(void)
     sigset_t cur;
     sigprocmask(SIG_BLOCK, NULL, &cur);
     check("sigprocmask_bad_oldset_applied", sigismember(&cur, SIGUSR2));
-    mask(SIG_UNBLOCK, SIGUSR2);
+    conf_mask_one(SIG_UNBLOCK, SIGUSR2);
 }
 
 /* The order in which pending signals are taken (Linux's dequeue_signal):
@@ -755,7 +740,7 @@ static void pending_order(void)
     /* A child's exit signal is the process's even with a positive si_code
      * (CLD_EXITED): a SIGSEGV exit signal merges with a SIGSEGV that kill
      * left pending, and the handler runs once. */
-    mask(SIG_BLOCK, SIGSEGV);
+    conf_mask_one(SIG_BLOCK, SIGSEGV);
     set_handler(SIGSEGV, info_handler, 0);
     hits = 0;
     kill(pid, SIGSEGV);
@@ -764,7 +749,7 @@ static void pending_order(void)
         _exit(0);
     if (c > 0)
         waitpid(c, NULL, __WALL);
-    mask(SIG_UNBLOCK, SIGSEGV);
+    conf_mask_one(SIG_UNBLOCK, SIGSEGV);
     checkf("pending_order_exit_signal_merges", c > 0 && hits == 1, "c=%d hits=%d", (int)c,
            (int)hits);
     set_default(SIGSEGV);

@@ -56,25 +56,10 @@ static void install(int sig, void (*h)(int))
     sigaction(sig, &sa, NULL);
 }
 
-static void mask(int how, int sig)
-{
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, sig);
-    sigprocmask(how, &s, NULL);
-}
-
 static int pending(int sig)
 {
     sigset_t s;
     sigpending(&s);
-    return sigismember(&s, sig);
-}
-
-static int blocked(int sig)
-{
-    sigset_t s;
-    sigprocmask(SIG_BLOCK, NULL, &s);
     return sigismember(&s, sig);
 }
 
@@ -162,7 +147,7 @@ static int exec_child(void)
 {
     /* The mask survives execve: SIGUSR1 blocked, SIGUSR2 not, and the
      * SIGUSR1 sent before the execve still pending. */
-    int ok = blocked(SIGUSR1) && !blocked(SIGUSR2) && pending(SIGUSR1);
+    int ok = conf_is_blocked(SIGUSR1) && !conf_is_blocked(SIGUSR2) && pending(SIGUSR1);
     return ok ? 0 : 1;
 }
 
@@ -177,11 +162,11 @@ static void cases(void)
     {
         hits = 0;
         pid_t c = sender(SIGUSR1, KILL, -1);
-        mask(SIG_BLOCK, SIGUSR1);
+        conf_mask_one(SIG_BLOCK, SIGUSR1);
         ready();
         wait_sent();
         int held = hits == 0 && pending(SIGUSR1);
-        mask(SIG_UNBLOCK, SIGUSR1);
+        conf_mask_one(SIG_UNBLOCK, SIGUSR1);
         checkf("blocked_in_own_code_stays_pending", held && hits == 1 && !pending(SIGUSR1),
                "held %d hits %d", held, (int)hits);
         wait_status(c);
@@ -196,7 +181,7 @@ static void cases(void)
         }
         hits = 0;
         pid_t c = sender(SIGUSR1, KILL_LATER_WRITE, p[1]);
-        mask(SIG_BLOCK, SIGUSR1);
+        conf_mask_one(SIG_BLOCK, SIGUSR1);
         ready();
         char b;
         ssize_t r = read(p[0], &b, 1);
@@ -204,12 +189,12 @@ static void cases(void)
         checkf("blocked_does_not_interrupt_read", r == 1 && hits == 0,
                "read %zd (%s) hits %d", r, errno_name(e), (int)hits);
         wait_status(c);
-        mask(SIG_UNBLOCK, SIGUSR1);
+        conf_mask_one(SIG_UNBLOCK, SIGUSR1);
         check("delivered_after_read", hits == 1);
 
         hits = 0;
         c = sender(SIGUSR1, KILL, -1);
-        mask(SIG_BLOCK, SIGUSR1);
+        conf_mask_one(SIG_BLOCK, SIGUSR1);
         ready();
         struct timespec ts = { 0, 150 * 1000 * 1000 };
         r = nanosleep(&ts, NULL);
@@ -227,7 +212,7 @@ static void cases(void)
         checkf("blocked_does_not_interrupt_poll", r == 0 && hits == 0,
                "poll %zd (%s) hits %d", r, errno_name(e), (int)hits);
         wait_status(c);
-        mask(SIG_UNBLOCK, SIGUSR1);
+        conf_mask_one(SIG_UNBLOCK, SIGUSR1);
         check("delivered_once_after_two", hits == 1);
         close(p[0]);
         close(p[1]);
@@ -237,17 +222,17 @@ static void cases(void)
      * pthread_kill (the thread). */
     {
         hits = 0;
-        mask(SIG_BLOCK, SIGUSR1);
+        conf_mask_one(SIG_BLOCK, SIGUSR1);
         kill(getpid(), SIGUSR1);
         int held = hits == 0 && pending(SIGUSR1);
-        mask(SIG_UNBLOCK, SIGUSR1);
+        conf_mask_one(SIG_UNBLOCK, SIGUSR1);
         check("self_kill_blocked_then_delivered", held && hits == 1);
 
         hits = 0;
-        mask(SIG_BLOCK, SIGUSR2);
+        conf_mask_one(SIG_BLOCK, SIGUSR2);
         pthread_kill(pthread_self(), SIGUSR2);
         held = hits == 0 && pending(SIGUSR2);
-        mask(SIG_UNBLOCK, SIGUSR2);
+        conf_mask_one(SIG_UNBLOCK, SIGUSR2);
         check("self_tkill_blocked_then_delivered", held && hits == 1);
     }
 
@@ -257,14 +242,14 @@ static void cases(void)
     {
         hits = 0;
         pid_t c = sender(SIGUSR2, KILL, -1);
-        mask(SIG_BLOCK, SIGUSR2);
+        conf_mask_one(SIG_BLOCK, SIGUSR2);
         install(SIGUSR2, SIG_DFL);
         ready();
         wait_sent();
         check("default_action_waits_while_blocked", pending(SIGUSR2) && hits == 0);
         install(SIGUSR2, SIG_IGN);
         check("ignoring_discards_pending", !pending(SIGUSR2));
-        mask(SIG_UNBLOCK, SIGUSR2);
+        conf_mask_one(SIG_UNBLOCK, SIGUSR2);
         check("survives_unblocking", hits == 0);
         install(SIGUSR2, handler);
         wait_status(c);
@@ -277,7 +262,7 @@ static void cases(void)
         sigemptyset(&s);
         sigaddset(&s, SIGUSR1);
         pid_t c = sender(SIGUSR1, KILL, -1);
-        mask(SIG_BLOCK, SIGUSR1);
+        conf_mask_one(SIG_BLOCK, SIGUSR1);
         int sfd = signalfd(-1, &s, SFD_NONBLOCK | SFD_CLOEXEC);
         ready();
         wait_sent();
@@ -288,9 +273,9 @@ static void cases(void)
         close(sfd);
         wait_status(c);
 
-        mask(SIG_UNBLOCK, SIGUSR1);
+        conf_mask_one(SIG_UNBLOCK, SIGUSR1);
         c = sender(SIGUSR1, KILL, -1);
-        mask(SIG_BLOCK, SIGUSR1);
+        conf_mask_one(SIG_BLOCK, SIGUSR1);
         ready();
         wait_sent();
         siginfo_t info;
@@ -298,7 +283,7 @@ static void cases(void)
         checkf("sigwaitinfo_takes_blocked", sig == SIGUSR1 && info.si_code == SI_USER && hits == 0,
                "sig %d code %d hits %d", sig, info.si_code, (int)hits);
         wait_status(c);
-        mask(SIG_UNBLOCK, SIGUSR1);
+        conf_mask_one(SIG_UNBLOCK, SIGUSR1);
         check("nothing_left_for_the_handler", hits == 0);
     }
 
@@ -320,11 +305,11 @@ static void cases(void)
         CPU_SET(sched_getcpu(), &one);
         sched_setaffinity(0, sizeof one, &one);
         pid_t c = sender(SIGRTMIN + 1, QUEUE3, -1);
-        mask(SIG_BLOCK, SIGRTMIN + 1);
+        conf_mask_one(SIG_BLOCK, SIGRTMIN + 1);
         ready();
         wait_sent();
         int none = rt_count == 0;
-        mask(SIG_UNBLOCK, SIGRTMIN + 1);
+        conf_mask_one(SIG_UNBLOCK, SIGRTMIN + 1);
         checkf("rt_queue_kept_in_order",
                none && rt_count == 3 && rt_values[0] == 1 && rt_values[1] == 2 && rt_values[2] == 3,
                "before %d count %d values %d %d %d", none, rt_count, rt_values[0], rt_values[1],
@@ -344,7 +329,7 @@ static void cases(void)
         hits = 0;
         handler_tid = 0;
         pid_t c = sender(SIGUSR1, KILL, -1);
-        mask(SIG_BLOCK, SIGUSR1);
+        conf_mask_one(SIG_BLOCK, SIGUSR1);
         ready();
         wait_sent();
         double end = now_ms() + 10000;
@@ -354,7 +339,7 @@ static void cases(void)
               hits == 1 && handler_tid == thread_tid && !pending(SIGUSR1));
         __atomic_store_n(&thread_stop, 1, __ATOMIC_SEQ_CST);
         pthread_join(t, NULL);
-        mask(SIG_UNBLOCK, SIGUSR1);
+        conf_mask_one(SIG_UNBLOCK, SIGUSR1);
         check("main_thread_got_none", hits == 1);
         wait_status(c);
     }
@@ -362,16 +347,16 @@ static void cases(void)
     /* 8. fork and execve keep the mask and what is pending. */
     {
         hits = 0;
-        mask(SIG_BLOCK, SIGUSR1);
+        conf_mask_one(SIG_BLOCK, SIGUSR1);
         pid_t c = fork();
         if (c == 0) {
             /* (Blocked again after the fork, which made the host's mask
              * the program's.) */
-            mask(SIG_UNBLOCK, SIGUSR1);
-            mask(SIG_BLOCK, SIGUSR1);
+            conf_mask_one(SIG_UNBLOCK, SIGUSR1);
+            conf_mask_one(SIG_BLOCK, SIGUSR1);
             kill(getpid(), SIGUSR1);
-            int ok = hits == 0 && pending(SIGUSR1) && blocked(SIGUSR1);
-            mask(SIG_UNBLOCK, SIGUSR1);
+            int ok = hits == 0 && pending(SIGUSR1) && conf_is_blocked(SIGUSR1);
+            conf_mask_one(SIG_UNBLOCK, SIGUSR1);
             _exit(ok && hits == 1 ? 0 : 1);
         }
         int st = wait_status(c);
@@ -379,8 +364,8 @@ static void cases(void)
 
         c = fork();
         if (c == 0) {
-            mask(SIG_UNBLOCK, SIGUSR1);
-            mask(SIG_BLOCK, SIGUSR1);
+            conf_mask_one(SIG_UNBLOCK, SIGUSR1);
+            conf_mask_one(SIG_BLOCK, SIGUSR1);
             kill(getpid(), SIGUSR1);
             execl(self_path, self_path, "exec-child", (char *)NULL);
             _exit(2);
@@ -388,7 +373,7 @@ static void cases(void)
         st = wait_status(c);
         checkf("execve_keeps_blocked_and_pending", WIFEXITED(st) && WEXITSTATUS(st) == 0,
                "status %#x", st);
-        mask(SIG_UNBLOCK, SIGUSR1);
+        conf_mask_one(SIG_UNBLOCK, SIGUSR1);
         check("parent_untouched", hits == 0);
     }
 }

@@ -51,27 +51,14 @@ static void install_info(int sig, void (*h)(int, siginfo_t *, void *), int flags
     sigaction(sig, &sa, NULL);
 }
 
-static int is_blocked(int sig)
-{
-    sigset_t cur;
-    sigprocmask(SIG_BLOCK, NULL, &cur);
-    return sigismember(&cur, sig);
-}
-
 static void block(int sig)
 {
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, sig);
-    sigprocmask(SIG_BLOCK, &s, NULL);
+    conf_mask_one(SIG_BLOCK, sig);
 }
 
 static void unblock(int sig)
 {
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, sig);
-    sigprocmask(SIG_UNBLOCK, &s, NULL);
+    conf_mask_one(SIG_UNBLOCK, sig);
 }
 
 static void count_handler(int sig)
@@ -178,7 +165,7 @@ static void self_raise_handler(int sig)
     depth++;
     if (depth > max_depth)
         max_depth = depth;
-    nodefer_blocked_in_handler = is_blocked(sig);
+    nodefer_blocked_in_handler = conf_is_blocked(sig);
     seq_add('S');
     if (hits++ == 0)
         raise(sig);
@@ -529,7 +516,7 @@ int main(void)
         check("segv_signo", fault_sig == SIGSEGV);
         check("segv_si_addr", fault_addr == page + 16);
         check("segv_si_code_accerr", fault_code == SEGV_ACCERR);
-        check("segv_mask_restored_by_siglongjmp", !is_blocked(SIGSEGV));
+        check("segv_mask_restored_by_siglongjmp", !conf_is_blocked(SIGSEGV));
         /* do it twice: the handler must still be installed */
         recovered = 0;
         if (sigsetjmp(jb, 1) == 0)
@@ -675,7 +662,7 @@ int main(void)
             sigset_t p;
             sigpending(&p);
             int code = 0;
-            if (!is_blocked(SIGUSR2))
+            if (!conf_is_blocked(SIGUSR2))
                 code |= 1;
             if (sigismember(&p, SIGUSR2))
                 code |= 2;
@@ -718,7 +705,7 @@ int main(void)
         r = sigsuspend(&empty); e = errno;
         check_errno("sigsuspend_returns_eintr", r, e, EINTR);
         check("sigsuspend_delivered", hits == 1);
-        check("sigsuspend_mask_restored", is_blocked(SIGUSR1));
+        check("sigsuspend_mask_restored", conf_is_blocked(SIGUSR1));
 
         /* signal sent by a child while we are suspended */
         hits = 0;
@@ -732,7 +719,7 @@ int main(void)
         while (!hits)
             sigsuspend(&empty);
         check("sigsuspend_signal_from_child", hits == 1);
-        check("sigsuspend_child_siginfo_mask", is_blocked(SIGUSR1));
+        check("sigsuspend_child_siginfo_mask", conf_is_blocked(SIGUSR1));
         waitpid(pid, NULL, 0);
         sigprocmask(SIG_SETMASK, &old, NULL);
     }
