@@ -709,6 +709,15 @@ fn fork_wait() {
     conformance("fork_wait", &[ok(&[])]);
 }
 
+/// The processes of a tree: signals between them and to process groups,
+/// waits on any child and on groups, zombies, SA_NOCLDSTOP/SA_NOCLDWAIT, an
+/// orphaned group's SIGHUP and SIGCONT, setpgid across exec
+/// (tests/conformance/tree.c).
+#[test]
+fn tree() {
+    conformance("tree", &[ok(&[])]);
+}
+
 /// clone3 for a new process: cleared handlers, a chosen pid, a cgroup to
 /// start in (tests/conformance/clone3.c).
 #[test]
@@ -865,6 +874,7 @@ fn sandboxed() {
         ("fd_table", &[ok(&[])][..]),
         ("map_replace", &[ok(&[])][..]),
         ("fork_wait", &[ok(&[])][..]),
+        ("tree", &[ok(&[])][..]),
         ("locks", &[ok(&[])][..]),
         ("seccomp", &[ok(&[])][..]),
         ("syscall_signals", &[ok(&[])][..]),

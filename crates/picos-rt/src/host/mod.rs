@@ -547,6 +547,19 @@ pub fn gettid() -> i32 {
     unsafe { sc!(nr::GETTID) }.unwrap_or(0) as i32
 }
 
+/// The path of this task's memory file in /proc: `/proc/self/mem` for a
+/// thread-group leader (its first open in a new process costs ~23 µs on
+/// our machines, `/proc/thread-self/mem`'s ~30 µs: one lookup fewer),
+/// `/proc/thread-self/mem` for other threads (a leader that has exited
+/// leaves `/proc/self/mem` unopenable).
+pub fn own_mem_path() -> &'static core::ffi::CStr {
+    if gettid() == getpid() {
+        c"/proc/self/mem"
+    } else {
+        c"/proc/thread-self/mem"
+    }
+}
+
 /// exit(2): ends the calling thread.
 pub fn exit_thread(status: i32) -> ! {
     // SAFETY: exit never returns and takes an integer.

@@ -141,6 +141,7 @@ pub static FORK_HOOKS: &[ForkHook] = &[
 pub fn fork(mut fork: impl FnMut() -> Result<usize, Errno>) -> Result<usize, Errno> {
     // The tree's ptrace board, shared with the child from its start.
     crate::kernel::ptrace::ensure();
+    crate::mm::runtime::keep_image_mapped_across_fork();
     let parent = host::getpid();
     let parent_thread = host::gettid();
     // Every signal blocked until the child's hooks are done, the fault
@@ -571,8 +572,40 @@ pub fn in_tree(pid: u32) -> bool {
     let mut link = [0u8; 128];
     match read_exe(pid, &mut link) {
         Ok(len) => link[..len].starts_with(RUNTIME_EXE) && same_tree(&link[..len]),
+        // A zombie (ended, not yet reaped) has let go of its memory and
+        // reads no exe: it is of the tree if the process that will reap it,
+        // its parent (alive: a process's children go to another before it
+        // becomes a zombie itself), is.
+        Err(Errno::ENOENT) => zombie_parent(pid).is_some_and(|parent| {
+            parent == host::getpid() as u32
+                || read_exe(parent, &mut link).is_ok_and(|len| {
+                    link[..len].starts_with(RUNTIME_EXE) && same_tree(&link[..len])
+                })
+        }),
         Err(_) => false,
     }
+}
+
+/// The parent of process `pid` if it is a zombie (its /proc stat file
+/// says state Z), else None.
+fn zombie_parent(pid: u32) -> Option<u32> {
+    let mut path = [0u8; 32];
+    let path = proc_path(&mut path, pid, b"/stat")?;
+    let (buf, len) = host::fds::read_small_file::<512>(path).ok()?;
+    parse_stat_zombie_parent(&buf[..len])
+}
+
+/// The parent (fourth field) of a /proc stat file's text whose state
+/// (third field) is Z; None for any other state.
+fn parse_stat_zombie_parent(text: &[u8]) -> Option<u32> {
+    let close = text.iter().rposition(|&b| b == b')')?;
+    let mut fields = text[close + 1..]
+        .split(|&b| b == b' ')
+        .filter(|f| !f.is_empty());
+    if fields.next()? != b"Z" {
+        return None;
+    }
+    core::str::from_utf8(fields.next()?).ok()?.parse().ok()
 }
 
 /// Has process `pid` ended? Asks `/proc/PID/exe`, which reads ENOENT from
@@ -658,6 +691,15 @@ fn stats_json_line(line: &[u8]) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn zombie_parent_from_stat() {
+        let z = b"4242 (a) b) c) Z 17 4242 31929 0 -1 4227148 17 0 0 0";
+        assert_eq!(super::parse_stat_zombie_parent(z), Some(17));
+        let r = b"4242 (sleep) S 17 4242 31929 0 -1 4227148 17 0 0 0";
+        assert_eq!(super::parse_stat_zombie_parent(r), None);
+        assert_eq!(super::parse_stat_zombie_parent(b"4242 (x"), None);
+    }
+
     use super::{parse_stat_flags_state, proc_path};
 
     #[test]

@@ -435,45 +435,42 @@ pub fn alloc(
 ) -> Result<&'static Thread, Errno> {
     let slot = runtime::alloc_stack_slot(reclaimable)?;
     let addr = crate::mm::area::area_addr::<Thread>(slot);
-    let t = crate::mm::area::place(
+    let t = crate::mm::area::place(slot, || Thread {
+        entry: EntryState::new(addr, &fd_table.passthrough),
+        tid: AtomicI32::new(0),
+        magic: THREAD_MAGIC,
         slot,
-        Thread {
-            entry: EntryState::new(addr, &fd_table.passthrough),
-            tid: AtomicI32::new(0),
-            magic: THREAD_MAGIC,
-            slot,
-            sig_mask: Cell::new(sig_mask),
-            host_sigmask: Cell::new(crate::kernel::signal::HOST_MASK_UNKNOWN),
-            saved_mask: Cell::new(None),
-            altstack: Cell::new(StackT::DISABLED),
-            guest_gs: Cell::new(0),
-            process: Cell::new(process),
-            fd_table: Cell::new(fd_table),
-            pending_private: AtomicU64::new(0),
-            pending_info: [const { Cell::new(SigInfo::ZERO) }; NSIG],
-            pending_shared: AtomicU64::new(0),
-            shared_info: [const { Cell::new(SigInfo::ZERO) }; NSIG],
-            private_arrival: [const { Cell::new(0) }; NSIG],
-            arrivals: Cell::new(0),
-            sending: Cell::new(Sending::Nothing),
-            pending_extra: [const { Cell::new(SigInfo::ZERO) }; EXTRA_QUEUED],
-            pending_extra_len: Cell::new(0),
-            in_fast: Cell::new(false),
-            sud_selector: core::sync::atomic::AtomicU8::new(1),
-            stats: crate::diag::stats::Counters::new(),
-            deferred: Cell::new(None),
-            affinity: AffinityCache::new(),
-            fault_probe: Cell::new(FaultProbe::default()),
-            held_locks: Cell::new(0),
-            delivering: Cell::new(false),
-            self_sent: Cell::new(0),
-            seccomp: core::sync::atomic::AtomicU32::new(0),
-            ptrace: Cell::new(0),
-            ptrace_epoch: Cell::new(0),
-            ptrace_doorbell: Cell::new(false),
-            ptrace_child: Cell::new(0),
-        },
-    );
+        sig_mask: Cell::new(sig_mask),
+        host_sigmask: Cell::new(crate::kernel::signal::HOST_MASK_UNKNOWN),
+        saved_mask: Cell::new(None),
+        altstack: Cell::new(StackT::DISABLED),
+        guest_gs: Cell::new(0),
+        process: Cell::new(process),
+        fd_table: Cell::new(fd_table),
+        pending_private: AtomicU64::new(0),
+        pending_info: [const { Cell::new(SigInfo::ZERO) }; NSIG],
+        pending_shared: AtomicU64::new(0),
+        shared_info: [const { Cell::new(SigInfo::ZERO) }; NSIG],
+        private_arrival: [const { Cell::new(0) }; NSIG],
+        arrivals: Cell::new(0),
+        sending: Cell::new(Sending::Nothing),
+        pending_extra: [const { Cell::new(SigInfo::ZERO) }; EXTRA_QUEUED],
+        pending_extra_len: Cell::new(0),
+        in_fast: Cell::new(false),
+        sud_selector: core::sync::atomic::AtomicU8::new(1),
+        stats: crate::diag::stats::Counters::new(),
+        deferred: Cell::new(None),
+        affinity: AffinityCache::new(),
+        fault_probe: Cell::new(FaultProbe::default()),
+        held_locks: Cell::new(0),
+        delivering: Cell::new(false),
+        self_sent: Cell::new(0),
+        seccomp: core::sync::atomic::AtomicU32::new(0),
+        ptrace: Cell::new(0),
+        ptrace_epoch: Cell::new(0),
+        ptrace_doorbell: Cell::new(false),
+        ptrace_child: Cell::new(0),
+    });
     Ok(t)
 }
 
@@ -605,7 +602,7 @@ pub fn inline_answers() -> crate::patch::Inline {
 
 /// Calls `f` for every live thread of this process (for `--stats`).
 pub fn for_each_live(mut f: impl FnMut(&Thread)) {
-    for i in 0..runtime::STACK_SLOTS {
+    for i in 0..runtime::slots_seen() {
         if !runtime::slot_in_use(i) {
             continue;
         }

@@ -34,7 +34,7 @@
 //! which a signal is pending, or that changed the program's RIP, finishes
 //! through the slow path too ("deferred").
 //!
-//! Code is written through /proc/thread-self/mem (so page protections stay
+//! Code is written through /proc/self/mem (`host::own_mem_path`: so page protections stay
 //! as the program set them), opened for each patch and closed at once, never
 //! where the program can reach it (see [`write_code`]). While the program has only one thread the 5 bytes are
 //! written at once; with several threads, an `int3` goes first, then the
@@ -499,9 +499,9 @@ enum CodeOp<'a> {
 }
 
 /// Writes code (program code or a trampoline region of ours, which the
-/// caller has checked) through /proc/thread-self/mem, so page protections
+/// caller has checked) through /proc/self/mem (`host::own_mem_path`), so page protections
 /// stay as they are. Called with the patcher's state locked. No descriptor
-/// stays open: /proc/thread-self/mem is opened for these writes and closed
+/// stays open: the file is opened for these writes and closed
 /// after them. In the program's descriptor table only while the program
 /// cannot run until it is closed again (one thread, no table shared: see
 /// `host::fds::may_use_program_fds`) and the table has room; otherwise in a
@@ -513,7 +513,7 @@ fn write_code(ops: &[CodeOp<'_>]) -> Result<(), Errno> {
     // The outer error is the open's, the inner one a write's.
     let run = || -> Result<Result<(), Errno>, Errno> {
         let flags = host::O_RDWR | host::O_CLOEXEC;
-        let fd = host::openat(host::AT_FDCWD, c"/proc/thread-self/mem", flags, 0)? as i32;
+        let fd = host::openat(host::AT_FDCWD, host::own_mem_path(), flags, 0)? as i32;
         let r = ops.iter().try_for_each(|op| match *op {
             CodeOp::Write(addr, bytes) => {
                 // The kernel writes `addr` in our own address space, which
