@@ -18,6 +18,14 @@ use core::alloc::{GlobalAlloc, Layout};
 use core::cell::UnsafeCell;
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+// The allocator underneath: the C library's malloc, or (feature
+// `dlmalloc`) the Rust port of Doug Lea's malloc, which takes memory from
+// the kernel in 64 KiB and larger segments and keeps it: musl's malloc
+// maps and unmaps small groups of pages as blocks come and go (a third of
+// `picos run`'s own start-up, docs/BENCHMARKS.md).
+#[cfg(feature = "dlmalloc")]
+use dlmalloc::GlobalDlmalloc as System;
+#[cfg(not(feature = "dlmalloc"))]
 use std::alloc::System;
 
 /// Header in front of every block. 32 bytes keeps 16-byte alignment.
@@ -225,8 +233,9 @@ pub(crate) fn wrapper_seen() -> bool {
 /// static A: preempt::PreemptAlloc = preempt::PreemptAlloc::system();
 /// ```
 ///
-/// Blocks are freed by `cancel` through `System`, so only `System` can be
-/// wrapped.
+/// Blocks are freed by `cancel` through the allocator underneath (the
+/// system's `malloc`, or dlmalloc with the `dlmalloc` feature), so only it
+/// can be wrapped.
 pub struct PreemptAlloc {
     _private: (),
 }
