@@ -478,6 +478,13 @@ pub fn forget_range(addr: usize, len: usize) {
     }
     let end = addr.saturating_add(len);
     let mut st = state();
+    // Most ranges hold no site (a thread's stack that glibc gives back
+    // with MADV_DONTNEED at every thread's end): two lookups, no walk of
+    // every trampoline. A trampoline's site is always in `sites`.
+    let patched = st.sites.range(addr..end).next().is_some();
+    if !patched && st.seen.range(addr..end).next().is_none() {
+        return;
+    }
     let gone: Vec<usize> = st
         .sites
         .range(addr..end)
@@ -488,7 +495,9 @@ pub fn forget_range(addr: usize, len: usize) {
         st.sites.remove(&s);
         st.seen.remove(&s);
     }
-    st.mapped.retain(|_, m| m.site < addr || m.site >= end);
+    if patched {
+        st.mapped.retain(|_, m| m.site < addr || m.site >= end);
+    }
 }
 
 /// One step of writing code: bytes at an address, or a core-serialising
