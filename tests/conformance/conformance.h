@@ -102,6 +102,18 @@ static void conf_mask_one(int how, int sig)
     sigprocmask(how, &s, NULL);
 }
 
+/* sigaction(`sig`) with handler `h` (or SIG_DFL/SIG_IGN), `flags` and an
+ * empty mask. */
+static void conf_handle(int sig, void (*h)(int), int flags)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = h;
+    sa.sa_flags = flags;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, NULL);
+}
+
 /* One check, one line. */
 static void check(const char *name, int ok)
 {

@@ -27,12 +27,7 @@ static void on_alarm(int sig)
 
 static void set_handler(int flags)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_alarm;
-    sa.sa_flags = flags;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGALRM, &sa, NULL);
+    conf_handle(SIGALRM, on_alarm, flags);
 }
 
 /* A signal every 5 ms while a call waits. */

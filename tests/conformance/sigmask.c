@@ -47,15 +47,6 @@ static void rt_handler(int sig, siginfo_t *si, void *uc)
     rt_count++;
 }
 
-static void install(int sig, void (*h)(int))
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = h;
-    sigemptyset(&sa.sa_mask);
-    sigaction(sig, &sa, NULL);
-}
-
 static int pending(int sig)
 {
     sigset_t s;
@@ -155,8 +146,8 @@ static char *self_path;
 
 static void cases(void)
 {
-    install(SIGUSR1, handler);
-    install(SIGUSR2, handler);
+    conf_handle(SIGUSR1, handler, 0);
+    conf_handle(SIGUSR2, handler, 0);
 
     /* 1. Sent while the program runs its own code. */
     {
@@ -243,15 +234,15 @@ static void cases(void)
         hits = 0;
         pid_t c = sender(SIGUSR2, KILL, -1);
         conf_mask_one(SIG_BLOCK, SIGUSR2);
-        install(SIGUSR2, SIG_DFL);
+        conf_handle(SIGUSR2, SIG_DFL, 0);
         ready();
         wait_sent();
         check("default_action_waits_while_blocked", pending(SIGUSR2) && hits == 0);
-        install(SIGUSR2, SIG_IGN);
+        conf_handle(SIGUSR2, SIG_IGN, 0);
         check("ignoring_discards_pending", !pending(SIGUSR2));
         conf_mask_one(SIG_UNBLOCK, SIGUSR2);
         check("survives_unblocking", hits == 0);
-        install(SIGUSR2, handler);
+        conf_handle(SIGUSR2, handler, 0);
         wait_status(c);
     }
 

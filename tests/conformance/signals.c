@@ -31,16 +31,6 @@ static void reset_handlers(void)
     last_sig = 0;
 }
 
-static void install(int sig, void (*h)(int), int flags)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = h;
-    sa.sa_flags = flags;
-    sigemptyset(&sa.sa_mask);
-    sigaction(sig, &sa, NULL);
-}
-
 static void install_info(int sig, void (*h)(int, siginfo_t *, void *), int flags)
 {
     struct sigaction sa;
@@ -294,7 +284,7 @@ static void check_fpu_state(void)
     }
     check("fpu_state_restored_after_handler", kept);
     check("fpu_state_from_edited_frame", edited);
-    install(SIGUSR2, SIG_DFL, 0);
+    conf_handle(SIGUSR2, SIG_DFL, 0);
 }
 
 /* A handler on an alternate stack makes that stack read-only, then
@@ -346,7 +336,7 @@ int main(void)
     int r, e;
 
     /* 1. basic handler via raise and kill */
-    install(SIGUSR1, count_handler, 0);
+    conf_handle(SIGUSR1, count_handler, 0);
     raise(SIGUSR1);
     check("sig_handler_raise", hits == 1 && last_sig == SIGUSR1);
     kill(getpid(), SIGUSR1);
@@ -391,7 +381,7 @@ int main(void)
 
     /* 3. block / pending / unblock */
     reset_handlers();
-    install(SIGUSR1, count_handler, 0);
+    conf_handle(SIGUSR1, count_handler, 0);
     block(SIGUSR1);
     raise(SIGUSR1);
     raise(SIGUSR1);
@@ -423,7 +413,7 @@ int main(void)
         /* SIGTRAP blocked: under picos the host never blocks it, the
          * runtime holds it. */
         hits = 0;
-        install(SIGTRAP, count_handler, 0);
+        conf_handle(SIGTRAP, count_handler, 0);
         block(SIGTRAP);
         raise(SIGTRAP);
         sigpending(&pend);
@@ -467,10 +457,10 @@ int main(void)
 
     /* ignored signals are discarded, even when blocked then unblocked */
     reset_handlers();
-    install(SIGUSR1, SIG_IGN, 0);
+    conf_handle(SIGUSR1, SIG_IGN, 0);
     raise(SIGUSR1);
     check("sig_ign_survives", 1);
-    install(SIGUSR1, count_handler, 0);
+    conf_handle(SIGUSR1, count_handler, 0);
     check("sig_ign_not_queued", hits == 0);
 
     /* 4. sigaltstack + SA_ONSTACK */
@@ -485,11 +475,11 @@ int main(void)
         sigaltstack(NULL, &q);
         check("sigaltstack_query", q.ss_sp == alt_lo && q.ss_size == sz &&
                                        !(q.ss_flags & SS_ONSTACK));
-        install(SIGUSR2, alt_handler, SA_ONSTACK);
+        conf_handle(SIGUSR2, alt_handler, SA_ONSTACK);
         raise(SIGUSR2);
         check("sigaltstack_handler_on_alt_stack", alt_on_stack == 1);
         check("sigaltstack_ss_onstack_in_handler", alt_ss_flag == 1);
-        install(SIGUSR2, alt_handler, 0);
+        conf_handle(SIGUSR2, alt_handler, 0);
         raise(SIGUSR2);
         check("no_onstack_flag_uses_normal_stack", alt_on_stack == 0);
         stack_t small = { .ss_sp = alt_lo, .ss_size = 64, .ss_flags = 0 };
@@ -561,7 +551,7 @@ int main(void)
     /* 7. SA_RESETHAND */
     reset_handlers();
     {
-        install(SIGUSR2, count_handler, SA_RESETHAND);
+        conf_handle(SIGUSR2, count_handler, SA_RESETHAND);
         raise(SIGUSR2);
         struct sigaction q;
         sigaction(SIGUSR2, NULL, &q);
@@ -573,22 +563,22 @@ int main(void)
     reset_handlers();
     {
         seq_len = 0; hits = 0; depth = 0; max_depth = 0;
-        install(SIGUSR1, self_raise_handler, 0);
+        conf_handle(SIGUSR1, self_raise_handler, 0);
         raise(SIGUSR1);
         show("deferred_sequence", "%s", seq);
         check("default_blocks_sig_in_handler", nodefer_blocked_in_handler == 1);
         check("deferred_not_nested", max_depth == 1 && strcmp(seq, "SsSs") == 0);
 
         seq_len = 0; hits = 0; depth = 0; max_depth = 0;
-        install(SIGUSR1, self_raise_handler, SA_NODEFER);
+        conf_handle(SIGUSR1, self_raise_handler, SA_NODEFER);
         raise(SIGUSR1);
         show("nodefer_sequence", "%s", seq);
         check("sa_nodefer_not_blocked_in_handler", nodefer_blocked_in_handler == 0);
         check("sa_nodefer_nested", max_depth == 2 && strcmp(seq, "SSss") == 0);
 
         seq_len = 0;
-        install(SIGUSR1, nest_usr1, 0);
-        install(SIGUSR2, nest_usr2, 0);
+        conf_handle(SIGUSR1, nest_usr1, 0);
+        conf_handle(SIGUSR2, nest_usr2, 0);
         raise(SIGUSR1);
         show("nested_sequence", "%s", seq);
         check("nested_other_signal", strcmp(seq, "ABba") == 0);
@@ -631,7 +621,7 @@ int main(void)
     /* 10. alarm + pause, setitimer */
     reset_handlers();
     {
-        install(SIGALRM, alarm_counter, 0);
+        conf_handle(SIGALRM, alarm_counter, 0);
         alarm(10);
         unsigned left = alarm(0);
         check("alarm_returns_remaining", left == 10 || left == 9);
@@ -673,15 +663,15 @@ int main(void)
         check("fork_inherits_mask", WIFEXITED(st) && !(WEXITSTATUS(st) & 1));
         check("fork_clears_pending", WIFEXITED(st) && !(WEXITSTATUS(st) & 2));
         /* discard the pending SIGUSR2 */
-        install(SIGUSR2, SIG_IGN, 0);
+        conf_handle(SIGUSR2, SIG_IGN, 0);
         unblock(SIGUSR2);
-        install(SIGUSR2, SIG_DFL, 0);
+        conf_handle(SIGUSR2, SIG_DFL, 0);
     }
 
     /* handlers inherited across fork */
     reset_handlers();
     {
-        install(SIGUSR1, count_handler, 0);
+        conf_handle(SIGUSR1, count_handler, 0);
         pid_t pid = fork();
         if (pid == 0) {
             raise(SIGUSR1);
@@ -695,7 +685,7 @@ int main(void)
     /* 12. sigsuspend */
     reset_handlers();
     {
-        install(SIGUSR1, count_handler, 0);
+        conf_handle(SIGUSR1, count_handler, 0);
         sigset_t blk, old, empty;
         sigemptyset(&blk);
         sigaddset(&blk, SIGUSR1);
@@ -730,14 +720,14 @@ int main(void)
         pipe(restart_pipe);
         char c = 0;
         alarm_hits = 0;
-        install(SIGALRM, alarm_writer, SA_RESTART);
+        conf_handle(SIGALRM, alarm_writer, SA_RESTART);
         set_timer_ms(100);
         ssize_t n = read(restart_pipe[0], &c, 1);
         check("sa_restart_read_completes", n == 1 && c == 'R');
         check("sa_restart_handler_ran", alarm_hits == 1);
 
         alarm_hits = 0;
-        install(SIGALRM, alarm_counter, 0);
+        conf_handle(SIGALRM, alarm_counter, 0);
         set_timer_ms(100);
         n = read(restart_pipe[0], &c, 1); e = errno;
         check_errno("no_restart_read_eintr", n, e, EINTR);
@@ -745,7 +735,7 @@ int main(void)
 
         /* nanosleep is never restarted; it reports EINTR */
         alarm_hits = 0;
-        install(SIGALRM, alarm_counter, SA_RESTART);
+        conf_handle(SIGALRM, alarm_counter, SA_RESTART);
         set_timer_ms(50);
         struct timespec ts = { 5, 0 }, rem = { 0, 0 };
         r = nanosleep(&ts, &rem); e = errno;
@@ -793,7 +783,7 @@ int main(void)
         show("rt_queued_count", "%d", rt_count);
         check("rt_order", rt_count == 3 && rt_values[0] == 10 && rt_values[1] == 20 &&
                               rt_values[2] == 30);
-        install(rt, SIG_DFL, 0);
+        conf_handle(rt, SIG_DFL, 0);
     }
 
     /* 15. sigtimedwait / sigwaitinfo / signalfd */
@@ -839,21 +829,21 @@ int main(void)
         int p[2];
         pipe(p);
         close(p[0]);
-        install(SIGPIPE, count_handler, 0);
+        conf_handle(SIGPIPE, count_handler, 0);
         r = (int)write(p[1], "x", 1); e = errno;
         check("sigpipe_delivered", hits == 1 && last_sig == SIGPIPE);
         check_errno("sigpipe_write_epipe", r, e, EPIPE);
-        install(SIGPIPE, SIG_IGN, 0);
+        conf_handle(SIGPIPE, SIG_IGN, 0);
         r = (int)write(p[1], "x", 1); e = errno;
         check_errno("sigpipe_ignored_epipe", r, e, EPIPE);
         close(p[1]);
-        install(SIGPIPE, SIG_DFL, 0);
+        conf_handle(SIGPIPE, SIG_DFL, 0);
     }
 
     /* 17. pthread_kill targets a specific thread */
     reset_handlers();
     {
-        install(SIGUSR1, tid_handler, 0);
+        conf_handle(SIGUSR1, tid_handler, 0);
         pthread_t t;
         pthread_create(&t, NULL, spin_thread, NULL);
         while (!__atomic_load_n(&thread_ready, __ATOMIC_SEQ_CST))

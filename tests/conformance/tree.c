@@ -24,16 +24,6 @@ static void note_signal(int sig)
     errno = saved;
 }
 
-static void handle(int sig, void (*h)(int), int flags)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = h;
-    sa.sa_flags = flags;
-    sigemptyset(&sa.sa_mask);
-    sigaction(sig, &sa, NULL);
-}
-
 /* One byte from `fd` (retried on EINTR); -1 at EOF or on error. */
 static int read_byte(int fd)
 {
@@ -68,7 +58,7 @@ static pid_t signal_catcher(int sig, int ready, int out)
         if (pipe(p) != 0)
             _exit(2);
         sigpipe_w = p[1];
-        handle(sig, note_signal, 0);
+        conf_handle(sig, note_signal, 0);
         write_byte(ready, 1);
         sigsuspend(&old);
         write_byte(out, read_byte(p[0]) == sig ? 'y' : 'n');
@@ -98,7 +88,7 @@ static void test_signals_between(void)
     sigemptyset(&block);
     sigaddset(&block, SIGUSR2);
     sigprocmask(SIG_BLOCK, &block, &old);
-    handle(SIGUSR2, note_signal, 0);
+    conf_handle(SIGUSR2, note_signal, 0);
     pid_t k = fork();
     if (k == 0) {
         kill(getppid(), SIGUSR2);
@@ -108,7 +98,7 @@ static void test_signals_between(void)
     sigsuspend(&old);
     sigprocmask(SIG_SETMASK, &old, NULL);
     check("kill_child_to_parent", WIFEXITED(st) && read_byte(p[0]) == SIGUSR2);
-    handle(SIGUSR2, SIG_DFL, 0);
+    conf_handle(SIGUSR2, SIG_DFL, 0);
     close(p[0]);
     close(p[1]);
 
@@ -348,7 +338,7 @@ static void test_sigchld_flags(void)
     sigemptyset(&block);
     sigaddset(&block, SIGCHLD);
     sigprocmask(SIG_BLOCK, &block, &old);
-    handle(SIGCHLD, on_chld, SA_NOCLDSTOP);
+    conf_handle(SIGCHLD, on_chld, SA_NOCLDSTOP);
     chld_count = 0;
     pid_t pid = fork();
     if (pid == 0) {
@@ -371,7 +361,7 @@ static void test_sigchld_flags(void)
     sigprocmask(SIG_SETMASK, &old, NULL);
     check("nocldstop_handler_ran_once", chld_count == 1);
 
-    handle(SIGCHLD, SIG_DFL, SA_NOCLDWAIT);
+    conf_handle(SIGCHLD, SIG_DFL, SA_NOCLDWAIT);
     int done[2];
     if (pipe(done) != 0)
         return;
@@ -390,7 +380,7 @@ static void test_sigchld_flags(void)
     while ((r = waitpid(-1, &st, 0)) < 0 && errno == EINTR)
         ;
     check_errno("nocldwait_no_zombie", r, errno, ECHILD);
-    handle(SIGCHLD, SIG_DFL, 0);
+    conf_handle(SIGCHLD, SIG_DFL, 0);
 }
 
 /* A process group that becomes orphaned with a stopped member: the kernel
@@ -419,8 +409,8 @@ static void test_orphaned_group(void)
                 if (pipe(p) != 0)
                     _exit(2);
                 sigpipe_w = p[1];
-                handle(SIGHUP, note_signal, 0);
-                handle(SIGCONT, note_signal, 0);
+                conf_handle(SIGHUP, note_signal, 0);
+                conf_handle(SIGCONT, note_signal, 0);
                 write_byte(ready[1], 1);
                 raise(SIGSTOP);
                 /* Continued: both handlers have run (Linux runs SIGCONT's

@@ -210,16 +210,26 @@ fn kill_group(pgid: u32) {
 
 /// Runs the program natively.
 fn run_native(spec: &Spec) -> Output {
+    run_native_within(spec, TIMEOUT)
+}
+
+/// [`run_native`] with a timeout of `timeout` instead of `TIMEOUT`.
+fn run_native_within(spec: &Spec, timeout: Duration) -> Output {
     let mut cmd = command(&spec.program, spec);
     cmd.args(&spec.args);
-    run_with_timeout(cmd, &format!("native: {}", spec.describe()))
+    run_with_timeout_of(cmd, &format!("native: {}", spec.describe()), timeout)
 }
 
 /// Runs the program under `picos run -- PROGRAM ARGS...`.
 fn run_picos(spec: &Spec) -> Output {
+    run_picos_within(spec, TIMEOUT)
+}
+
+/// [`run_picos`] with a timeout of `timeout` instead of `TIMEOUT`.
+fn run_picos_within(spec: &Spec, timeout: Duration) -> Output {
     let mut cmd = command(PICOS, spec);
     cmd.arg("run").arg("--").arg(&spec.program).args(&spec.args);
-    run_with_timeout(cmd, &format!("picos run -- {}", spec.describe()))
+    run_with_timeout_of(cmd, &format!("picos run -- {}", spec.describe()), timeout)
 }
 
 /// Runs `picos ARGS...` exactly as given (for the error-handling tests).
@@ -1231,19 +1241,15 @@ fn python_stdlib_tests() {
             &[&"-m", &"test", &"--timeout", &"300", module],
             dir.path(),
         );
-        let mut cmd = command(&spec.program, &spec);
-        cmd.args(&spec.args);
         let started = Instant::now();
-        let native = run_with_timeout_of(cmd, &format!("native: {}", spec.describe()), limit);
+        let native = run_native_within(&spec, limit);
         let native_time = started.elapsed();
         if !native.status.success() {
             summary += &format!("SKIP {module}: fails natively ({})\n", native.status);
             continue;
         }
-        let mut cmd = command(PICOS, &spec);
-        cmd.arg("run").arg("--").arg(&spec.program).args(&spec.args);
         let started = Instant::now();
-        let picos = run_with_timeout_of(cmd, &format!("picos run -- {}", spec.describe()), limit);
+        let picos = run_picos_within(&spec, limit);
         let picos_time = started.elapsed();
         if picos.status.success() {
             summary += &format!(

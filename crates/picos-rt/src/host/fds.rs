@@ -30,6 +30,16 @@ pub fn may_use_program_fds() -> bool {
 /// program's table when [`may_use_program_fds`] and the table has room,
 /// otherwise in a table of its own ([`with_own_fds`]).
 pub fn with_transient_fds<R>(f: impl Fn() -> Result<R, Errno>) -> Result<R, Errno> {
+    with_transient_fds_keeping(&[], f)
+}
+
+/// As [`with_transient_fds`], with the descriptors `keep` (the runtime's
+/// own, held in the program's table) at the same numbers in a table of its
+/// own ([`with_own_fds_keeping`]).
+pub fn with_transient_fds_keeping<R>(
+    keep: &[i32],
+    f: impl Fn() -> Result<R, Errno>,
+) -> Result<R, Errno> {
     if may_use_program_fds() {
         match f() {
             // The program's table is full: not a reason to give up.
@@ -37,7 +47,7 @@ pub fn with_transient_fds<R>(f: impl Fn() -> Result<R, Errno>) -> Result<R, Errn
             r => return r,
         }
     }
-    with_own_fds(&f).and_then(|r| r)
+    with_own_fds_keeping(keep, &f).and_then(|r| r)
 }
 
 /// Has the program's table room for `N` more descriptors at once? Probed

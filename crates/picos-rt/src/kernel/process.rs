@@ -406,12 +406,20 @@ fn stat_flags_state(dirfd: i32, tid: u32) -> Result<(u64, u8), Errno> {
     parse_stat_flags_state(text).ok_or(Errno::EIO)
 }
 
+/// The fields of a /proc stat file's text from the third (the state) on:
+/// those after the command name in parentheses, which may hold anything.
+fn stat_fields(text: &[u8]) -> Option<impl Iterator<Item = &[u8]>> {
+    let close = text.iter().rposition(|&b| b == b')')?;
+    Some(
+        text[close + 1..]
+            .split(|&b| b == b' ')
+            .filter(|f| !f.is_empty()),
+    )
+}
+
 /// The flags (ninth field) and state (third) of a /proc stat file's text.
 pub fn parse_stat_flags_state(text: &[u8]) -> Option<(u64, u8)> {
-    let close = text.iter().rposition(|&b| b == b')')?;
-    let mut fields = text[close + 1..]
-        .split(|&b| b == b' ')
-        .filter(|f| !f.is_empty());
+    let mut fields = stat_fields(text)?;
     let state = *fields.next()?.first()?;
     // Fields 4 to 8 (ppid, pgrp, session, tty, tpgid), then the flags.
     let flags = fields.nth(5)?;
@@ -570,17 +578,18 @@ pub fn in_tree(pid: u32) -> bool {
         return true;
     }
     let mut link = [0u8; 128];
+    let runs_tree_runtime = |len: usize, link: &[u8; 128]| {
+        link[..len].starts_with(RUNTIME_EXE) && same_tree(&link[..len])
+    };
     match read_exe(pid, &mut link) {
-        Ok(len) => link[..len].starts_with(RUNTIME_EXE) && same_tree(&link[..len]),
+        Ok(len) => runs_tree_runtime(len, &link),
         // A zombie (ended, not yet reaped) has let go of its memory and
         // reads no exe: it is of the tree if the process that will reap it,
         // its parent (alive: a process's children go to another before it
         // becomes a zombie itself), is.
         Err(Errno::ENOENT) => zombie_parent(pid).is_some_and(|parent| {
             parent == host::getpid() as u32
-                || read_exe(parent, &mut link).is_ok_and(|len| {
-                    link[..len].starts_with(RUNTIME_EXE) && same_tree(&link[..len])
-                })
+                || read_exe(parent, &mut link).is_ok_and(|len| runs_tree_runtime(len, &link))
         }),
         Err(_) => false,
     }
@@ -598,10 +607,7 @@ fn zombie_parent(pid: u32) -> Option<u32> {
 /// The parent (fourth field) of a /proc stat file's text whose state
 /// (third field) is Z; None for any other state.
 fn parse_stat_zombie_parent(text: &[u8]) -> Option<u32> {
-    let close = text.iter().rposition(|&b| b == b')')?;
-    let mut fields = text[close + 1..]
-        .split(|&b| b == b' ')
-        .filter(|f| !f.is_empty());
+    let mut fields = stat_fields(text)?;
     if fields.next()? != b"Z" {
         return None;
     }

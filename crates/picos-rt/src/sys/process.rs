@@ -570,26 +570,27 @@ fn exec_common(
     // The new program's descriptors keep the host's offsets only.
     c.t.fd_table.get().share_offsets();
     // The check opens the files of the chain. In the program's table when
-    // no code of the program can run meanwhile (`may_use_program_fds`);
-    // otherwise, or when that table is full, in a table of its own, so
-    // that a full table does not fail the exec (the kernel's execve needs
-    // no descriptor) and other threads never see the descriptors. (The
-    // task of a table of its own cost ~50 µs of every exec.)
-    let check_own = || {
-        let held = c.t.fd_table.get().held();
-        crate::host::fds::with_own_fds_keeping(&held, || {
-            crate::kernel::exec::loader::check_executable_chain(&full)
-        })
-        .unwrap_or_else(|_| crate::kernel::exec::loader::check_executable_chain(&full))
-    };
-    let checked = if crate::host::fds::may_use_program_fds() {
-        use crate::kernel::exec::loader::ExecError::Open;
-        match crate::kernel::exec::loader::check_executable_chain(&full) {
-            Err(f) if matches!(f.error, Open(Errno::EMFILE) | Open(Errno::ENFILE)) => check_own(),
-            r => r,
+    // no code of the program can run meanwhile; otherwise, or when that
+    // table is full, in a table of its own, so that a full table does not
+    // fail the exec (the kernel's execve needs no descriptor) and other
+    // threads never see the descriptors (`with_transient_fds_keeping`).
+    // A full table in the table of its own is the check's answer
+    // (`table_full` keeps it); if no such table can be made, the check runs
+    // here.
+    use crate::kernel::exec::loader::{check_executable_chain, ExecError::Open};
+    let held = c.t.fd_table.get().held();
+    let table_full = core::cell::Cell::new(None);
+    let check = || match check_executable_chain(&full) {
+        Err(f) if matches!(f.error, Open(Errno::EMFILE) | Open(Errno::ENFILE)) => {
+            table_full.set(Some(f));
+            Err(Errno::EMFILE)
         }
-    } else {
-        check_own()
+        r => Ok(r),
+    };
+    let checked = match crate::host::fds::with_transient_fds_keeping(&held, check) {
+        Ok(r) => r,
+        Err(Errno::EMFILE) if let Some(f) = table_full.take() => Err(f),
+        Err(_) => check_executable_chain(&full),
     };
     if let Err(f) = &checked {
         use crate::kernel::exec::loader::ExecError::{NotExecutable, Open};
