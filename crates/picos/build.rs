@@ -79,8 +79,18 @@ fn main() {
     let syms = symbols(&image);
     std::fs::write(out_dir.join("picos-rt.syms"), syms)
         .expect("cannot write the runtime's symbols");
-    std::fs::write(out_dir.join("picos-rt"), strip(&image))
-        .expect("cannot write the runtime image");
+    let stripped = strip(&image);
+    // The name of the image in the runtime cache (`runtime_image.rs`): a
+    // digest of its bytes, so that another build never takes this one's
+    // file for its own.
+    let id = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        stripped.hash(&mut h);
+        format!("{:016x}{:x}", h.finish(), stripped.len())
+    };
+    std::fs::write(out_dir.join("picos-rt.id"), id).expect("cannot write the runtime's id");
+    std::fs::write(out_dir.join("picos-rt"), stripped).expect("cannot write the runtime image");
 }
 
 /// The runtime's functions as `picos run --perf-map` gives them to the

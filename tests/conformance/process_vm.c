@@ -54,7 +54,7 @@ int main(void)
     FILE *f = fopen(path, "r");
     unsigned long start = 0;
     while (f && fgets(line, sizeof line, f)) {
-        if (strstr(line, "/memfd:picos-rt")) {
+        if (strstr(line, "/memfd:picos-rt-") || strstr(line, "/picos-rt-")) {
             sscanf(line, "%lx-", &start);
             break;
         }

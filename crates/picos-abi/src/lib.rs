@@ -98,6 +98,12 @@ pub struct LaunchConfig {
     /// became. When it ends, every picoprocess left in the tree ends too.
     /// 0: no root known.
     pub root_pid: u32,
+    /// What `/proc/PID/exe` reads for every process of this tree (the
+    /// runtime's file as the CLI exec'd it: a per-tree link to the cached
+    /// image, or the per-tree memfd, each with its unique name and
+    /// ` (deleted)`): how a process tells the tree's processes from the
+    /// rest. Empty: not known (the runtime reads its own).
+    pub tree_exe: Vec<u8>,
     /// The tid of the parent's thread that created this process (its end
     /// is what Linux's parent-death signal reports), passed on through
     /// execve. 0: unknown.
@@ -224,6 +230,7 @@ impl Default for LaunchConfig {
             stats_json: Vec::new(),
             profile: 0,
             root_pid: 0,
+            tree_exe: Vec::new(),
             parent_thread: 0,
             board: 0,
             seccomp: Vec::new(),
@@ -450,6 +457,10 @@ impl LaunchConfig {
             s.push_str(";root=");
             push_u64(&mut s, self.root_pid.into());
         }
+        if !self.tree_exe.is_empty() {
+            s.push_str(";treeexe=");
+            hex_encode(&mut s, &self.tree_exe);
+        }
         if self.parent_thread != 0 {
             s.push_str(";pthread=");
             push_u64(&mut s, self.parent_thread.into());
@@ -541,6 +552,7 @@ impl LaunchConfig {
                         .filter(|&v| v != 0)
                         .ok_or(DecodeError::BadField)?;
                 }
+                b"treeexe" => cfg.tree_exe = hex_decode(value).ok_or(DecodeError::BadField)?,
                 b"seccomp" => cfg.seccomp = hex_decode(value).ok_or(DecodeError::BadField)?,
                 b"pthread" => {
                     cfg.parent_thread = parse_u64(value)
@@ -609,6 +621,7 @@ mod tests {
             profile: 2_800_000,
             perf_map: b"/tmp/picos-rt;1.syms".to_vec(),
             root_pid: 4_194_304,
+            tree_exe: b"/root/.cache/picos/picos-rt-0123.t-9 (deleted)".to_vec(),
             parent_thread: 4_194_303,
             board: 7,
             seccomp: vec![1, 2, 0, 6, 0, 0, 0, 0, 0xff, 0x7f, 0],
@@ -696,6 +709,7 @@ mod tests {
                 stats_json: Vec::new(),
                 profile: 0,
                 root_pid: 0,
+                tree_exe: Vec::new(),
                 parent_thread: 0,
                 board: 0,
                 seccomp: Vec::new(),

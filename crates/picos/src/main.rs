@@ -18,6 +18,7 @@ mod detached;
 mod manifest;
 mod mounts;
 mod run;
+mod runtime_image;
 mod sandbox;
 mod syscalls;
 

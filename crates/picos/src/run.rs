@@ -16,9 +16,6 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// The runtime image, built by build.rs.
-static RUNTIME: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/picos-rt"));
-
 /// The command line of `picos run` (see [`RunArgs::augment`]).
 #[derive(Debug)]
 pub struct RunArgs {
@@ -489,6 +486,7 @@ fn plan(args: &RunArgs) -> Result<Plan, RunError> {
         },
         // Known once this process is about to become the root (`launch`).
         root_pid: 0,
+        tree_exe: Vec::new(),
         // The root's parent is no picoprocess.
         parent_thread: 0,
         board: 0,
@@ -553,43 +551,6 @@ fn check_stats_json(path: &Path) -> Result<(), RunError> {
         .map_err(|e| RunError::StatsJson(path.to_path_buf(), e))
 }
 
-/// Writes the runtime into a sealed memfd; returns the fd. Its name is
-/// unique to this picoprocess tree (this pid, which becomes the root's, and
-/// the time): every process of the tree runs this very file, so
-/// `/proc/PID/exe` of any of them reads `/memfd:picos-rt-PID-TIME`, and a
-/// process that reads another name is not of this tree, even if it got the
-/// pid of a root that has ended (the runtime's `rt::gone`).
-fn runtime_fd() -> std::io::Result<std::os::fd::OwnedFd> {
-    use rustix::fs::{fcntl_add_seals, memfd_create, MemfdFlags, SealFlags};
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let name = format!("picos-rt-{}-{:x}", std::process::id(), stamp);
-    let fd = memfd_create(
-        name.as_str(),
-        MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
-    )?;
-    let mut f = std::fs::File::from(fd);
-    f.write_all(RUNTIME)?;
-    let fd = std::os::fd::OwnedFd::from(f);
-    // F_SEAL_WRITE fails with EBUSY while the kernel still holds extra
-    // references to the pages just written (its per-CPU LRU batches keep
-    // some for a moment; on a loaded machine a CI run met it once in a
-    // few hundred starts): it goes, so try again for up to a second.
-    let seals = SealFlags::WRITE | SealFlags::GROW | SealFlags::SHRINK | SealFlags::SEAL;
-    let mut tries = 0;
-    loop {
-        match fcntl_add_seals(&fd, seals) {
-            Err(rustix::io::Errno::BUSY) if tries < 200 => {
-                tries += 1;
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            r => break r?,
-        }
-    }
-    Ok(fd)
-}
-
 fn cstring(b: &[u8]) -> Result<std::ffi::CString, RunError> {
     std::ffi::CString::new(b)
         .map_err(|_| RunError::Spawn(std::io::Error::other("argument contains a NUL byte")))
@@ -650,8 +611,18 @@ fn check_syscall_user_dispatch() -> Result<(), RunError> {
 fn launch(p: Plan) -> Result<std::convert::Infallible, RunError> {
     use std::os::fd::AsRawFd;
     check_syscall_user_dispatch()?;
-    let fd = runtime_fd().map_err(RunError::Spawn)?;
-    let path = cstring(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_bytes())?;
+    // From the runtime cache, but for --perf-map (perf would read the
+    // cached file's symbols, of which it has none, instead of the perf map)
+    // and the sandbox (Landlock lets a memfd be executed without a rule).
+    let cache = p.config.perf_map.is_empty() && p.sandbox.is_none();
+    let mut why_not = None;
+    let image = crate::runtime_image::open(cache, &mut why_not).map_err(RunError::Spawn)?;
+    if let Some(why) = why_not {
+        if p.config.log_level >= picos_abi::LogLevel::Debug {
+            eprintln!("picos: the runtime cache cannot be used ({why}): running from a memfd");
+        }
+    }
+    let path = cstring(format!("/proc/self/fd/{}", image.fd.as_raw_fd()).as_bytes())?;
     let argv: Vec<std::ffi::CString> = p
         .argv
         .iter()
@@ -659,6 +630,7 @@ fn launch(p: Plan) -> Result<std::convert::Infallible, RunError> {
         .collect::<Result<_, _>>()?;
     let mut config = p.config;
     config.root_pid = std::process::id();
+    config.tree_exe = image.link.clone();
     let prefix = format!("{CONFIG_ENV}=");
     let mut env: Vec<std::ffi::CString> = p
         .env
@@ -686,7 +658,20 @@ fn launch(p: Plan) -> Result<std::convert::Infallible, RunError> {
         }
     }
     let e = exec(&path, &argv, &env);
-    Err(RunError::Spawn(e))
+    if image.source != crate::runtime_image::Source::Cache {
+        return Err(RunError::Spawn(e));
+    }
+    // The cache's file system or a security module refuses to run it:
+    // from a memfd, then.
+    if config.log_level >= picos_abi::LogLevel::Debug {
+        eprintln!("picos: the cached runtime cannot be run ({e}): running from a memfd");
+    }
+    let image = crate::runtime_image::from_memfd().map_err(RunError::Spawn)?;
+    config.tree_exe = image.link.clone();
+    let path = cstring(format!("/proc/self/fd/{}", image.fd.as_raw_fd()).as_bytes())?;
+    env.pop();
+    env.push(cstring(format!("{prefix}{}", config.encode()).as_bytes())?);
+    Err(RunError::Spawn(exec(&path, &argv, &env)))
 }
 
 /// execve(2) of the runtime with SIGPIPE's default disposition back (the
@@ -750,10 +735,5 @@ mod tests {
         let e = check_program(Path::new("/etc/hostname"), "/etc/hostname").unwrap_err();
         assert_eq!(e.exit_code(), 126);
         assert!(check_program(Path::new("/bin/true"), "true").is_ok());
-    }
-
-    #[test]
-    fn runtime_is_embedded() {
-        assert_eq!(&RUNTIME[..4], b"\x7fELF");
     }
 }

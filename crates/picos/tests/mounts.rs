@@ -517,6 +517,62 @@ child.wait()
     assert_eq!(text(&out), expected);
 }
 
+/// Another picoprocess tree runs the same runtime file (the runtime
+/// cache), yet its processes are not this tree's: under mounts, /proc
+/// hides them (and process_vm_readv, `kernel::vm`, refuses them), while a
+/// process of this tree that exec'd is still seen. Each tree is told apart
+/// by the name its runtime was exec'd by (`tree_exe`).
+#[test]
+fn another_trees_processes_are_not_this_trees() {
+    const T: &str = "another_trees_processes_are_not_this_trees";
+    let python = "/usr/bin/python3";
+    if !Path::new(python).is_file() {
+        println!("SKIP {T}: {python} not installed: apt-get install python3");
+        return;
+    }
+    // Tree A: the process picos run becomes (its root), then its child.
+    let mut other = Command::new(PICOS)
+        .args(["run", "/bin/sh", "-c", "/bin/sleep 30; :"])
+        .spawn()
+        .unwrap();
+    let a = other.id();
+    // The root of tree A is a picoprocess once its exe is the runtime.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let exe = std::fs::read_link(format!("/proc/{a}/exe")).unwrap_or_default();
+        if exe.to_string_lossy().contains("picos-rt-") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "tree A never started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let script = format!(
+        r#"
+import os, subprocess
+print("other tree:", os.path.exists("/proc/{a}"), str({a}) in os.listdir("/proc"))
+child = subprocess.run(["/bin/sh", "-c", "ls -d /proc/$PPID >/dev/null && echo seen"], capture_output=True, text=True)
+print("own child sees its parent:", child.stdout.strip())
+"#
+    );
+    let out = picos_run_with(
+        "[loader]\ninsecure__use_cmdline_argv = true\n\n\
+         [[fs.mounts]]\npath = \"/\"\nuri = \"file:/\"\nreadonly = true\n",
+        python,
+        &["-c", &script],
+    );
+    let _ = other.kill();
+    let _ = other.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text(&out),
+        "other tree: False False\nown child sees its parent: seen\n"
+    );
+}
+
 /// The manifest of a write-back mount of `dir` at itself, under the host's
 /// tree.
 fn writeback_manifest(dir: &Path) -> String {

@@ -514,20 +514,37 @@ fn root_gone() -> bool {
     gone(config().root_pid, true)
 }
 
-/// The start of what `/proc/PID/exe` reads for every picoprocess: the
-/// runtime, run from the CLI's memfd (`run.rs`, `runtime_fd`), whose name
-/// goes on with the root's pid and the time it started.
-const RUNTIME_EXE: &[u8] = b"/memfd:picos-rt";
+/// The start of what `/proc/PID/exe` reads for a picoprocess run from the
+/// CLI's memfd (`runtime_image.rs` in the CLI).
+const RUNTIME_MEMFD: &[u8] = b"/memfd:picos-rt-";
+
+/// The start of the last part of what `/proc/PID/exe` reads for a
+/// picoprocess run from the runtime cache.
+const RUNTIME_CACHED: &[u8] = b"picos-rt-";
+
+/// Is `link` (what `/proc/PID/exe` reads) the runtime of some picoprocess
+/// tree, this one or another?
+pub fn is_runtime_exe(link: &[u8]) -> bool {
+    let last = link.rsplit(|&b| b == b'/').next().unwrap_or(link);
+    link.starts_with(RUNTIME_MEMFD) || (last.starts_with(RUNTIME_CACHED) && last.contains(&b'.'))
+}
 
 /// Is `link` (what `/proc/PID/exe` reads) the runtime of this very tree?
-/// The memfd's name is unique to the tree, so a pid reused by a process of
-/// another tree (or anything else) reads differently. No allocation.
+/// The name the tree's runtime was exec'd by is unique to the tree (a
+/// per-tree link to the cached image, or a per-tree memfd: the CLI's
+/// `runtime_image.rs`), and the CLI passes it on (`tree_exe`), so a pid
+/// reused by a process of another tree (or anything else) reads
+/// differently. No allocation.
 fn same_tree(link: &[u8]) -> bool {
-    let mut own = [0u8; 128];
+    let tree = &config().tree_exe;
+    if !tree.is_empty() {
+        return link == tree.as_slice();
+    }
+    // Not started by the CLI: ours is what our own exe reads.
+    let mut own = [0u8; 512];
     match host::readlink(c"/proc/self/exe", &mut own) {
-        Ok(len) if own[..len].starts_with(RUNTIME_EXE) => link == &own[..len],
-        // Not run from the CLI's memfd: fall back to the prefix.
-        _ => link.starts_with(RUNTIME_EXE),
+        Ok(len) if is_runtime_exe(&own[..len]) => link == &own[..len],
+        _ => is_runtime_exe(link),
     }
 }
 
@@ -577,10 +594,8 @@ pub fn in_tree(pid: u32) -> bool {
     if pid == host::getpid() as u32 {
         return true;
     }
-    let mut link = [0u8; 128];
-    let runs_tree_runtime = |len: usize, link: &[u8; 128]| {
-        link[..len].starts_with(RUNTIME_EXE) && same_tree(&link[..len])
-    };
+    let mut link = [0u8; 512];
+    let runs_tree_runtime = |len: usize, link: &[u8; 512]| same_tree(&link[..len]);
     match read_exe(pid, &mut link) {
         Ok(len) => runs_tree_runtime(len, &link),
         // A zombie (ended, not yet reaped) has let go of its memory and
@@ -622,7 +637,7 @@ fn parse_stat_zombie_parent(text: &[u8]) -> Option<u32> {
 /// doubt (`/proc` unreadable, a process we may not inspect), no. No
 /// descriptor, no allocation (called from the SIGSYS handler).
 fn gone(pid: u32, picoprocess: bool) -> bool {
-    let mut link = [0u8; 128];
+    let mut link = [0u8; 512];
     match read_exe(pid, &mut link) {
         Ok(len) => picoprocess && !same_tree(&link[..len]),
         // No such process (or one without memory any more), if /proc is there.

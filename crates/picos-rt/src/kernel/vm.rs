@@ -146,16 +146,21 @@ mod tests {
 /// another tree, whose runtime may differ from ours.
 pub fn runtime_of(pid: i32) -> Result<Option<[(usize, usize); 2]>, crate::host::errno::Errno> {
     use crate::host::{self, errno::Errno};
-    let mut own = [0u8; 128];
-    let own_len = host::readlink(c"/proc/self/exe", &mut own).map_err(|_| Errno::EPERM)?;
+    let mut own = [0u8; 512];
+    let tree = &crate::kernel::process::config().tree_exe;
+    let runtime = if tree.is_empty() {
+        let len = host::readlink(c"/proc/self/exe", &mut own).map_err(|_| Errno::EPERM)?;
+        &own[..len]
+    } else {
+        tree.as_slice()
+    };
     let exe = alloc::format!("/proc/{pid}/exe\0");
     let exe = core::ffi::CStr::from_bytes_with_nul(exe.as_bytes()).map_err(|_| Errno::EINVAL)?;
-    let mut link = [0u8; 128];
+    let mut link = [0u8; 512];
     let Ok(len) = host::readlink(exe, &mut link) else {
         return Ok(None);
     };
-    let runtime = &own[..own_len];
-    if !link[..len].starts_with(b"/memfd:picos-rt") {
+    if !crate::kernel::process::is_runtime_exe(&link[..len]) {
         return Ok(None);
     }
     if link[..len] != *runtime {
@@ -178,7 +183,7 @@ pub fn runtime_of(pid: i32) -> Result<Option<[(usize, usize); 2]>, crate::host::
         r.map(|()| out)
     })
     .map_err(|_| Errno::ESRCH)?;
-    // The memfd's name, as the maps show it (" (deleted)" and all).
+    // The runtime file's name, as the maps show it (without " (deleted)").
     let name = runtime.strip_suffix(b" (deleted)").unwrap_or(runtime);
     let (mut lo, mut hi) = (usize::MAX, 0);
     for line in maps.split(|&b| b == b'\n') {

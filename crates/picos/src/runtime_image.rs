@@ -1,0 +1,460 @@
+//! The runtime's image as `picos run` executes it.
+//!
+//! The runtime (`picos-rt`) is embedded in this binary. A new picoprocess
+//! tree starts by exec'ing it from one of two places:
+//!
+//! - **The runtime cache** (the usual way): the image written once per
+//!   build to `$XDG_CACHE_HOME/picos/runtime/picos-rt-ID` (else
+//!   `~/.cache/picos/runtime`), where ID is a digest of its bytes. Each
+//!   tree execs it through a hard link of its own,
+//!   `picos-rt-ID.tree-PID-TIME`, removed before the exec: the kernel
+//!   keeps the name it was exec'd by, so `/proc/PID/exe` of every process
+//!   of the tree reads that unique name (with ` (deleted)`), and the tree's
+//!   processes tell each other from other trees by it (the runtime's
+//!   `kernel::process::same_tree`). Nothing is copied: the image's pages
+//!   are the page cache's, shared by every tree.
+//! - **A sealed memfd** with a unique name, filled with the image on every
+//!   start (~0.4 ms for its 0.7 MB, and as much again to free it when the
+//!   tree ends). Used when the cache cannot be (no home directory, a
+//!   read-only or `noexec` file system, a directory others may write to),
+//!   with `--perf-map` (perf reads a file's own symbols, and the
+//!   embedded image has none: the perf map is for memory perf cannot name)
+//!   and with the sandbox (Landlock lets any process execute a memfd,
+//!   whereas a file needs a rule).
+//!
+//! The cache is trusted as the user's own files are: the directory and the
+//! file must belong to the user and be writable by nobody else, and the
+//! file must have the image's size. It is written under a temporary name,
+//! flushed to disk and renamed, so no reader ever sees part of an image.
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+
+/// The runtime image, as build.rs embeds it (stripped).
+pub static RUNTIME: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/picos-rt"));
+
+/// Its id: a digest of its bytes and its length (build.rs).
+const RUNTIME_ID: &str = include_str!(concat!(env!("OUT_DIR"), "/picos-rt.id"));
+
+/// How many images of different builds the cache keeps (the newest): a
+/// few, so that two builds run in turn (an A/B comparison) do not rewrite
+/// each other's.
+const KEEP_IMAGES: usize = 4;
+
+/// A leftover per-tree link or temporary file (its `picos run` was killed
+/// between making and removing it) older than this is removed.
+const STALE_SECS: u64 = 3600;
+
+/// The longest `/proc/PID/exe` link the runtime takes for its tree's
+/// (its buffers hold 512 bytes).
+const MAX_LINK: usize = 480;
+
+/// The image, open, ready for execve through `/proc/self/fd/N`.
+pub struct Image {
+    /// The image's file (close-on-exec).
+    pub fd: OwnedFd,
+    /// What `/proc/PID/exe` reads for every process of the tree: the
+    /// runtime's `tree_exe`.
+    pub link: Vec<u8>,
+    /// Where it came from.
+    pub source: Source,
+}
+
+/// Where an [`Image`] comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Cache,
+    Memfd,
+}
+
+/// The image from the cache if `cache` and the cache can be used, else
+/// from a memfd. `why_not` gets the reason the cache was not used.
+pub fn open(cache: bool, why_not: &mut Option<String>) -> std::io::Result<Image> {
+    if cache {
+        match cache_dir() {
+            Some(dir) => match from_cache(&dir) {
+                Ok(img) => return Ok(img),
+                Err(e) => *why_not = Some(format!("{}: {e}", dir.display())),
+            },
+            None => *why_not = Some("no home directory (HOME and XDG_CACHE_HOME unset)".into()),
+        }
+    }
+    from_memfd()
+}
+
+/// `$XDG_CACHE_HOME/picos/runtime`, else `$HOME/.cache/picos/runtime`
+/// (absolute paths only, as the XDG base directory spec says).
+pub fn cache_dir() -> Option<PathBuf> {
+    let abs = |v: Option<OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
+    abs(std::env::var_os("XDG_CACHE_HOME"))
+        .or_else(|| abs(std::env::var_os("HOME")).map(|h| h.join(".cache")))
+        .map(|c| c.join("picos").join("runtime"))
+}
+
+/// The name of this build's image in the cache.
+fn image_name() -> String {
+    format!("picos-rt-{RUNTIME_ID}")
+}
+
+/// The image through a link of this tree's own in the cache `dir`
+/// (written there first if it is not yet).
+pub fn from_cache(dir: &Path) -> std::io::Result<Image> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let d = rustix::fs::open(
+        dir,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    check_owned(&d, "the directory")?;
+    let vfs = rustix::fs::fstatvfs(&d)?;
+    if vfs.f_flag.contains(rustix::fs::StatVfsMountFlags::NOEXEC) {
+        return Err(std::io::Error::other(
+            "its file system is mounted noexec: programs cannot run from it",
+        ));
+    }
+    let name = image_name();
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |t| t.as_nanos());
+    let tree = format!("{name}.tree-{}-{stamp:x}", std::process::id());
+    let mut wrote = false;
+    loop {
+        match rustix::fs::linkat(&d, &name, &d, &tree, AtFlags::empty()) {
+            Err(Errno::NOENT) if !wrote => {
+                write_image(&d, dir, &name)?;
+                wrote = true;
+                continue;
+            }
+            r => r?,
+        }
+        let fd = rustix::fs::openat(
+            &d,
+            &tree,
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        );
+        // The link only gives the tree its name: it goes at once (the
+        // kernel keeps the name for /proc/PID/exe).
+        let _ = rustix::fs::unlinkat(&d, &tree, AtFlags::empty());
+        let fd = fd?;
+        match check_image(&fd) {
+            Ok(()) => {
+                let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?
+                    .into_os_string()
+                    .into_vec();
+                // The runtime reads other processes' exe links into 512
+                // bytes, and finds its mappings by name in /proc maps,
+                // whose fields spaces separate.
+                if link.len() > MAX_LINK
+                    || link
+                        .strip_suffix(b" (deleted)")
+                        .unwrap_or(&link)
+                        .iter()
+                        .any(u8::is_ascii_whitespace)
+                {
+                    return Err(std::io::Error::other(
+                        "its path is too long or has white space in it",
+                    ));
+                }
+                return Ok(Image {
+                    fd,
+                    link,
+                    source: Source::Cache,
+                });
+            }
+            // Not this build's image (cut short, changed): write it again,
+            // once.
+            Err(e) if !wrote => {
+                rustix::fs::unlinkat(&d, &name, AtFlags::empty()).map_err(|u| {
+                    std::io::Error::other(format!("{name}: {e}, and it cannot be removed: {u}"))
+                })?;
+            }
+            Err(e) => return Err(std::io::Error::other(format!("{name}: {e}"))),
+        }
+    }
+}
+
+/// `fd` belongs to this user and nobody else may write to it.
+fn check_owned(fd: impl AsFd, what: &str) -> std::io::Result<rustix::fs::Stat> {
+    let st = rustix::fs::fstat(fd)?;
+    let uid = rustix::process::geteuid().as_raw();
+    if st.st_uid != uid {
+        return Err(std::io::Error::other(format!(
+            "{what} belongs to uid {}, not to this user ({uid})",
+            st.st_uid
+        )));
+    }
+    if st.st_mode & 0o022 != 0 {
+        return Err(std::io::Error::other(format!(
+            "{what} may be written by others (mode {:o})",
+            st.st_mode & 0o7777
+        )));
+    }
+    Ok(st)
+}
+
+/// The file of `fd` is this build's image, as [`write_image`] leaves it.
+fn check_image(fd: impl AsFd) -> std::io::Result<()> {
+    let st = check_owned(fd, "the image")?;
+    let kind = rustix::fs::FileType::from_raw_mode(st.st_mode);
+    if kind != rustix::fs::FileType::RegularFile {
+        return Err(std::io::Error::other(format!(
+            "not a regular file ({kind:?})"
+        )));
+    }
+    if st.st_mode & 0o100 == 0 {
+        return Err(std::io::Error::other("not executable"));
+    }
+    if st.st_size as u64 != RUNTIME.len() as u64 {
+        return Err(std::io::Error::other(format!(
+            "{} bytes, not the image's {}",
+            st.st_size,
+            RUNTIME.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Writes this build's image into the cache directory `d` (`dir`) as
+/// `name`: under a temporary name, flushed, read-only, then renamed. Then
+/// removes what the cache no longer needs ([`prune`]).
+fn write_image(d: &OwnedFd, dir: &Path, name: &str) -> std::io::Result<()> {
+    let tmp = format!("{name}.tmp-{}", std::process::id());
+    let _ = rustix::fs::unlinkat(d, &tmp, AtFlags::empty());
+    let fd = rustix::fs::openat(
+        d,
+        &tmp,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o700),
+    )?;
+    let mut f = std::fs::File::from(fd);
+    let written = f
+        .write_all(RUNTIME)
+        .and_then(|()| f.sync_all())
+        .and_then(|()| {
+            rustix::fs::fchmod(&f, Mode::from_raw_mode(0o500)).map_err(std::io::Error::from)
+        })
+        .and_then(|()| rustix::fs::renameat(d, &tmp, d, name).map_err(std::io::Error::from));
+    if let Err(e) = written {
+        let _ = rustix::fs::unlinkat(d, &tmp, AtFlags::empty());
+        return Err(e);
+    }
+    prune(dir, name);
+    Ok(())
+}
+
+/// Removes from the cache `dir` the images of other builds but the
+/// [`KEEP_IMAGES`] newest (`keep` is this build's), and per-tree links and
+/// temporary files left over for more than [`STALE_SECS`]. A running tree
+/// needs none of them (its processes exec the runtime through
+/// `/proc/self/exe`). Errors are ignored: this only saves space.
+fn prune(dir: &Path, keep: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    let mut images = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.starts_with("picos-rt-") || name == keep {
+            continue;
+        }
+        let Ok(modified) = e.metadata().and_then(|m| m.modified()) else {
+            continue;
+        };
+        if name.contains('.') {
+            let age = now.duration_since(modified).map_or(0, |a| a.as_secs());
+            if age > STALE_SECS {
+                let _ = std::fs::remove_file(e.path());
+            }
+        } else {
+            images.push((modified, e.path()));
+        }
+    }
+    images.sort();
+    // This build's image is one of the KEEP_IMAGES.
+    let extra = (images.len() + 1).saturating_sub(KEEP_IMAGES);
+    for (_, path) in images.into_iter().take(extra) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// The image in a sealed memfd of its own, named `picos-rt-PID-TIME`.
+pub fn from_memfd() -> std::io::Result<Image> {
+    use rustix::fs::{fcntl_add_seals, memfd_create, MemfdFlags, SealFlags};
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let name = format!("picos-rt-{}-{:x}", std::process::id(), stamp);
+    let fd = memfd_create(
+        name.as_str(),
+        MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
+    )?;
+    let mut f = std::fs::File::from(fd);
+    f.write_all(RUNTIME)?;
+    let fd = OwnedFd::from(f);
+    // F_SEAL_WRITE fails with EBUSY while the kernel still holds extra
+    // references to the pages just written (its per-CPU LRU batches keep
+    // some for a moment; on a loaded machine a CI run met it once in a
+    // few hundred starts): it goes, so try again for up to a second.
+    let seals = SealFlags::WRITE | SealFlags::GROW | SealFlags::SHRINK | SealFlags::SEAL;
+    let mut tries = 0;
+    loop {
+        match fcntl_add_seals(&fd, seals) {
+            Err(Errno::BUSY) if tries < 200 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            r => break r?,
+        }
+    }
+    let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?
+        .into_os_string()
+        .into_vec();
+    Ok(Image {
+        fd,
+        link,
+        source: Source::Memfd,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn scratch(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("picos-rtcache-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn runtime_is_embedded() {
+        assert_eq!(&RUNTIME[..4], b"\x7fELF");
+        assert!(!RUNTIME_ID.is_empty());
+    }
+
+    #[test]
+    fn cache_writes_once_and_names_each_tree() {
+        let d = scratch("once");
+        let a = from_cache(&d).unwrap();
+        let image = d.join(image_name());
+        let first = std::fs::metadata(&image).unwrap();
+        assert_eq!(first.len(), RUNTIME.len() as u64);
+        assert_eq!(first.permissions().mode() & 0o777, 0o500);
+        assert_eq!(std::fs::read(&image).unwrap(), RUNTIME);
+        let b = from_cache(&d).unwrap();
+        // Not written again.
+        let second = std::fs::metadata(&image).unwrap();
+        assert_eq!(
+            first.modified().unwrap(),
+            second.modified().unwrap(),
+            "the image was written again"
+        );
+        // Each open is a tree of its own, named by its link, which is gone.
+        assert_ne!(a.link, b.link);
+        for img in [&a, &b] {
+            let s = String::from_utf8(img.link.clone()).unwrap();
+            assert!(s.ends_with(" (deleted)"), "{s}");
+            assert!(s.contains(".tree-"), "{s}");
+            assert_eq!(img.source, Source::Cache);
+        }
+        let left: Vec<_> = std::fs::read_dir(&d).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1, "only the image stays: {left:?}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn cache_replaces_a_damaged_image() {
+        let d = scratch("damaged");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let image = d.join(image_name());
+        std::fs::write(&image, &RUNTIME[..100]).unwrap();
+        std::fs::set_permissions(&image, std::fs::Permissions::from_mode(0o500)).unwrap();
+        let img = from_cache(&d).unwrap();
+        assert_eq!(img.source, Source::Cache);
+        assert_eq!(std::fs::read(&image).unwrap(), RUNTIME);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn cache_refuses_a_directory_others_may_write() {
+        let d = scratch("open");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = from_cache(&d)
+            .err()
+            .expect("a world-writable cache was used");
+        assert!(e.to_string().contains("written by others"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn memfd_is_named_for_its_tree() {
+        let mut why = None;
+        let img = open(false, &mut why).unwrap();
+        assert!(why.is_none());
+        assert_eq!(img.source, Source::Memfd);
+        let s = String::from_utf8(img.link).unwrap();
+        assert!(s.starts_with("/memfd:picos-rt-"), "{s}");
+        assert!(s.ends_with(" (deleted)"), "{s}");
+    }
+
+    #[test]
+    fn prune_keeps_the_newest_images() {
+        let d = scratch("prune");
+        std::fs::create_dir_all(&d).unwrap();
+        for i in 0..6 {
+            let p = d.join(format!("picos-rt-old{i}"));
+            std::fs::write(&p, b"x").unwrap();
+            let t = std::time::SystemTime::now() - std::time::Duration::from_secs(100 - i);
+            std::fs::File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+        }
+        let stale = d.join("picos-rt-old5.tree-1-2");
+        std::fs::write(&stale, b"x").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&stale)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(7200))
+            .unwrap();
+        let fresh = d.join("picos-rt-old5.tmp-3");
+        std::fs::write(&fresh, b"x").unwrap();
+        std::fs::write(d.join("other"), b"x").unwrap();
+        prune(&d, "picos-rt-new");
+        let mut left: Vec<String> = std::fs::read_dir(&d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "other",
+                "picos-rt-old3",
+                "picos-rt-old4",
+                "picos-rt-old5",
+                "picos-rt-old5.tmp-3"
+            ]
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
