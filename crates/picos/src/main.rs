@@ -216,6 +216,7 @@ fn sandbox_explain(manifest: Option<&PathBuf>) -> ExitCode {
             mounts: &specs,
             settings: &m.sandbox,
             extra_files: Vec::new(),
+            runtime_image: None,
         };
         Ok(sandbox::explain(&policy))
     });

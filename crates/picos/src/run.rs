@@ -612,9 +612,8 @@ fn launch(p: Plan) -> Result<std::convert::Infallible, RunError> {
     use std::os::fd::AsRawFd;
     check_syscall_user_dispatch()?;
     // From the runtime cache, but for --perf-map (perf would read the
-    // cached file's symbols, of which it has none, instead of the perf map)
-    // and the sandbox (Landlock lets a memfd be executed without a rule).
-    let cache = p.config.perf_map.is_empty() && p.sandbox.is_none();
+    // cached file's symbols, of which it has none, instead of the perf map).
+    let cache = p.config.perf_map.is_empty();
     let mut why_not = None;
     let image = crate::runtime_image::open(cache, &mut why_not).map_err(RunError::Spawn)?;
     if let Some(why) = why_not {
@@ -651,6 +650,8 @@ fn launch(p: Plan) -> Result<std::convert::Infallible, RunError> {
             } else {
                 vec![PathBuf::from(OsStr::from_bytes(&config.stats_json))]
             },
+            runtime_image: (image.source == crate::runtime_image::Source::Cache)
+                .then(|| image.fd.as_raw_fd()),
         };
         let applied = crate::sandbox::apply(&policy)?;
         if let Some(w) = applied.weaker {

@@ -18,9 +18,15 @@
 //!   tree ends). Used when the cache cannot be (no home directory, a
 //!   read-only or `noexec` file system, a directory others may write to),
 //!   with `--perf-map` (perf reads a file's own symbols, and the
-//!   embedded image has none: the perf map is for memory perf cannot name)
-//!   and with the sandbox (Landlock lets any process execute a memfd,
-//!   whereas a file needs a rule).
+//!   embedded image has none: the perf map is for memory perf cannot name).
+//!
+//! Under the sandbox the image gets a Landlock rule of its own (read and
+//! execute: `sandbox::Policy::runtime_image`). A confined program cannot
+//! change the cache unless a mount lets it write there (its working
+//! directory being the home directory, say): then it could change what
+//! later trees run, as it could change the user's shell start-up files,
+//! and a confined tree that runs a changed runtime is still confined (the
+//! kernel enforces the sandbox, not the runtime: docs/SECURITY.md).
 //!
 //! The cache is trusted as the user's own files are: the directory and the
 //! file must belong to the user and be writable by nobody else, and the

@@ -134,6 +134,10 @@ pub struct Policy<'a> {
     pub mounts: &'a [MountSpec],
     pub settings: &'a SandboxSettings,
     pub extra_files: Vec<PathBuf>,
+    /// The runtime's file when it runs from the runtime cache (a
+    /// descriptor the CLI holds until it execs it): the tree's processes
+    /// may read and execute it, as every execve of the tree re-executes it.
+    pub runtime_image: Option<std::os::fd::RawFd>,
 }
 
 /// A rule of the Landlock ruleset, as `explain` shows it.
@@ -220,6 +224,14 @@ impl Policy<'_> {
             path: Some(PathBuf::from("/proc")),
             access: AccessFs::ReadFile | AccessFs::ReadDir,
         });
+        if let Some(fd) = self.runtime_image {
+            rules.push(FsRule {
+                what: "the runtime's image (in the runtime cache)".into(),
+                fd: Some(fd),
+                path: None,
+                access: AccessFs::ReadFile | AccessFs::Execute,
+            });
+        }
         for f in &self.extra_files {
             rules.push(FsRule {
                 what: format!("{} (the --stats-json file)", f.display()),
@@ -902,8 +914,9 @@ pub fn apply(policy: &Policy<'_>) -> Result<Applied, SandboxError> {
         };
         ruleset = match (r.fd, &r.path) {
             (Some(fd), _) => {
-                // SAFETY: `fd` is the root of a mount the CLI made and
-                // holds open (MountSpec.fd) until it execs the runtime.
+                // SAFETY: `fd` is the root of a mount the CLI made, or the
+                // runtime's image, each held open (MountSpec.fd,
+                // runtime_image::Image) until the CLI execs the runtime.
                 let fd = unsafe { BorrowedFd::borrow_raw(fd) };
                 ruleset.add_rule(PathBeneath::new(fd, access))
             }

@@ -441,6 +441,101 @@ fn real_programs_run_sandboxed() {
     assert!(w.join("db.sqlite").exists());
 }
 
+/// The sandboxed tree runs from the runtime cache (its image has a
+/// Landlock rule of its own: read and execute), and cannot change it: not
+/// by its path (natively, the same program writes a file there), not
+/// through the tree's own /proc exe links. The image is the same after.
+#[test]
+fn sandbox_cannot_change_the_runtime_cache() {
+    let work = workdir("picos-sandbox-cache-");
+    let w = work.path();
+    let cache = w.join("cache");
+    let inside = w.join("work");
+    std::fs::create_dir(&inside).unwrap();
+    // A reference image, from an unconfined run with a cache of its own.
+    let reference = w.join("reference");
+    let out = output_within(
+        Command::new(PICOS)
+            .args(["run", "/bin/true"])
+            .env("XDG_CACHE_HOME", &reference),
+        LIMIT,
+    );
+    assert!(out.status.success(), "{out:?}");
+    let image_of = |root: &Path| -> PathBuf {
+        let dir = root.join("picos").join("runtime");
+        let mut images: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert_eq!(images.len(), 1, "{images:?}");
+        images.pop().unwrap()
+    };
+    let reference = image_of(&reference);
+    let name = reference.file_name().unwrap().to_owned();
+    let reference = std::fs::read(&reference).unwrap();
+    let script = "import os, subprocess, sys\n\
+        image = sys.argv[1]\n\
+        try:\n\
+        \x20   os.chmod(image, 0o700)\n\
+        \x20   with open(image, 'r+b') as f: f.write(b'\\0' * 16)\n\
+        \x20   print('path: escaped')\n\
+        except OSError as e:\n\
+        \x20   print('path: refused')\n\
+        child = subprocess.Popen(['/bin/sleep', '10'])\n\
+        print('from the cache:', '.tree-' in os.readlink(f'/proc/{child.pid}/exe'))\n\
+        try:\n\
+        \x20   fd = os.open(f'/proc/{child.pid}/exe', os.O_WRONLY)\n\
+        \x20   os.write(fd, b'\\0' * 16)\n\
+        \x20   print('exe link: escaped')\n\
+        except OSError as e:\n\
+        \x20   print('exe link: refused')\n\
+        child.kill()\n\
+        child.wait()\n";
+    // Natively the program writes a file at the cache's path (a copy).
+    let copy = w.join("copy");
+    std::fs::write(&copy, &reference).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o500)).unwrap();
+    let native = Command::new("/usr/bin/python3")
+        .args(["-c", script])
+        .arg(&copy)
+        .current_dir(&inside)
+        .output()
+        .unwrap();
+    assert!(
+        text(&native).starts_with("path: escaped\n"),
+        "natively the write must get through: {native:?}"
+    );
+    // The tree's image: written by this run into its cache.
+    let image = cache.join("picos").join("runtime").join(&name);
+    let out = output_within(
+        Command::new(PICOS)
+            .args(["run", "--sandbox", "/usr/bin/python3", "-c", script])
+            .arg(&image)
+            .env("XDG_CACHE_HOME", &cache)
+            .current_dir(&inside),
+        LIMIT,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text(&out),
+        "path: refused\nfrom the cache: True\nexe link: refused\n"
+    );
+    assert_eq!(image_of(&cache), image);
+    assert_eq!(
+        std::fs::metadata(&image).unwrap().permissions().mode() & 0o777,
+        0o500
+    );
+    assert!(
+        std::fs::read(&image).unwrap() == reference,
+        "the cached image changed"
+    );
+}
+
 #[test]
 fn sandbox_network_follows_the_manifest() {
     let work = workdir("picos-sandbox-net-");
