@@ -107,6 +107,31 @@ fn patching_under_threads_stress() {
         patched >= 3,
         "expected patched sites, saw {patched}:\n{stderr}"
     );
+    // The same under the sandbox, where /proc/self/mem cannot be written
+    // and code is written by making its pages writable for the write
+    // (`patch::write_by_protection`), while 32 threads run it.
+    let out = Command::new(PICOS)
+        .args(["run", "--sandbox", "--log-level", "debug", "./patch_stress"])
+        .current_dir(prog.parent().unwrap())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "calls: 1000000\nwrong: 0\n",
+        "{stderr}"
+    );
+    assert!(out.status.success(), "{:?}", out.status);
+    assert!(!stderr.contains("lock order violation"), "{stderr}");
+    assert!(
+        stderr.contains("code is written through mprotect"),
+        "{stderr}"
+    );
+    let patched = stderr.lines().filter(|l| l.contains("patch site")).count();
+    assert!(
+        patched >= 3,
+        "expected patched sites under the sandbox, saw {patched}:\n{stderr}"
+    );
 }
 
 /// Forks while other threads patch and unpatch sites (a lock-order bug made

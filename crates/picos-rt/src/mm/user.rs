@@ -138,6 +138,39 @@ pub fn copy_out(dst: usize, src: &[u8]) -> Result<(), Errno> {
     }
 }
 
+/// Writes `bytes` at `addr`, in code that is readable and executable but
+/// not writable (the program's, or a code region of the runtime's, as the
+/// patcher's caller has checked), by making its pages writable for the
+/// write: mprotect(2) to read, write and execute, the copy, then back to
+/// read and execute. The way to write code where `/proc/self/mem` cannot
+/// be opened for writing (the sandbox: a read-only /proc, Landlock). A
+/// program page that is writable already (a JIT's) takes the write as it
+/// is, and keeps its protection. The caller keeps the program's own
+/// mprotect calls out meanwhile (`patch::protection_change`), so none is
+/// undone by the restore.
+pub fn write_code_by_protection(addr: usize, bytes: &[u8]) -> Result<(), Errno> {
+    use runtime::{PAGE_SIZE, PROT_EXEC, PROT_READ, PROT_WRITE};
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    check_range(addr, bytes.len())?;
+    if !runtime::owns(addr, bytes.len()) && copy_out(addr, bytes).is_ok() {
+        return Ok(());
+    }
+    let lo = addr & !(PAGE_SIZE - 1);
+    let end = addr.checked_add(bytes.len()).ok_or(Errno::EFAULT)?;
+    let hi = end.checked_add(PAGE_SIZE - 1).ok_or(Errno::EFAULT)? & !(PAGE_SIZE - 1);
+    // SAFETY: adding PROT_WRITE to code pages changes none of their bytes
+    // and no mapping the runtime relies on; execution stays allowed, so
+    // threads running this code go on meanwhile.
+    unsafe { crate::host::mprotect(lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC) }?;
+    let r = copy_out(addr, bytes);
+    // SAFETY: the pages get back the protection they had (read and
+    // execute: a writable program page took the write above).
+    let back = unsafe { crate::host::mprotect(lo, hi - lo, PROT_READ | PROT_EXEC) };
+    r.and(back.map(drop))
+}
+
 /// Reads a `T` from program address `addr`.
 pub fn read<T: Pod>(addr: usize) -> Result<T, Errno> {
     let mut v = MaybeUninit::<T>::uninit();

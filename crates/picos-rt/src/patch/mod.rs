@@ -546,8 +546,22 @@ fn write_code(ops: &[CodeOp<'_>]) -> Result<(), Errno> {
         let _ = host::close(fd);
         Ok(r)
     };
+    if BY_PROTECTION.load(Ordering::Relaxed) {
+        return write_by_protection(ops);
+    }
     match crate::host::fds::with_transient_fds(run) {
         Ok(r) => r,
+        // The sandbox: /proc is mounted read-only, and Landlock lets no
+        // file outside the mounts be written.
+        Err(e) if matches!(e, Errno::EROFS | Errno::EACCES | Errno::EPERM) => {
+            crate::log!(
+                Debug,
+                "cannot open /proc/thread-self/mem ({}): code is written through mprotect",
+                e
+            );
+            BY_PROTECTION.store(true, Ordering::Relaxed);
+            write_by_protection(ops)
+        }
         Err(e) => {
             if e != Errno::EMFILE && e != Errno::ENFILE && e != Errno::EAGAIN {
                 crate::log!(
@@ -559,6 +573,39 @@ fn write_code(ops: &[CodeOp<'_>]) -> Result<(), Errno> {
             }
             Err(e)
         }
+    }
+}
+
+/// Code is written by making its pages writable for the write
+/// ([`write_by_protection`]), /proc/self/mem being out of reach.
+static BY_PROTECTION: AtomicBool = AtomicBool::new(false);
+
+/// [`write_code`] without /proc/self/mem: each write makes the pages it
+/// touches writable for its time (`mm::user::write_code_by_protection`).
+/// Called with the patcher's lock held, which [`protection_change`] takes
+/// too.
+fn write_by_protection(ops: &[CodeOp<'_>]) -> Result<(), Errno> {
+    ops.iter().try_for_each(|op| match *op {
+        CodeOp::Write(addr, bytes) => crate::mm::user::write_code_by_protection(addr, bytes),
+        CodeOp::Sync => {
+            if sync_core() {
+                Ok(())
+            } else {
+                Err(Errno::EIO)
+            }
+        }
+    })
+}
+
+/// Runs `f`, a change of the program's page protections (its mprotect),
+/// so that it never falls between the two mprotect calls of a code write
+/// ([`write_by_protection`]), whose restore would undo it.
+pub fn protection_change<R>(f: impl FnOnce() -> R) -> R {
+    if BY_PROTECTION.load(Ordering::Relaxed) {
+        let _st = state();
+        f()
+    } else {
+        f()
     }
 }
 

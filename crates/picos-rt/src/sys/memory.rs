@@ -155,7 +155,7 @@ pub fn mprotect(c: &mut Ctx<'_>, addr: usize, len: usize, prot: usize, pkey: i32
             Err(Errno::ENOMEM)
         }
         Err(e) => Err(e),
-        _ => c.host(),
+        _ => crate::patch::protection_change(|| c.host()),
     }
 }
 
