@@ -49,6 +49,16 @@ static int mode_sigcheck(void)
     struct sigaction sa;
     sigaction(SIGUSR2, NULL, &sa);
     int ign = sa.sa_handler == SIG_IGN;
+    /* A synchronous fault's, a default-ignored one's and a real-time
+     * signal's SIG_IGN carry over too; SIGINT, ignored then reset, not. */
+    int others = 1;
+    const int also[] = { SIGSEGV, SIGCHLD, SIGRTMIN + 5 };
+    for (unsigned i = 0; i < sizeof also / sizeof also[0]; i++) {
+        sigaction(also[i], NULL, &sa);
+        others &= sa.sa_handler == SIG_IGN;
+    }
+    sigaction(SIGINT, NULL, &sa);
+    int reset = sa.sa_handler == SIG_DFL;
     sigaction(SIGUSR1, NULL, &sa);
     int dfl = sa.sa_handler == SIG_DFL;
     sigset_t cur, pend;
@@ -57,10 +67,12 @@ static int mode_sigcheck(void)
     sigpending(&pend);
     int pending = sigismember(&pend, SIGTERM);
     check("after_exec_sig_ign_preserved", ign);
+    check("after_exec_sig_ign_of_segv_chld_rt_preserved", others);
+    check("after_exec_sig_dfl_again_stays_dfl", reset);
     check("after_exec_handler_reset_to_dfl", dfl);
     check("after_exec_mask_preserved", masked);
     check("after_exec_pending_preserved", pending);
-    return (ign && dfl && masked && pending) ? 0 : 1;
+    return (ign && others && reset && dfl && masked && pending) ? 0 : 1;
 }
 
 static int mode_fdcheck(int keep, int gone)
@@ -386,6 +398,12 @@ int main(int argc, char **argv)
             memset(&sa, 0, sizeof sa);
             sa.sa_handler = SIG_IGN;
             sigaction(SIGUSR2, &sa, NULL);
+            sigaction(SIGSEGV, &sa, NULL);
+            sigaction(SIGCHLD, &sa, NULL);
+            sigaction(SIGRTMIN + 5, &sa, NULL);
+            sigaction(SIGINT, &sa, NULL);
+            sa.sa_handler = SIG_DFL;
+            sigaction(SIGINT, &sa, NULL);
             sa.sa_handler = dummy_handler;
             sigaction(SIGUSR1, &sa, NULL);
             sigset_t s;

@@ -104,6 +104,11 @@ pub struct LaunchConfig {
     /// ` (deleted)`): how a process tells the tree's processes from the
     /// rest. Empty: not known (the runtime reads its own).
     pub tree_exe: Vec<u8>,
+    /// The signals the program that called execve ignored (bit N-1 for
+    /// signal N), which the next program inherits ignored, as on Linux.
+    /// None: not known (the tree's first process): the runtime asks the
+    /// host for each signal's disposition.
+    pub ignored: Option<u64>,
     /// The tid of the parent's thread that created this process (its end
     /// is what Linux's parent-death signal reports), passed on through
     /// execve. 0: unknown.
@@ -231,6 +236,7 @@ impl Default for LaunchConfig {
             profile: 0,
             root_pid: 0,
             tree_exe: Vec::new(),
+            ignored: None,
             parent_thread: 0,
             board: 0,
             seccomp: Vec::new(),
@@ -461,6 +467,10 @@ impl LaunchConfig {
             s.push_str(";treeexe=");
             hex_encode(&mut s, &self.tree_exe);
         }
+        if let Some(m) = self.ignored {
+            s.push_str(";ignored=");
+            push_u64(&mut s, m);
+        }
         if self.parent_thread != 0 {
             s.push_str(";pthread=");
             push_u64(&mut s, self.parent_thread.into());
@@ -553,6 +563,7 @@ impl LaunchConfig {
                         .ok_or(DecodeError::BadField)?;
                 }
                 b"treeexe" => cfg.tree_exe = hex_decode(value).ok_or(DecodeError::BadField)?,
+                b"ignored" => cfg.ignored = Some(parse_u64(value).ok_or(DecodeError::BadField)?),
                 b"seccomp" => cfg.seccomp = hex_decode(value).ok_or(DecodeError::BadField)?,
                 b"pthread" => {
                     cfg.parent_thread = parse_u64(value)
@@ -622,6 +633,7 @@ mod tests {
             perf_map: b"/tmp/picos-rt;1.syms".to_vec(),
             root_pid: 4_194_304,
             tree_exe: b"/root/.cache/picos/picos-rt-0123.t-9 (deleted)".to_vec(),
+            ignored: Some(u64::MAX),
             parent_thread: 4_194_303,
             board: 7,
             seccomp: vec![1, 2, 0, 6, 0, 0, 0, 0, 0xff, 0x7f, 0],
@@ -710,6 +722,7 @@ mod tests {
                 profile: 0,
                 root_pid: 0,
                 tree_exe: Vec::new(),
+                ignored: None,
                 parent_thread: 0,
                 board: 0,
                 seccomp: Vec::new(),

@@ -487,6 +487,8 @@ fn plan(args: &RunArgs) -> Result<Plan, RunError> {
         // Known once this process is about to become the root (`launch`).
         root_pid: 0,
         tree_exe: Vec::new(),
+        // The runtime asks the host (nohup's SIGHUP, say).
+        ignored: None,
         // The root's parent is no picoprocess.
         parent_thread: 0,
         board: 0,

@@ -298,16 +298,36 @@ pub fn clear_handlers(t: &Thread) {
     }
 }
 
+/// The signals the program ignores (SIG_IGN), bit N-1 for signal N: what
+/// the next program inherits across execve (`LaunchConfig::ignored`).
+pub fn ignored_mask(t: &Thread) -> u64 {
+    let acts = t.process().actions();
+    (1..=thread::NSIG as i32)
+        .filter(|&sig| sig != SIGKILL && sig != SIGSTOP && sig != SIGSYS)
+        .filter(|&sig| acts.get(sig).handler == SIG_IGN)
+        .fold(0, |m, sig| m | bit(sig))
+}
+
 /// At start-up: the program inherits ignored dispositions across execve, as
-/// on Linux; everything else starts as SIG_DFL.
+/// on Linux; everything else starts as SIG_DFL. After an execve in the
+/// tree the exec'ing runtime said which (`LaunchConfig::ignored`: no host
+/// call, and a synchronous fault's SIG_IGN, which the host never sees,
+/// carries over too); the tree's first process asks the host.
 pub fn init_dispositions(t: &Thread) {
     let acts = t.process().actions();
+    let inherited = crate::kernel::process::config().ignored;
     for sig in 1..=thread::NSIG as i32 {
         if sig == SIGKILL || sig == SIGSTOP || sig == SIGSYS {
             continue;
         }
-        let mut old = KSigaction::default();
-        if host::rt_sigaction(sig, None, Some(&mut old)).is_ok() && old.handler == SIG_IGN {
+        let ignored = match inherited {
+            Some(m) => m & bit(sig) != 0,
+            None => {
+                let mut old = KSigaction::default();
+                host::rt_sigaction(sig, None, Some(&mut old)).is_ok() && old.handler == SIG_IGN
+            }
+        };
+        if ignored {
             acts.set(
                 sig,
                 &KSigaction {

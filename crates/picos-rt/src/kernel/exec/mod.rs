@@ -66,6 +66,7 @@ pub fn exec_runtime(
         cfg.profile = crate::diag::stats::tsc_per_ms().unwrap_or(1).max(1);
     }
     cfg.board = crate::kernel::ptrace::config_value();
+    cfg.ignored = Some(crate::kernel::signal::ignored_mask(t));
     cfg.parent_thread = t
         .ids()
         .parent_thread
