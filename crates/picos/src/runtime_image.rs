@@ -121,6 +121,7 @@ pub fn from_cache(dir: &Path) -> std::io::Result<Image> {
         Mode::empty(),
     )?;
     check_owned(&d, "the directory")?;
+    check_ancestors(dir)?;
     let vfs = rustix::fs::fstatvfs(&d)?;
     if vfs.f_flag.contains(rustix::fs::StatVfsMountFlags::NOEXEC) {
         return Err(std::io::Error::other(
@@ -187,6 +188,29 @@ pub fn from_cache(dir: &Path) -> std::io::Result<Image> {
             Err(e) => return Err(std::io::Error::other(format!("{name}: {e}"))),
         }
     }
+}
+
+/// No directory above `dir` lets anyone but this user (or root) replace
+/// what it holds: each belongs to this user or to root, and is writable by
+/// nobody else or sticky (as /tmp: there only an entry's owner may rename
+/// or remove it). As ssh checks the directories above its keys.
+fn check_ancestors(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let uid = rustix::process::geteuid().as_raw();
+    for a in dir.ancestors().skip(1) {
+        let m = std::fs::metadata(a)?;
+        let owner_ok = m.uid() == uid || m.uid() == 0;
+        let others_ok = m.mode() & 0o022 == 0 || m.mode() & 0o1000 != 0;
+        if !owner_ok || !others_ok {
+            return Err(std::io::Error::other(format!(
+                "{} may be changed by another user (owner {}, mode {:o})",
+                a.display(),
+                m.uid(),
+                m.mode() & 0o7777
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `fd` belongs to this user and nobody else may write to it.
@@ -404,6 +428,21 @@ mod tests {
             .err()
             .expect("a world-writable cache was used");
         assert!(e.to_string().contains("written by others"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn cache_refuses_a_directory_above_others_may_write() {
+        let d = scratch("above");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = from_cache(&d.join("cache"))
+            .err()
+            .expect("a cache below a world-writable directory was used");
+        assert!(e.to_string().contains("changed by another user"), "{e}");
+        // Sticky, as /tmp: fine.
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        assert!(from_cache(&d.join("cache")).is_ok());
         std::fs::remove_dir_all(&d).unwrap();
     }
 
