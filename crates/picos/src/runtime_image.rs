@@ -29,8 +29,9 @@
 //! kernel enforces the sandbox, not the runtime: docs/SECURITY.md).
 //!
 //! The cache is trusted as the user's own files are: the directory and the
-//! file must belong to the user and be writable by nobody else, and the
-//! file must have the image's size. It is written under a temporary name,
+//! file must belong to the user and be writable by nobody else, no
+//! directory above may let another user replace them, and the file must
+//! have the image's size. It is written under a temporary name,
 //! flushed to disk and renamed, so no reader ever sees part of an image.
 use std::ffi::OsString;
 use std::io::Write;
