@@ -242,8 +242,14 @@ fn check_image(fd: impl AsFd) -> std::io::Result<()> {
             "not a regular file ({kind:?})"
         )));
     }
-    if st.st_mode & 0o100 == 0 {
-        return Err(std::io::Error::other("not executable"));
+    // Every user may read and run it: a program that becomes another user
+    // (setuid to nobody, say) and then calls execve re-executes the
+    // runtime through /proc/self/exe as that user.
+    if st.st_mode & 0o555 != 0o555 {
+        return Err(std::io::Error::other(format!(
+            "not readable and executable by all (mode {:o})",
+            st.st_mode & 0o7777
+        )));
     }
     if st.st_size as u64 != RUNTIME.len() as u64 {
         return Err(std::io::Error::other(format!(
@@ -256,7 +262,8 @@ fn check_image(fd: impl AsFd) -> std::io::Result<()> {
 }
 
 /// Writes this build's image into the cache directory `d` (`dir`) as
-/// `name`: under a temporary name, flushed, read-only, then renamed. Then
+/// `name`: under a temporary name, flushed, read-only (and readable and
+/// executable by all: [`check_image`]), then renamed. Then
 /// removes what the cache no longer needs ([`prune`]).
 fn write_image(d: &OwnedFd, dir: &Path, name: &str) -> std::io::Result<()> {
     let tmp = format!("{name}.tmp-{}", std::process::id());
@@ -272,7 +279,7 @@ fn write_image(d: &OwnedFd, dir: &Path, name: &str) -> std::io::Result<()> {
         .write_all(RUNTIME)
         .and_then(|()| f.sync_all())
         .and_then(|()| {
-            rustix::fs::fchmod(&f, Mode::from_raw_mode(0o500)).map_err(std::io::Error::from)
+            rustix::fs::fchmod(&f, Mode::from_raw_mode(0o555)).map_err(std::io::Error::from)
         })
         .and_then(|()| rustix::fs::renameat(d, &tmp, d, name).map_err(std::io::Error::from));
     if let Err(e) = written {
@@ -383,7 +390,7 @@ mod tests {
         let image = d.join(image_name());
         let first = std::fs::metadata(&image).unwrap();
         assert_eq!(first.len(), RUNTIME.len() as u64);
-        assert_eq!(first.permissions().mode() & 0o777, 0o500);
+        assert_eq!(first.permissions().mode() & 0o777, 0o555);
         assert_eq!(std::fs::read(&image).unwrap(), RUNTIME);
         let b = from_cache(&d).unwrap();
         // Not written again.

@@ -36,6 +36,9 @@ const TEST_ENV: &[(&str, &str)] = &[
     ("PATH", "/usr/bin:/bin"),
     ("PICOS_TEST_VAR", "hello"),
     ("LC_ALL", "C"),
+    // So that picos runs the runtime from its cache, as it does for a user
+    // (with no HOME and no XDG_CACHE_HOME it runs it from a memfd).
+    ("XDG_CACHE_HOME", env!("CARGO_TARGET_TMPDIR")),
 ];
 
 // ---------------------------------------------------------------------------

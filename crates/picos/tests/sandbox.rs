@@ -528,7 +528,7 @@ fn sandbox_cannot_change_the_runtime_cache() {
     assert_eq!(image_of(&cache), image);
     assert_eq!(
         std::fs::metadata(&image).unwrap().permissions().mode() & 0o777,
-        0o500
+        0o555
     );
     assert!(
         std::fs::read(&image).unwrap() == reference,
