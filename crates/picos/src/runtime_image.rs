@@ -111,7 +111,21 @@ fn image_name() -> String {
 /// The image through a link of this tree's own in the cache `dir`
 /// (written there first if it is not yet).
 pub fn from_cache(dir: &Path) -> std::io::Result<Image> {
-    use std::os::unix::fs::DirBuilderExt;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    // Directories are made only in one of this user's own, or in a sticky
+    // one such as /tmp (root under `sudo -E` makes none in the invoking
+    // user's home).
+    if let Some(existing) = dir.ancestors().find(|a| a.exists()) {
+        let m = std::fs::metadata(existing)?;
+        let owner = m.uid();
+        let uid = rustix::process::geteuid().as_raw();
+        if existing != dir && owner != uid && m.mode() & 0o1000 == 0 {
+            return Err(std::io::Error::other(format!(
+                "{} belongs to uid {owner}, not to this user ({uid}): no cache made there",
+                existing.display()
+            )));
+        }
+    }
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -451,6 +465,23 @@ mod tests {
         // Sticky, as /tmp: fine.
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o1777)).unwrap();
         assert!(from_cache(&d.join("cache")).is_ok());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn cache_is_not_made_in_another_users_directory() {
+        if !rustix::process::geteuid().is_root() {
+            println!("SKIP cache_is_not_made_in_another_users_directory: needs root (chown)");
+            return;
+        }
+        let d = scratch("theirs");
+        std::fs::create_dir_all(&d).unwrap();
+        std::os::unix::fs::chown(&d, Some(65534), Some(65534)).unwrap();
+        let e = from_cache(&d.join("cache"))
+            .err()
+            .expect("a cache was made in another user's directory");
+        assert!(e.to_string().contains("no cache made there"), "{e}");
+        assert!(!d.join("cache").exists());
         std::fs::remove_dir_all(&d).unwrap();
     }
 
