@@ -111,30 +111,20 @@ fn image_name() -> String {
 /// The image through a link of this tree's own in the cache `dir`
 /// (written there first if it is not yet).
 pub fn from_cache(dir: &Path) -> std::io::Result<Image> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    // Directories are made only in one of this user's own, or in a sticky
-    // one such as /tmp (root under `sudo -E` makes none in the invoking
-    // user's home).
-    if let Some(existing) = dir.ancestors().find(|a| a.exists()) {
-        let m = std::fs::metadata(existing)?;
-        let owner = m.uid();
-        let uid = rustix::process::geteuid().as_raw();
-        if existing != dir && owner != uid && m.mode() & 0o1000 == 0 {
-            return Err(std::io::Error::other(format!(
-                "{} belongs to uid {owner}, not to this user ({uid}): no cache made there",
-                existing.display()
-            )));
+    let open_dir = || {
+        rustix::fs::open(
+            dir,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+    };
+    let d = match open_dir() {
+        Err(Errno::NOENT) => {
+            make_dir(dir)?;
+            open_dir()?
         }
-    }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    let d = rustix::fs::open(
-        dir,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
+        r => r?,
+    };
     check_owned(&d, "the directory")?;
     check_ancestors(dir)?;
     let vfs = rustix::fs::fstatvfs(&d)?;
@@ -144,10 +134,7 @@ pub fn from_cache(dir: &Path) -> std::io::Result<Image> {
         ));
     }
     let name = image_name();
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |t| t.as_nanos());
-    let tree = format!("{name}.tree-{}-{stamp:x}", std::process::id());
+    let tree = format!("{name}.tree-{}-{:x}", std::process::id(), stamp());
     let mut wrote = false;
     loop {
         match rustix::fs::linkat(&d, &name, &d, &tree, AtFlags::empty()) {
@@ -170,9 +157,7 @@ pub fn from_cache(dir: &Path) -> std::io::Result<Image> {
         let fd = fd?;
         match check_image(&fd) {
             Ok(()) => {
-                let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?
-                    .into_os_string()
-                    .into_vec();
+                let link = fd_link(&fd)?;
                 // The runtime reads other processes' exe links into 512
                 // bytes, and finds its mappings by name in /proc maps,
                 // whose fields spaces separate.
@@ -203,6 +188,46 @@ pub fn from_cache(dir: &Path) -> std::io::Result<Image> {
             Err(e) => return Err(std::io::Error::other(format!("{name}: {e}"))),
         }
     }
+}
+
+/// Makes the cache directory `dir` (and what it needs above it), mode
+/// 0700, only below one of this user's own directories or a sticky one
+/// such as /tmp (root under `sudo -E` makes none in the invoking user's
+/// home).
+fn make_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    if let Some(existing) = dir.ancestors().find(|a| a.exists()) {
+        let m = std::fs::metadata(existing)?;
+        let owner = m.uid();
+        let uid = rustix::process::geteuid().as_raw();
+        if existing != dir && owner != uid && m.mode() & 0o1000 == 0 {
+            return Err(std::io::Error::other(format!(
+                "{} belongs to uid {owner}, not to this user ({uid}): no cache made there",
+                existing.display()
+            )));
+        }
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// Nanoseconds since the epoch: with the pid, a name no other tree has.
+fn stamp() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+/// What `/proc/self/fd/N` reads for `fd`: what `/proc/PID/exe` will read
+/// for every process of a tree that execs it.
+fn fd_link(fd: &OwnedFd) -> std::io::Result<Vec<u8>> {
+    Ok(
+        std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?
+            .into_os_string()
+            .into_vec(),
+    )
 }
 
 /// No directory above `dir` lets anyone but this user (or root) replace
@@ -344,10 +369,7 @@ fn prune(dir: &Path, keep: &str) {
 /// The image in a sealed memfd of its own, named `picos-rt-PID-TIME`.
 pub fn from_memfd() -> std::io::Result<Image> {
     use rustix::fs::{fcntl_add_seals, memfd_create, MemfdFlags, SealFlags};
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let name = format!("picos-rt-{}-{:x}", std::process::id(), stamp);
+    let name = format!("picos-rt-{}-{:x}", std::process::id(), stamp());
     let fd = memfd_create(
         name.as_str(),
         MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
@@ -370,9 +392,7 @@ pub fn from_memfd() -> std::io::Result<Image> {
             r => break r?,
         }
     }
-    let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?
-        .into_os_string()
-        .into_vec();
+    let link = fd_link(&fd)?;
     Ok(Image {
         fd,
         link,

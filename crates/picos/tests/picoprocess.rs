@@ -89,48 +89,46 @@ fn patching_under_threads_stress() {
         String::from_utf8_lossy(&native.stdout),
         "calls: 1000000\nwrong: 0\n"
     );
-    let out = Command::new(PICOS)
-        .args(["run", "--log-level", "debug"])
-        .arg(&prog)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "calls: 1000000\nwrong: 0\n",
-        "{stderr}"
-    );
-    assert!(out.status.success(), "{:?}", out.status);
-    assert!(!stderr.contains("lock order violation"), "{stderr}");
-    let patched = stderr.lines().filter(|l| l.contains("patch site")).count();
-    assert!(
-        patched >= 3,
-        "expected patched sites, saw {patched}:\n{stderr}"
+    // The same output as natively, no lock misused, sites patched; the
+    // log, for more checks.
+    let check = |out: std::process::Output, how: &str| -> String {
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "calls: 1000000\nwrong: 0\n",
+            "{how}: {stderr}"
+        );
+        assert!(out.status.success(), "{how}: {:?}", out.status);
+        assert!(!stderr.contains("lock order violation"), "{how}: {stderr}");
+        let patched = stderr.lines().filter(|l| l.contains("patch site")).count();
+        assert!(
+            patched >= 3,
+            "{how}: expected patched sites, saw {patched}:\n{stderr}"
+        );
+        stderr
+    };
+    check(
+        Command::new(PICOS)
+            .args(["run", "--log-level", "debug"])
+            .arg(&prog)
+            .output()
+            .unwrap(),
+        "picos",
     );
     // The same under the sandbox, where /proc/self/mem cannot be written
     // and code is written by making its pages writable for the write
     // (`patch::write_by_protection`), while 32 threads run it.
-    let out = Command::new(PICOS)
-        .args(["run", "--sandbox", "--log-level", "debug", "./patch_stress"])
-        .current_dir(prog.parent().unwrap())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "calls: 1000000\nwrong: 0\n",
-        "{stderr}"
+    let stderr = check(
+        Command::new(PICOS)
+            .args(["run", "--sandbox", "--log-level", "debug", "./patch_stress"])
+            .current_dir(prog.parent().unwrap())
+            .output()
+            .unwrap(),
+        "picos --sandbox",
     );
-    assert!(out.status.success(), "{:?}", out.status);
-    assert!(!stderr.contains("lock order violation"), "{stderr}");
     assert!(
         stderr.contains("code is written through mprotect"),
         "{stderr}"
-    );
-    let patched = stderr.lines().filter(|l| l.contains("patch site")).count();
-    assert!(
-        patched >= 3,
-        "expected patched sites under the sandbox, saw {patched}:\n{stderr}"
     );
 }
 

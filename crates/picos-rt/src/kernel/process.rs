@@ -536,16 +536,23 @@ pub fn is_runtime_exe(link: &[u8]) -> bool {
 /// reused by a process of another tree (or anything else) reads
 /// differently. No allocation.
 fn same_tree(link: &[u8]) -> bool {
-    let tree = &config().tree_exe;
-    if !tree.is_empty() {
-        return link == tree.as_slice();
-    }
-    // Not started by the CLI: ours is what our own exe reads.
     let mut own = [0u8; 512];
-    match host::readlink(c"/proc/self/exe", &mut own) {
-        Ok(len) if is_runtime_exe(&own[..len]) => link == &own[..len],
+    match tree_exe(&mut own) {
+        Some(tree) if is_runtime_exe(tree) => link == tree,
         _ => is_runtime_exe(link),
     }
+}
+
+/// What `/proc/PID/exe` reads for this tree's processes: the name the CLI
+/// passed on (`tree_exe`), else (not started by the CLI) what our own exe
+/// reads, read into `own`. None if that cannot be read. No allocation.
+pub fn tree_exe(own: &mut [u8; 512]) -> Option<&[u8]> {
+    let tree = &config().tree_exe;
+    if !tree.is_empty() {
+        return Some(tree.as_slice());
+    }
+    let len = host::readlink(c"/proc/self/exe", own).ok()?;
+    Some(&own[..len])
 }
 
 /// readlink of `/proc/PID/exe` into `link` (no descriptor, no

@@ -147,13 +147,7 @@ mod tests {
 pub fn runtime_of(pid: i32) -> Result<Option<[(usize, usize); 2]>, crate::host::errno::Errno> {
     use crate::host::{self, errno::Errno};
     let mut own = [0u8; 512];
-    let tree = &crate::kernel::process::config().tree_exe;
-    let runtime = if tree.is_empty() {
-        let len = host::readlink(c"/proc/self/exe", &mut own).map_err(|_| Errno::EPERM)?;
-        &own[..len]
-    } else {
-        tree.as_slice()
-    };
+    let runtime = crate::kernel::process::tree_exe(&mut own).ok_or(Errno::EPERM)?;
     let exe = alloc::format!("/proc/{pid}/exe\0");
     let exe = core::ffi::CStr::from_bytes_with_nul(exe.as_bytes()).map_err(|_| Errno::EINVAL)?;
     let mut link = [0u8; 512];

@@ -535,13 +535,7 @@ fn write_code(ops: &[CodeOp<'_>]) -> Result<(), Errno> {
                     Err(Errno::EIO)
                 }
             }
-            CodeOp::Sync => {
-                if sync_core() {
-                    Ok(())
-                } else {
-                    Err(Errno::EIO)
-                }
-            }
+            CodeOp::Sync => sync_op(),
         });
         let _ = host::close(fd);
         Ok(r)
@@ -587,14 +581,17 @@ static BY_PROTECTION: AtomicBool = AtomicBool::new(false);
 fn write_by_protection(ops: &[CodeOp<'_>]) -> Result<(), Errno> {
     ops.iter().try_for_each(|op| match *op {
         CodeOp::Write(addr, bytes) => crate::mm::user::write_code_by_protection(addr, bytes),
-        CodeOp::Sync => {
-            if sync_core() {
-                Ok(())
-            } else {
-                Err(Errno::EIO)
-            }
-        }
+        CodeOp::Sync => sync_op(),
     })
+}
+
+/// [`CodeOp::Sync`]: [`sync_core`], EIO if it failed.
+fn sync_op() -> Result<(), Errno> {
+    if sync_core() {
+        Ok(())
+    } else {
+        Err(Errno::EIO)
+    }
 }
 
 /// Runs `f`, a change of the program's page protections (its mprotect),
