@@ -1112,10 +1112,12 @@ fn perf_report_names_the_runtime() {
     // this run's (perf reads /tmp/perf-PID.map for any pid) would name
     // runtime functions without --perf-map: such a run is made again, with
     // another pid.
+    // The run's pid is in the runtime's file name: `memfd:picos-rt-PID-TIME`
+    // from a memfd, `picos-rt-ID.tree-PID-TIME` from the runtime cache.
     let stale_map = |r: &str| {
-        let pid: String = r
-            .split("memfd:picos-rt-")
-            .nth(1)
+        let pid: String = ["memfd:picos-rt-", ".tree-"]
+            .iter()
+            .find_map(|p| r.split(p).nth(1))
             .map(|rest| rest.chars().take_while(char::is_ascii_digit).collect())
             .unwrap_or_default();
         !pid.is_empty()
