@@ -7,6 +7,7 @@
 //! picos manifest default
 //! picos sandbox explain [-m MANIFEST] [--syscalls]
 //! picos bench [--quick] [--rows PATTERN] [--pin CPU] [--json FILE] [--svg FILE] [--compare OLD.json]
+//! picos [--root DIR] [--log FILE] [--log-format FMT] create|start|state|kill|delete|exec|run|features|list|pause|resume ...   (an OCI runtime: src/oci.rs)
 //! ```
 //!
 //! The command line is parsed with clap's builder API. (Proc-macro crates
@@ -17,6 +18,7 @@ mod bench;
 mod detached;
 mod manifest;
 mod mounts;
+mod oci;
 mod run;
 mod runtime_image;
 mod sandbox;
@@ -148,7 +150,11 @@ fn one_line(e: &clap::Error) -> String {
 }
 
 fn main() -> ExitCode {
-    let matches = match cli().try_get_matches() {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    if oci::is_oci_run(&args) {
+        return oci::main_run(&args);
+    }
+    let matches = match oci::commands(cli()).try_get_matches() {
         Ok(m) => m,
         Err(e)
             if !e.use_stderr()
@@ -167,6 +173,9 @@ fn main() -> ExitCode {
         // (`picos syscalls | head`), as command-line tools do.
         // SAFETY: restoring a default disposition before any thread exists.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
+    if let Some(code) = oci::main(&matches) {
+        return code;
     }
     match matches.subcommand() {
         Some(("run", m)) => run::main(run::RunArgs::from_matches(m)),
@@ -217,6 +226,7 @@ fn sandbox_explain(manifest: Option<&PathBuf>) -> ExitCode {
             settings: &m.sandbox,
             extra_files: Vec::new(),
             runtime_image: None,
+            container: None,
         };
         Ok(sandbox::explain(&policy))
     });
@@ -260,6 +270,6 @@ pub fn host_env() -> Vec<(OsString, OsString)> {
 mod tests {
     #[test]
     fn cli_is_consistent() {
-        super::cli().debug_assert();
+        super::oci::commands(super::cli()).debug_assert();
     }
 }

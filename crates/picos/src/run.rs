@@ -133,6 +133,23 @@ impl RunArgs {
         )
     }
 
+    /// `picos run PROGRAM [ARGS]...` with no options: a container's process
+    /// (`crate::oci`).
+    pub fn program(command: Vec<OsString>) -> RunArgs {
+        RunArgs {
+            manifest: None,
+            trace: false,
+            no_patch: false,
+            sandbox: false,
+            stats: false,
+            stats_json: None,
+            perf_map: false,
+            profile: false,
+            log_level: None,
+            command,
+        }
+    }
+
     /// The arguments parsed by a command built with [`RunArgs::augment`].
     pub fn from_matches(m: &ArgMatches) -> RunArgs {
         RunArgs {
@@ -383,6 +400,10 @@ fn plan_mounted(
 }
 
 struct Plan {
+    /// Started by an OCI engine (`crate::oci`): the runtime runs from a
+    /// memfd (the cache would be written into the container's file
+    /// system), and the engine has set the capabilities and rlimits.
+    container: Option<crate::sandbox::Container>,
     argv: Vec<OsString>,
     env: Vec<OsString>,
     cwd: Option<PathBuf>,
@@ -411,8 +432,7 @@ pub fn run_manifest(path: Option<&Path>, sandbox_flag: bool) -> Result<Manifest,
     Ok(manifest)
 }
 
-fn plan(args: &RunArgs) -> Result<Plan, RunError> {
-    let manifest = run_manifest(args.manifest.as_deref(), args.sandbox)?;
+fn plan(args: &RunArgs, manifest: Manifest) -> Result<Plan, RunError> {
     let host_env = crate::host_env();
     let mut log_level = manifest.log_level;
     if let Some(l) = &args.log_level {
@@ -503,6 +523,7 @@ fn plan(args: &RunArgs) -> Result<Plan, RunError> {
         },
     };
     Ok(Plan {
+        container: None,
         argv,
         env,
         cwd,
@@ -615,7 +636,7 @@ fn launch(p: Plan) -> Result<std::convert::Infallible, RunError> {
     check_syscall_user_dispatch()?;
     // From the runtime cache, but for --perf-map (perf would read the
     // cached file's symbols, of which it has none, instead of the perf map).
-    let cache = p.config.perf_map.is_empty();
+    let cache = p.config.perf_map.is_empty() && p.container.is_none();
     let mut why_not = None;
     let image = crate::runtime_image::open(cache, &mut why_not).map_err(RunError::Spawn)?;
     if let Some(why) = why_not {
@@ -654,6 +675,7 @@ fn launch(p: Plan) -> Result<std::convert::Infallible, RunError> {
             },
             runtime_image: (image.source == crate::runtime_image::Source::Cache)
                 .then(|| image.fd.as_raw_fd()),
+            container: p.container,
         };
         let applied = crate::sandbox::apply(&policy)?;
         if let Some(w) = applied.weaker {
@@ -702,9 +724,30 @@ fn exec(
     }
 }
 
+/// Becomes the picoprocess of a container's process (`crate::oci`), in
+/// the container's namespaces and root, under `manifest` (the host's tree
+/// as the container shows it, passed through; the sandbox on). Returns
+/// only if the program cannot be started.
+pub fn launch_in_container(
+    args: &RunArgs,
+    manifest: Manifest,
+    container: crate::sandbox::Container,
+) -> RunError {
+    match plan(args, manifest).and_then(|mut p| {
+        p.container = Some(container);
+        launch(p)
+    }) {
+        Ok(never) => match never {},
+        Err(e) => e,
+    }
+}
+
 /// `picos run`.
 pub fn main(args: RunArgs) -> ExitCode {
-    match plan(&args).and_then(launch) {
+    match run_manifest(args.manifest.as_deref(), args.sandbox)
+        .and_then(|m| plan(&args, m))
+        .and_then(launch)
+    {
         Ok(never) => match never {},
         Err(e) => {
             eprintln!("picos: {e}");

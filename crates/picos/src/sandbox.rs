@@ -138,6 +138,25 @@ pub struct Policy<'a> {
     /// descriptor the CLI holds until it execs it): the tree's processes
     /// may read and execute it, as every execve of the tree re-executes it.
     pub runtime_image: Option<std::os::fd::RawFd>,
+    /// A container's process (`picos create`): the OCI engine's spec has
+    /// set its capabilities and rlimits, which stay as the spec says (the
+    /// filter and Landlock hold whatever the capabilities are).
+    pub container: Option<Container>,
+}
+
+/// What an OCI engine's spec settles for a container's process
+/// (`crate::oci`), which the sandbox then need not.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Container {
+    /// The container has a pid namespace of its own (not the host's):
+    /// its processes can signal only each other, so Landlock's signal
+    /// scope is left off (it would also keep a process `exec`'d into the
+    /// container, a picoprocess tree of its own, from signalling the
+    /// container's first process, as `podman exec C kill -HUP 1` does).
+    pub own_pids: bool,
+    /// The container has a network namespace of its own: abstract Unix
+    /// sockets are per network namespace, so their scope is left off too.
+    pub own_net: bool,
 }
 
 /// A rule of the Landlock ruleset, as `explain` shows it.
@@ -878,13 +897,17 @@ pub fn apply(policy: &Policy<'_>) -> Result<Applied, SandboxError> {
              lacks is not enforced (sandbox.allow_weaker)"
         ));
     }
-    setrlimit(rustix::process::Resource::Core, 0).map_err(|e| setup("RLIMIT_CORE", e))?;
+    if policy.container.is_none() {
+        setrlimit(rustix::process::Resource::Core, 0).map_err(|e| setup("RLIMIT_CORE", e))?;
+    }
     if let Some(n) = settings.max_open_files {
         setrlimit(rustix::process::Resource::Nofile, n)
             .map_err(|e| setup("sandbox.max_open_files", e))?;
     }
     private_tree(policy)?;
-    drop_capabilities().map_err(|e| setup("dropping capabilities", e))?;
+    if policy.container.is_none() {
+        drop_capabilities().map_err(|e| setup("dropping capabilities", e))?;
+    }
 
     let level = if settings.allow_weaker {
         CompatLevel::BestEffort
@@ -901,11 +924,14 @@ pub fn apply(policy: &Policy<'_>) -> Result<Applied, SandboxError> {
             .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
             .map_err(ll)?;
     }
-    let mut ruleset = ruleset
-        .scope(Scope::AbstractUnixSocket | Scope::Signal)
-        .map_err(ll)?
-        .create()
-        .map_err(ll)?;
+    let container = policy.container.unwrap_or_default();
+    if !container.own_pids {
+        ruleset = ruleset.scope(Scope::Signal).map_err(ll)?;
+    }
+    if !container.own_net {
+        ruleset = ruleset.scope(Scope::AbstractUnixSocket).map_err(ll)?;
+    }
+    let mut ruleset = ruleset.create().map_err(ll)?;
     for r in policy.fs_rules() {
         // Rules name a file's access rights only (no directory rights).
         let access = match &r.path {

@@ -336,19 +336,27 @@ pub fn watch_parent(t: &thread::Thread, parent: Option<i32>) {
 /// program's (LTP kill11, sigrelse01). When that thread is unknown (after
 /// an earlier notice; a process not forked by a picoprocess), it is taken
 /// for the notice, as a program's SIGSYS default action would kill it.
+/// A SIGSYS from outside our pid namespace, when our parent is outside it
+/// too, is taken for the notice (the two cannot be told apart).
 pub fn is_parent_death(info: &crate::arch::SigInfo) -> bool {
     let Some(t) = thread::current_checked() else {
         return false;
     };
     let ids = t.ids();
     let from = info.pid();
-    if from <= 0 || from != ids.ppid.load(Ordering::Relaxed) {
+    if from < 0 || from != ids.ppid.load(Ordering::Relaxed) {
         return false;
     }
     // The host moves us to our new parent before it sends the notice.
     let now = host::getppid();
     ids.ppid.store(now, Ordering::Relaxed);
-    if now != from {
+    if from == 0 {
+        // Our parent is outside our pid namespace (a container's first
+        // process, or one that `picos exec` entered into a container's
+        // namespaces), where every process shows as pid 0 to us, the
+        // notice's sender too: taken for the notice. Such a process is
+        // the root of its tree.
+    } else if now != from {
         parent_gone(from);
     } else {
         let creator = ids.parent_thread.load(Ordering::Relaxed);

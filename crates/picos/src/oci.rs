@@ -1,0 +1,1253 @@
+//! `picos` as an OCI runtime: the command line that podman (through conmon)
+//! and containerd's runc shim call (`create`, `start`, `state`, `kill`,
+//! `delete`, `exec`, `run`, `features`, `list`, `pause`, `resume`, and the
+//! global `--root`, `--log`, `--log-format`, `--systemd-cgroup`), so that
+//! `podman --runtime $(which picos) run ...` runs the container's process
+//! as a picoprocess.
+//!
+//! What does what:
+//!
+//! - youki's `libcontainer` (with the `oci-spec` crate it re-exports)
+//!   reads the bundle's `config.json` and sets the container up as runc
+//!   does: namespaces, cgroups (cgroupfs, v1 and v2), the root file system
+//!   and the spec's mounts, devices, masked and read-only paths, hostname,
+//!   rlimits, user and groups, capabilities, the console socket, the
+//!   create/start handshake and the state directory under `--root`. We
+//!   chose it over writing that again: it is maintained, passes the OCI
+//!   runtime tests, and lets us replace only the last step (the
+//!   `Executor`), which is all picos needs.
+//! - [`PicosExecutor`] is that last step: in the container's init process
+//!   (and in each `exec`'s process), after the container is set up and
+//!   `start` has been called, it becomes the picoprocess exactly as
+//!   `picos run` does (the runtime is exec'd in place, so the container's
+//!   pid 1 is the program's process), with the sandbox on: picos's seccomp
+//!   filter and a Landlock domain over the container's own tree (its root
+//!   and mounts, nothing else exists in its mount namespace), the network
+//!   being the container's network namespace as the spec gives it. The
+//!   capabilities and rlimits stay as the spec set them.
+//!
+//! Not taken from the spec: its seccomp profile. libcontainer applies it
+//! with libseccomp, a C library we do not link (the CLI is a static musl
+//! binary); picos's own filter, which is the sandbox's, takes its place
+//! (docs/OCI.md lists what that changes).
+
+use crate::manifest::Manifest;
+use crate::run::{self, RunArgs};
+use clap::{Arg, ArgAction, ArgMatches, Command};
+use libcontainer::container::builder::ContainerBuilder;
+use libcontainer::container::Container;
+use libcontainer::oci_spec::runtime::{LinuxNamespaceType, Spec};
+use libcontainer::syscall::syscall::SyscallType;
+use libcontainer::workload::{Executor, ExecutorError, ExecutorValidationError};
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The OCI runtime's subcommands, added to `picos`'s command line.
+pub fn commands(cmd: Command) -> Command {
+    let id = || {
+        Arg::new("id")
+            .value_name("CONTAINER_ID")
+            .required(true)
+            .help("The container's id")
+    };
+    let bundle = || {
+        Arg::new("bundle")
+            .long("bundle")
+            .short('b')
+            .value_name("DIR")
+            .default_value(".")
+            .value_parser(clap::value_parser!(PathBuf))
+            .help("The bundle: the directory holding config.json")
+    };
+    let pid_file = || {
+        Arg::new("pid_file")
+            .long("pid-file")
+            .value_name("FILE")
+            .value_parser(clap::value_parser!(PathBuf))
+            .help("Write the process's pid there")
+    };
+    let console_socket = || {
+        Arg::new("console_socket")
+            .long("console-socket")
+            .value_name("SOCKET")
+            .value_parser(clap::value_parser!(PathBuf))
+            .help("A Unix socket to send the terminal's master descriptor to")
+    };
+    let preserve_fds = || {
+        Arg::new("preserve_fds")
+            .long("preserve-fds")
+            .value_name("N")
+            .default_value("0")
+            .value_parser(clap::value_parser!(i32).range(0..))
+            .help("Pass N more descriptors (3 to 3+N-1) to the process")
+    };
+    let ignored_flag = |name: &'static str| {
+        Arg::new(name)
+            .long(name)
+            .action(ArgAction::SetTrue)
+            .hide(true)
+    };
+    globals(cmd)
+        .subcommand(
+            Command::new("create")
+                .about(
+                    "OCI runtime: create a container from a bundle (its process waits for start)",
+                )
+                .arg(bundle())
+                .arg(pid_file())
+                .arg(console_socket())
+                .arg(preserve_fds())
+                .arg(ignored_flag("no-pivot"))
+                .arg(ignored_flag("no-new-keyring"))
+                .arg(id()),
+        )
+        .subcommand(
+            Command::new("start")
+                .about("OCI runtime: start a created container's process")
+                .arg(id()),
+        )
+        .subcommand(
+            Command::new("state")
+                .about("OCI runtime: print a container's state (JSON)")
+                .arg(id()),
+        )
+        .subcommand(
+            Command::new("kill")
+                .about("OCI runtime: send a signal to a container's process")
+                .arg(
+                    Arg::new("all")
+                        .long("all")
+                        .short('a')
+                        .action(ArgAction::SetTrue)
+                        .help("To every process of the container"),
+                )
+                .arg(id())
+                .arg(
+                    Arg::new("signal")
+                        .value_name("SIGNAL")
+                        .default_value("SIGTERM")
+                        .help("A name (TERM, SIGTERM) or a number"),
+                ),
+        )
+        .subcommand(
+            Command::new("delete")
+                .about("OCI runtime: delete a stopped container (--force: also a running one)")
+                .arg(
+                    Arg::new("force")
+                        .long("force")
+                        .short('f')
+                        .action(ArgAction::SetTrue)
+                        .help("Kill the container's processes first"),
+                )
+                .arg(id()),
+        )
+        .subcommand(
+            Command::new("exec")
+                .about("OCI runtime: run another process in a running container")
+                .arg(
+                    Arg::new("process")
+                        .long("process")
+                        .short('p')
+                        .value_name("FILE")
+                        .value_parser(clap::value_parser!(PathBuf))
+                        .help("The process to run, as a spec's process JSON"),
+                )
+                .arg(
+                    Arg::new("detach")
+                        .long("detach")
+                        .short('d')
+                        .action(ArgAction::SetTrue)
+                        .help("Do not wait for the process"),
+                )
+                .arg(pid_file())
+                .arg(console_socket())
+                .arg(preserve_fds())
+                .arg(
+                    Arg::new("tty")
+                        .long("tty")
+                        .short('t')
+                        .action(ArgAction::SetTrue)
+                        .help("Give the process a terminal"),
+                )
+                .arg(
+                    Arg::new("cwd")
+                        .long("cwd")
+                        .value_name("DIR")
+                        .value_parser(clap::value_parser!(PathBuf)),
+                )
+                .arg(
+                    Arg::new("env")
+                        .long("env")
+                        .short('e')
+                        .value_name("KEY=VALUE")
+                        .action(ArgAction::Append),
+                )
+                .arg(
+                    Arg::new("user")
+                        .long("user")
+                        .short('u')
+                        .value_name("UID[:GID]"),
+                )
+                .arg(
+                    Arg::new("additional_gids")
+                        .long("additional-gids")
+                        .short('g')
+                        .value_name("GID")
+                        .value_parser(clap::value_parser!(u32))
+                        .action(ArgAction::Append),
+                )
+                .arg(
+                    Arg::new("cap")
+                        .long("cap")
+                        .short('c')
+                        .value_name("CAP")
+                        .action(ArgAction::Append),
+                )
+                .arg(
+                    Arg::new("no_new_privs")
+                        .long("no-new-privs")
+                        .action(ArgAction::SetTrue),
+                )
+                .arg(
+                    Arg::new("process_label")
+                        .long("process-label")
+                        .value_name("LABEL")
+                        .hide(true),
+                )
+                .arg(
+                    Arg::new("apparmor")
+                        .long("apparmor")
+                        .value_name("PROFILE")
+                        .hide(true),
+                )
+                .arg(id())
+                .arg(
+                    Arg::new("command")
+                        .value_name("COMMAND [ARGS]...")
+                        .num_args(0..)
+                        .trailing_var_arg(true)
+                        .allow_hyphen_values(true),
+                ),
+        )
+        .subcommand(
+            Command::new("ps")
+                .about("OCI runtime: list a container's processes (ps's table, or pids as JSON)")
+                .arg(
+                    Arg::new("format")
+                        .long("format")
+                        .short('f')
+                        .value_name("FORMAT")
+                        .value_parser(["table", "json"])
+                        .default_value("table"),
+                )
+                .arg(id())
+                .arg(
+                    Arg::new("ps_args")
+                        .value_name("PS_ARGS")
+                        .num_args(0..)
+                        .trailing_var_arg(true)
+                        .allow_hyphen_values(true)
+                        .help("Options for ps(1) (default -ef)"),
+                ),
+        )
+        .subcommand(Command::new("features").about("OCI runtime: print what it supports (JSON)"))
+        .subcommand(
+            Command::new("list")
+                .visible_alias("ls")
+                .about("OCI runtime: list the containers under --root"),
+        )
+        .subcommand(
+            Command::new("pause")
+                .about("OCI runtime: freeze a container's processes")
+                .arg(id()),
+        )
+        .subcommand(
+            Command::new("resume")
+                .about("OCI runtime: thaw a paused container's processes")
+                .arg(id()),
+        )
+}
+
+/// The OCI runtime's global options (before the subcommand, as runc's).
+fn globals(cmd: Command) -> Command {
+    cmd.arg(
+        Arg::new("root")
+            .long("root")
+            .value_name("DIR")
+            .value_parser(clap::value_parser!(PathBuf))
+            .help(
+                "OCI runtime: where containers' state is kept (default /run/picos, or \
+                 $XDG_RUNTIME_DIR/picos for a user other than root)",
+            ),
+    )
+    .arg(
+        Arg::new("log")
+            .long("log")
+            .value_name("FILE")
+            .value_parser(clap::value_parser!(PathBuf))
+            .help("OCI runtime: also append errors to FILE"),
+    )
+    .arg(
+        Arg::new("log_format")
+            .long("log-format")
+            .value_name("FORMAT")
+            .value_parser(["text", "json"])
+            .help("OCI runtime: the --log file's format (text or json)"),
+    )
+    .arg(
+        Arg::new("systemd_cgroup")
+            .long("systemd-cgroup")
+            .action(ArgAction::SetTrue)
+            .help("OCI runtime: cgroups through systemd (not supported: use cgroupfs)"),
+    )
+    .arg(
+        Arg::new("debug")
+            .long("debug")
+            .action(ArgAction::SetTrue)
+            .hide(true),
+    )
+    .arg(
+        Arg::new("rootless")
+            .long("rootless")
+            .value_name("BOOL")
+            .hide(true),
+    )
+}
+
+/// Whether `args` (what follows `picos`) is an OCI runtime's command line:
+/// a global option of one first, or a runtime subcommand. `run` is
+/// `picos run PROGRAM` unless it carries `--bundle`/`-b`, `--detach`/`-d`
+/// or a bare container id after OCI-only options (runc's `run`).
+pub fn is_oci_run(args: &[OsString]) -> bool {
+    let mut it = args.iter().map(|a| a.to_string_lossy());
+    let mut global = false;
+    let sub = loop {
+        let Some(a) = it.next() else { return false };
+        match a.as_ref() {
+            "--root" | "--log" | "--log-format" | "--rootless" => {
+                global = true;
+                it.next();
+            }
+            "--systemd-cgroup" | "--debug" => global = true,
+            a if ["--root=", "--log=", "--log-format=", "--rootless="]
+                .iter()
+                .any(|p| a.starts_with(p)) =>
+            {
+                global = true
+            }
+            a => break a.to_string(),
+        }
+    };
+    if sub != "run" {
+        return false;
+    }
+    if global {
+        return true;
+    }
+    match it.next().as_deref() {
+        Some(
+            "--bundle" | "-b" | "--detach" | "-d" | "--no-pivot" | "--no-new-keyring"
+            | "--console-socket" | "--pid-file" | "--preserve-fds" | "--keep",
+        ) => true,
+        Some(a) => [
+            "--bundle=",
+            "--pid-file=",
+            "--console-socket=",
+            "--preserve-fds=",
+        ]
+        .iter()
+        .any(|p| a.starts_with(p)),
+        None => false,
+    }
+}
+
+/// The command line of runc's `run` (create, start, then wait unless
+/// detached), parsed when [`is_oci_run`] says so.
+fn oci_run_command() -> Command {
+    globals(Command::new("picos")).subcommand(
+        Command::new("run")
+            .about("OCI runtime: create and start a container (and wait for it)")
+            .arg(
+                Arg::new("bundle")
+                    .long("bundle")
+                    .short('b')
+                    .value_name("DIR")
+                    .default_value(".")
+                    .value_parser(clap::value_parser!(PathBuf)),
+            )
+            .arg(
+                Arg::new("pid_file")
+                    .long("pid-file")
+                    .value_name("FILE")
+                    .value_parser(clap::value_parser!(PathBuf)),
+            )
+            .arg(
+                Arg::new("console_socket")
+                    .long("console-socket")
+                    .value_name("SOCKET")
+                    .value_parser(clap::value_parser!(PathBuf)),
+            )
+            .arg(
+                Arg::new("preserve_fds")
+                    .long("preserve-fds")
+                    .value_name("N")
+                    .default_value("0")
+                    .value_parser(clap::value_parser!(i32).range(0..)),
+            )
+            .arg(
+                Arg::new("detach")
+                    .long("detach")
+                    .short('d')
+                    .action(ArgAction::SetTrue),
+            )
+            .arg(
+                Arg::new("keep")
+                    .long("keep")
+                    .action(ArgAction::SetTrue)
+                    .help("Keep the container's state after it exits"),
+            )
+            .arg(
+                Arg::new("no-pivot")
+                    .long("no-pivot")
+                    .action(ArgAction::SetTrue)
+                    .hide(true),
+            )
+            .arg(
+                Arg::new("no-new-keyring")
+                    .long("no-new-keyring")
+                    .action(ArgAction::SetTrue)
+                    .hide(true),
+            )
+            .arg(Arg::new("id").value_name("CONTAINER_ID").required(true)),
+    )
+}
+
+/// Why an OCI runtime command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OciError {
+    #[error("container {0} does not exist")]
+    NoSuchContainer(String),
+    #[error("container {0} already exists")]
+    Exists(String),
+    #[error("--systemd-cgroup: this picos manages cgroups through cgroupfs only (podman: --cgroup-manager cgroupfs; containerd: SystemdCgroup = false)")]
+    Systemd,
+    #[error("invalid signal {0}")]
+    BadSignal(String),
+    #[error("--user {0}: expected UID or UID:GID (numbers)")]
+    BadUser(String),
+    #[error("{0}: {1}")]
+    Io(String, std::io::Error),
+    #[error(transparent)]
+    Container(#[from] libcontainer::error::LibcontainerError),
+}
+
+/// The global options.
+struct Globals {
+    root: PathBuf,
+    log: Option<PathBuf>,
+    json: bool,
+}
+
+impl Globals {
+    fn from(m: &ArgMatches) -> Result<Globals, OciError> {
+        if m.get_flag("systemd_cgroup") {
+            return Err(OciError::Systemd);
+        }
+        let root = match m.get_one::<PathBuf>("root") {
+            Some(r) => r.clone(),
+            None => default_root(),
+        };
+        Ok(Globals {
+            root,
+            log: m.get_one::<PathBuf>("log").cloned(),
+            json: m
+                .get_one::<String>("log_format")
+                .is_some_and(|f| f == "json"),
+        })
+    }
+
+    /// The state root, made if missing (mode 0700, as runc's).
+    fn state_root(&self) -> Result<PathBuf, OciError> {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.root)
+            .map_err(|e| OciError::Io(format!("--root {}", self.root.display()), e))?;
+        Ok(self.root.clone())
+    }
+
+    fn container_dir(&self, id: &str) -> PathBuf {
+        self.root.join(id)
+    }
+
+    fn load(&self, id: &str) -> Result<Container, OciError> {
+        let dir = self.container_dir(id);
+        if id.contains('/') || id.is_empty() || !dir.join("state.json").exists() {
+            return Err(OciError::NoSuchContainer(id.into()));
+        }
+        Ok(Container::load(dir)?)
+    }
+
+    /// Reports an error on stderr and, with `--log`, in the log file (one
+    /// JSON object per line with `--log-format json`, as runc writes it
+    /// and containerd's shim reads it).
+    fn report(&self, e: &OciError) {
+        let msg = chain(e);
+        eprintln!("picos: {msg}");
+        let Some(log) = &self.log else { return };
+        let line = if self.json {
+            let time = rfc3339_now();
+            serde_json::json!({"level": "error", "msg": msg, "time": time}).to_string()
+        } else {
+            format!("picos: {msg}")
+        };
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+}
+
+/// An error and its causes, `error: cause: cause` (libcontainer's errors
+/// name the step, their sources what went wrong), each said once.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let text = c.to_string();
+        if !msg.contains(&text) {
+            msg.push_str(": ");
+            msg.push_str(&text);
+        }
+        cur = c.source();
+    }
+    msg
+}
+
+/// Now, as RFC 3339 in UTC (the log's `time`).
+fn rfc3339_now() -> String {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:09}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        d.subsec_nanos()
+    )
+}
+
+/// `/run/picos` for root; `$XDG_RUNTIME_DIR/picos` (else
+/// `/tmp/picos-UID`) for another user.
+fn default_root() -> PathBuf {
+    if rustix::process::geteuid().is_root() {
+        return PathBuf::from("/run/picos");
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d).join("picos"),
+        _ => PathBuf::from(format!(
+            "/tmp/picos-{}",
+            rustix::process::geteuid().as_raw()
+        )),
+    }
+}
+
+/// Runs the container's process as a picoprocess (see the module's doc).
+#[derive(Clone)]
+pub struct PicosExecutor;
+
+/// The manifest of a container's process: the tree as the container shows
+/// it, passed through (no mounts of the library OS: the container's mount
+/// namespace is the boundary), the sandbox on, the network the container's
+/// namespace (no port rules).
+fn container_manifest() -> Manifest {
+    let mut m = Manifest::embedded_default();
+    m.sandbox.enable = true;
+    m.sandbox.net_tcp = true;
+    m.sandbox.net_udp = true;
+    m
+}
+
+impl Executor for PicosExecutor {
+    fn exec(&self, spec: &Spec) -> Result<(), ExecutorError> {
+        let args = spec
+            .process()
+            .as_ref()
+            .and_then(|p| p.args().as_ref())
+            .filter(|a| !a.is_empty())
+            .ok_or(ExecutorError::InvalidArg)?;
+        let command: Vec<OsString> = args.iter().map(OsString::from).collect();
+        let has = |kind: LinuxNamespaceType| {
+            spec.linux()
+                .as_ref()
+                .and_then(|l| l.namespaces().as_ref())
+                .is_some_and(|ns| ns.iter().any(|n| n.typ() == kind))
+        };
+        let container = crate::sandbox::Container {
+            own_pids: has(LinuxNamespaceType::Pid),
+            own_net: has(LinuxNamespaceType::Network),
+        };
+        let e =
+            run::launch_in_container(&RunArgs::program(command), container_manifest(), container);
+        // The process's stderr is the container's: say it there too, as
+        // `picos run` would.
+        eprintln!("picos: {e}");
+        let _ = std::io::stderr().flush();
+        // SAFETY: _exit(2) ends this process (the container's, after its
+        // set-up) with the status `picos run` gives, without unwinding
+        // into libcontainer's init, which would report it as its own
+        // failure.
+        unsafe { libc::_exit(i32::from(e.exit_code())) }
+    }
+
+    fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
+        let process = spec.process().as_ref().ok_or_else(|| {
+            ExecutorValidationError::ArgValidationError("the spec has no process".into())
+        })?;
+        let args = process
+            .args()
+            .as_ref()
+            .filter(|a| !a.is_empty())
+            .ok_or_else(|| {
+                ExecutorValidationError::ArgValidationError("the spec's process has no args".into())
+            })?;
+        let path_var = process
+            .env()
+            .as_ref()
+            .and_then(|env| env.iter().find_map(|kv| kv.strip_prefix("PATH=")))
+            .map(OsString::from);
+        // As runc words it, which engines match ("executable file not
+        // found in $PATH", "no such file or directory", "permission
+        // denied") to give 127 or 126.
+        let prog = std::ffi::OsStr::new(&args[0]);
+        let exe = run::resolve_program(prog, path_var.as_deref()).map_err(|_| {
+            ExecutorValidationError::ArgValidationError(if args[0].contains('/') {
+                format!(
+                    "exec: \"{}\": stat {}: no such file or directory",
+                    args[0], args[0]
+                )
+            } else {
+                format!("exec: \"{}\": executable file not found in $PATH", args[0])
+            })
+        })?;
+        run::check_program(&exe, &args[0]).map_err(|e| {
+            ExecutorValidationError::ArgValidationError(match e.exit_code() {
+                127 => format!("exec: \"{}\": {e}: no such file or directory", args[0]),
+                _ => format!("exec: \"{}\": {e}: permission denied", args[0]),
+            })
+        })?;
+        Ok(())
+    }
+}
+
+fn builder(g: &Globals, id: &str, m: &ArgMatches) -> Result<ContainerBuilder, OciError> {
+    let root = g.state_root()?;
+    let mut b = ContainerBuilder::new(id.to_string(), SyscallType::default())
+        .with_executor(PicosExecutor)
+        .with_root_path(root)?
+        .with_console_socket(m.get_one::<PathBuf>("console_socket"))
+        .with_preserved_fds(*m.get_one::<i32>("preserve_fds").unwrap_or(&0));
+    if let Some(p) = m.get_one::<PathBuf>("pid_file") {
+        b = b.with_pid_file(Some(absolute(p)?))?;
+    }
+    Ok(b.validate_id()?)
+}
+
+/// An absolute path (libcontainer canonicalizes the pid file's parent).
+fn absolute(p: &Path) -> Result<PathBuf, OciError> {
+    std::path::absolute(p).map_err(|e| OciError::Io(p.display().to_string(), e))
+}
+
+fn create(g: &Globals, m: &ArgMatches, detach: bool) -> Result<Container, OciError> {
+    let id = m.get_one::<String>("id").expect("required");
+    if g.container_dir(id).exists() {
+        return Err(OciError::Exists(id.clone()));
+    }
+    let bundle = m.get_one::<PathBuf>("bundle").expect("has a default");
+    let bundle = absolute(bundle)?;
+    let config = bundle.join("config.json");
+    std::fs::metadata(&config).map_err(|e| OciError::Io(config.display().to_string(), e))?;
+    let result = (|| {
+        let bundle = tmpcopyup::prepare(g, id, &bundle)?;
+        Ok(builder(g, id, m)?
+            .as_init(bundle)
+            .with_systemd(false)
+            .with_detach(detach)
+            .build()?)
+    })();
+    if result.is_err() {
+        tmpcopyup::clean(g, id);
+    }
+    result
+}
+
+/// podman's `tmpcopyup` mount option (a tmpfs that starts with a copy of
+/// what the image has at its mount point: `--read-only`'s `/tmp`, `/run`
+/// and `/var/tmp`, and `--tmpfs`), which libcontainer does not know (it
+/// would hand it to the kernel, which refuses it). Such a mount becomes,
+/// in a copy of the spec, the bind mount of a tmpfs that `create` makes
+/// (with the mount's size and mode) under `--root` and fills with that
+/// copy; `delete` unmounts it.
+mod tmpcopyup {
+    use super::{Globals, OciError};
+    use std::path::{Path, PathBuf};
+
+    /// This container's own directory beside libcontainer's.
+    fn private(g: &Globals, id: &str) -> PathBuf {
+        g.root.join(format!(".picos-{id}"))
+    }
+
+    fn io(what: &Path) -> impl Fn(std::io::Error) -> OciError + '_ {
+        move |e| OciError::Io(what.display().to_string(), e)
+    }
+
+    /// The bundle to give libcontainer: `bundle` itself, or a copy of its
+    /// spec with the `tmpcopyup` mounts made.
+    pub fn prepare(g: &Globals, id: &str, bundle: &Path) -> Result<PathBuf, OciError> {
+        let path = bundle.join("config.json");
+        let text = std::fs::read(&path).map_err(io(&path))?;
+        let Ok(mut spec) = serde_json::from_slice::<serde_json::Value>(&text) else {
+            // libcontainer says what is wrong with it.
+            return Ok(bundle.to_path_buf());
+        };
+        let has = |m: &serde_json::Value| {
+            m["options"]
+                .as_array()
+                .is_some_and(|o| o.iter().any(|x| x == "tmpcopyup"))
+        };
+        if !spec["mounts"]
+            .as_array()
+            .is_some_and(|ms| ms.iter().any(has))
+        {
+            return Ok(bundle.to_path_buf());
+        }
+        let rootfs = spec["root"]["path"].as_str().map(|r| bundle.join(r));
+        let Some(rootfs) = rootfs else {
+            return Ok(bundle.to_path_buf());
+        };
+        let dir = private(g, id);
+        let new_bundle = dir.join("bundle");
+        std::fs::create_dir_all(&new_bundle).map_err(io(&new_bundle))?;
+        let root_fd = rustix::fs::open(
+            &rootfs,
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(|e| OciError::Io(rootfs.display().to_string(), e.into()))?;
+        let mounts = spec["mounts"].as_array_mut().expect("checked above");
+        for (n, m) in mounts.iter_mut().enumerate().filter(|(_, m)| has(m)) {
+            let dest = m["destination"].as_str().unwrap_or("").to_string();
+            let options: Vec<String> = m["options"]
+                .as_array()
+                .map(|o| {
+                    o.iter()
+                        .filter_map(|x| x.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            // The tmpfs's own settings (size=, mode=, nr_inodes=...) and
+            // the flags the bind mount keeps.
+            let (data, flags): (Vec<String>, Vec<String>) = options
+                .into_iter()
+                .filter(|o| o != "tmpcopyup")
+                .partition(|o| o.contains('='));
+            let stage = dir.join(format!("copyup-{n}"));
+            std::fs::create_dir_all(&stage).map_err(io(&stage))?;
+            let data = std::ffi::CString::new(data.join(",")).map_err(|_| {
+                OciError::Io(
+                    format!("the options of {dest}"),
+                    std::io::ErrorKind::InvalidInput.into(),
+                )
+            })?;
+            rustix::mount::mount(
+                "tmpfs",
+                &stage,
+                "tmpfs",
+                rustix::mount::MountFlags::NOSUID | rustix::mount::MountFlags::NODEV,
+                Some(data.as_c_str()),
+            )
+            .map_err(|e| OciError::Io(format!("a tmpfs for {dest}"), e.into()))?;
+            copy_from_image(&root_fd, &dest, &stage)?;
+            let mut flags = flags;
+            if !flags.iter().any(|f| f == "bind" || f == "rbind") {
+                flags.push("rbind".into());
+            }
+            m["type"] = "bind".into();
+            m["source"] = stage.display().to_string().into();
+            m["options"] = flags.into();
+        }
+        spec["root"]["path"] = rootfs.display().to_string().into();
+        let new_config = new_bundle.join("config.json");
+        std::fs::write(
+            &new_config,
+            serde_json::to_vec_pretty(&spec).unwrap_or_default(),
+        )
+        .map_err(io(&new_config))?;
+        Ok(new_bundle)
+    }
+
+    /// Copies what the image has at `dest` (resolved inside the root
+    /// file system: its symlinks cannot lead out) into `stage`, keeping
+    /// owners, modes, links and extended attributes (`cp -a`).
+    fn copy_from_image(
+        root: &std::os::fd::OwnedFd,
+        dest: &str,
+        stage: &Path,
+    ) -> Result<(), OciError> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        let rel = dest.trim_start_matches('/');
+        let src = match rustix::fs::openat2(
+            root,
+            if rel.is_empty() { "." } else { rel },
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
+        ) {
+            Ok(fd) => fd,
+            // Nothing there (libcontainer makes the mount point): an
+            // empty tmpfs.
+            Err(rustix::io::Errno::NOENT) | Err(rustix::io::Errno::NOTDIR) => return Ok(()),
+            Err(e) => return Err(OciError::Io(format!("{dest} in the image"), e.into())),
+        };
+        use std::os::fd::AsRawFd;
+        let from = format!("/proc/{}/fd/{}/.", std::process::id(), src.as_raw_fd());
+        let out = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(&from)
+            .arg(stage)
+            .output()
+            .map_err(|e| OciError::Io("cp".into(), e))?;
+        if !out.status.success() {
+            return Err(OciError::Io(
+                format!("copying {dest} of the image (tmpcopyup)"),
+                std::io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Unmounts and removes what [`prepare`] made, if anything.
+    pub fn clean(g: &Globals, id: &str) {
+        let dir = private(g, id);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with("copyup-") {
+                let _ = rustix::mount::unmount(&e.path(), rustix::mount::UnmountFlags::DETACH);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Waits for `pid` (a child of this process) and gives its status as a
+/// shell would: the exit code, or 128 + the signal.
+fn wait_status(pid: i32) -> ExitCode {
+    let mut status = 0;
+    loop {
+        // SAFETY: waitpid(2) on a child's pid with a pointer to a live int.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            break;
+        }
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return ExitCode::from(255);
+        }
+    }
+    if libc::WIFEXITED(status) {
+        ExitCode::from(libc::WEXITSTATUS(status) as u8)
+    } else {
+        ExitCode::from((128 + libc::WTERMSIG(status)) as u8)
+    }
+}
+
+fn state_json(c: &Container) -> String {
+    let mut v = serde_json::to_value(&c.state).unwrap_or_default();
+    // runc's and the OCI spec's name for the root file system, which
+    // engines read; libcontainer keeps only the bundle.
+    if let (Some(obj), Ok(cfg)) = (
+        v.as_object_mut(),
+        std::fs::read(c.bundle().join("config.json")),
+    ) {
+        if let Some(root) = serde_json::from_slice::<serde_json::Value>(&cfg)
+            .ok()
+            .and_then(|s| {
+                s.pointer("/root/path")
+                    .and_then(|p| p.as_str())
+                    .map(String::from)
+            })
+        {
+            let root = if Path::new(&root).is_absolute() {
+                PathBuf::from(root)
+            } else {
+                c.bundle().join(root)
+            };
+            obj.insert("rootfs".into(), root.display().to_string().into());
+        }
+    }
+    serde_json::to_string_pretty(&v).unwrap_or_default()
+}
+
+fn features() -> String {
+    serde_json::json!({
+        "ociVersionMin": "1.0.0",
+        "ociVersionMax": "1.2.0",
+        "hooks": ["prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop"],
+        "mountOptions": ["async", "atime", "bind", "defaults", "dev", "diratime", "dirsync",
+            "exec", "iversion", "lazytime", "loud", "mand", "noatime", "nodev", "nodiratime",
+            "noexec", "noiversion", "nolazytime", "nomand", "norelatime", "nostrictatime",
+            "nosuid", "private", "rbind", "relatime", "remount", "ro", "rprivate", "rshared",
+            "rslave", "runbindable", "rw", "shared", "silent", "slave", "strictatime", "suid",
+            "sync", "tmpcopyup", "unbindable"],
+        "linux": {
+            "namespaces": ["cgroup", "ipc", "mount", "network", "pid", "user", "uts", "time"],
+            "capabilities": caps_known(),
+            "cgroup": {"v1": true, "v2": true, "systemd": false, "systemdUser": false},
+            // The spec's profile is not applied: picos's own filter is.
+            "seccomp": {"enabled": false},
+            "apparmor": {"enabled": false},
+            "selinux": {"enabled": false}
+        },
+        "annotations": {
+            "org.picos.version": env!("CARGO_PKG_VERSION"),
+            "org.picos.sandbox": "seccomp (picos's filter) + Landlock, on every container process"
+        }
+    })
+    .to_string()
+}
+
+fn caps_known() -> Vec<String> {
+    caps::all().iter().map(|c| c.to_string()).collect()
+}
+
+fn exec_process(g: &Globals, m: &ArgMatches) -> Result<ExitCode, OciError> {
+    let id = m.get_one::<String>("id").expect("required");
+    // Fails early, with the right words, for a container that is not there.
+    g.load(id)?;
+    let detach = m.get_flag("detach");
+    let (user, group) = match m.get_one::<String>("user") {
+        None => (None, None),
+        Some(u) => {
+            let bad = || OciError::BadUser(u.clone());
+            let mut it = u.splitn(2, ':');
+            let uid = it.next().unwrap_or("").parse::<u32>().map_err(|_| bad())?;
+            let gid = match it.next() {
+                Some(gs) => Some(gs.parse::<u32>().map_err(|_| bad())?),
+                None => None,
+            };
+            (Some(uid), gid)
+        }
+    };
+    let env = m
+        .get_many::<String>("env")
+        .map(|v| {
+            v.filter_map(|kv| {
+                kv.split_once('=')
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+            })
+            .collect()
+        })
+        .unwrap_or_default();
+    let args: Vec<String> = m
+        .get_many::<String>("command")
+        .map(|v| v.cloned().collect())
+        .unwrap_or_default();
+    let pid = builder(g, id, m)?
+        .as_tenant()
+        .with_detach(detach)
+        .with_cwd(m.get_one::<PathBuf>("cwd"))
+        .with_env(env)
+        .with_process(m.get_one::<PathBuf>("process"))
+        .with_no_new_privs(m.get_flag("no_new_privs"))
+        .with_capabilities(
+            m.get_many::<String>("cap")
+                .map(|v| v.cloned().collect())
+                .unwrap_or_default(),
+        )
+        .with_user(user)
+        .with_group(group)
+        .with_additional_gids(
+            m.get_many::<u32>("additional_gids")
+                .map(|v| v.copied().collect())
+                .unwrap_or_default(),
+        )
+        .with_container_args(args)
+        .build()?;
+    Ok(if detach {
+        ExitCode::SUCCESS
+    } else {
+        wait_status(pid.as_raw())
+    })
+}
+
+/// The pids of a container's processes (its cgroup's), as the host
+/// numbers them.
+fn pids(c: &Container) -> Result<Vec<i32>, OciError> {
+    use libcgroups::common::CgroupManager;
+    let cgroup = |e: &dyn std::fmt::Display| {
+        OciError::Io(
+            format!("the cgroup of {}", c.id()),
+            std::io::Error::other(e.to_string()),
+        )
+    };
+    let config = c.spec()?;
+    let manager = libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
+        cgroup_path: config.cgroup_path,
+        systemd_cgroup: false,
+        container_name: c.id().to_string(),
+    })
+    .map_err(|e| cgroup(&e))?;
+    let mut pids: Vec<i32> = manager
+        .get_all_pids()
+        .map_err(|e| cgroup(&e))?
+        .iter()
+        .map(|p| p.as_raw())
+        .collect();
+    pids.sort_unstable();
+    Ok(pids)
+}
+
+/// runc's `ps`: `--format json` prints the pids (what containerd's shim
+/// reads); the table is ps(1)'s, with the lines of those pids only.
+fn ps(g: &Globals, m: &ArgMatches) -> Result<ExitCode, OciError> {
+    let id = m.get_one::<String>("id").expect("required");
+    let pids = pids(&g.load(id)?)?;
+    if m.get_one::<String>("format").is_some_and(|f| f == "json") {
+        println!("{}", serde_json::to_string(&pids).unwrap_or_default());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let args: Vec<String> = m
+        .get_many::<String>("ps_args")
+        .map(|v| v.cloned().collect())
+        .unwrap_or_else(|| vec!["-ef".into()]);
+    let out = std::process::Command::new("ps")
+        .args(&args)
+        .output()
+        .map_err(|e| OciError::Io("ps".into(), e))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let header = lines.next().unwrap_or_default();
+    let column = header
+        .split_whitespace()
+        .position(|h| h == "PID")
+        .ok_or_else(|| {
+            OciError::Io(
+                format!("ps {}", args.join(" ")),
+                std::io::Error::other("its output has no PID column"),
+            )
+        })?;
+    println!("{header}");
+    for l in lines {
+        let pid = l
+            .split_whitespace()
+            .nth(column)
+            .and_then(|p| p.parse::<i32>().ok());
+        if pid.is_some_and(|p| pids.binary_search(&p).is_ok()) {
+            println!("{l}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list(g: &Globals) -> Result<ExitCode, OciError> {
+    println!(
+        "{:<40} {:<8} {:<10} {:<40} CREATED",
+        "ID", "PID", "STATUS", "BUNDLE"
+    );
+    let Ok(dir) = std::fs::read_dir(&g.root) else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let mut rows = Vec::new();
+    for e in dir.flatten() {
+        let id = e.file_name().to_string_lossy().into_owned();
+        if let Ok(c) = g.load(&id) {
+            rows.push(format!(
+                "{:<40} {:<8} {:<10} {:<40} {}",
+                id,
+                c.pid().map_or(0, |p| p.as_raw()),
+                format!("{:?}", c.status()).to_lowercase(),
+                c.bundle().display(),
+                c.created().map(|t| t.to_rfc3339()).unwrap_or_default()
+            ));
+        }
+    }
+    rows.sort();
+    for r in rows {
+        println!("{r}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs an OCI runtime subcommand; `None` if `m` is not one.
+pub fn main(m: &ArgMatches) -> Option<ExitCode> {
+    let (name, sub) = m.subcommand()?;
+    if !matches!(
+        name,
+        "create"
+            | "start"
+            | "state"
+            | "kill"
+            | "delete"
+            | "exec"
+            | "features"
+            | "list"
+            | "pause"
+            | "resume"
+            | "ps"
+    ) {
+        return None;
+    }
+    let g = match Globals::from(m) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("picos: {e}");
+            return Some(ExitCode::FAILURE);
+        }
+    };
+    let id = || sub.get_one::<String>("id").expect("required").as_str();
+    let result: Result<ExitCode, OciError> = (|| match name {
+        "create" => create(&g, sub, true).map(|_| ExitCode::SUCCESS),
+        "start" => {
+            g.load(id())?.start()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        "state" => {
+            let c = g.load(id())?;
+            println!("{}", state_json(&c));
+            Ok(ExitCode::SUCCESS)
+        }
+        "kill" => {
+            let s = sub.get_one::<String>("signal").expect("has a default");
+            let sig = libcontainer::signal::Signal::try_from(s.as_str())
+                .map_err(|_| OciError::BadSignal(s.clone()))?;
+            g.load(id())?.kill(sig, sub.get_flag("all"))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        "delete" => {
+            let force = sub.get_flag("force");
+            match g.load(id()) {
+                Ok(mut c) => c.delete(force)?,
+                // runc's delete --force of a container that is gone succeeds.
+                Err(OciError::NoSuchContainer(_)) if force => {}
+                Err(e) => return Err(e),
+            }
+            tmpcopyup::clean(&g, id());
+            Ok(ExitCode::SUCCESS)
+        }
+        "exec" => exec_process(&g, sub),
+        "features" => {
+            println!("{}", features());
+            Ok(ExitCode::SUCCESS)
+        }
+        "list" => list(&g),
+        "ps" => ps(&g, sub),
+        "pause" => {
+            g.load(id())?.pause()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        "resume" => {
+            g.load(id())?.resume()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => unreachable!(),
+    })();
+    Some(match result {
+        Ok(code) => code,
+        Err(e) => {
+            g.report(&e);
+            ExitCode::FAILURE
+        }
+    })
+}
+
+/// runc's `run`: create, start, and (unless `--detach`) wait for the
+/// container's process, then delete the container (unless `--keep`).
+pub fn main_run(args: &[OsString]) -> ExitCode {
+    let m = match oci_run_command()
+        .try_get_matches_from(std::iter::once(OsString::from("picos")).chain(args.iter().cloned()))
+    {
+        Ok(m) => m,
+        Err(e) => e.exit(),
+    };
+    let g = match Globals::from(&m) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("picos: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let sub = m.subcommand_matches("run").expect("is run");
+    let detach = sub.get_flag("detach");
+    let result = (|| {
+        let mut c = create(&g, sub, detach)?;
+        c.start()?;
+        if detach {
+            return Ok(ExitCode::SUCCESS);
+        }
+        let pid = c.pid().map_or(0, |p| p.as_raw());
+        let code = wait_status(pid);
+        if !sub.get_flag("keep") {
+            c.refresh_status()?;
+            c.delete(true)?;
+            tmpcopyup::clean(&g, c.id());
+        }
+        Ok(code)
+    })();
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            g.report(&e);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(a: &[&str]) -> Vec<OsString> {
+        a.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn tells_runc_run_from_picos_run() {
+        assert!(!is_oci_run(&v(&["run", "/bin/true"])));
+        assert!(!is_oci_run(&v(&["run", "--sandbox", "ls"])));
+        assert!(!is_oci_run(&v(&["run", "--", "-d"])));
+        assert!(is_oci_run(&v(&["run", "--bundle", "/b", "id1"])));
+        assert!(is_oci_run(&v(&["run", "-d", "id1"])));
+        assert!(is_oci_run(&v(&["--root", "/r", "run", "-b", "/b", "id1"])));
+        assert!(!is_oci_run(&v(&["create", "--bundle", "/b", "id1"])));
+    }
+
+    #[test]
+    fn log_time_is_rfc3339() {
+        let t = rfc3339_now();
+        assert_eq!(t.len(), 30, "{t}");
+        assert!(
+            t.starts_with("20") && t.ends_with('Z') && t.as_bytes()[10] == b'T',
+            "{t}"
+        );
+    }
+}

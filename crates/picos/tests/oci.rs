@@ -1,0 +1,797 @@
+//! picos as an OCI runtime (src/oci.rs): podman runs containers with
+//! `--runtime <picos>` exactly as with runc, and each container's process
+//! is a picoprocess. Every podman command runs with runc first (what it
+//! does natively) and then with picos; outputs and exit codes must match.
+//!
+//! Skipped (saying why) when not root or when podman or runc is missing:
+//! `.ci/run` installs both.
+
+mod common;
+
+use common::{is_root, output_within, text};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+const PICOS: &str = env!("CARGO_BIN_EXE_picos");
+const LIMIT: Duration = Duration::from_secs(120);
+/// runc and podman as Debian ships them, for these hosts (cgroup v1,
+/// where crun fails): the limits podman would otherwise take from the
+/// caller, which its runc refuses here.
+const ULIMITS: &[&str] = &[
+    "--ulimit",
+    "nofile=1024:20000",
+    "--ulimit",
+    "nproc=1024:1024",
+];
+
+fn which(prog: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(prog))
+            .find(|c| c.is_file())
+    })
+}
+
+/// A podman with storage of its own (in a temporary directory), so the
+/// tests neither see nor leave the machine's images and containers.
+struct Podman {
+    dir: tempfile::TempDir,
+    runc: PathBuf,
+}
+
+impl Podman {
+    fn new() -> Option<Podman> {
+        if !is_root() {
+            eprintln!("skipped: podman's rootful mode (namespaces, cgroups) needs root");
+            return None;
+        }
+        if which("podman").is_none() {
+            eprintln!("skipped: podman is not installed (apt-get install podman)");
+            return None;
+        }
+        let Some(runc) = which("runc") else {
+            eprintln!("skipped: runc is not installed (apt-get install runc)");
+            return None;
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("picos-oci-")
+            .tempdir()
+            .unwrap();
+        Some(Podman { dir, runc })
+    }
+
+    /// `podman` with this storage and the given runtime.
+    fn cmd(&self, runtime: &Path) -> Command {
+        let d = self.dir.path();
+        let mut c = Command::new("podman");
+        c.arg("--root")
+            .arg(d.join("storage"))
+            .arg("--runroot")
+            .arg(d.join("run"))
+            .arg("--tmpdir")
+            .arg(d.join("tmp"))
+            .args(["--cgroup-manager", "cgroupfs", "--events-backend", "file"])
+            .arg("--runtime")
+            .arg(runtime)
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// `podman ARGS` with runtime `runtime`, to its end.
+    fn run(&self, runtime: &Path, args: &[&str]) -> Output {
+        output_within(self.cmd(runtime).args(args), LIMIT)
+    }
+
+    /// `podman run --rm` of `image` with `args`: with runc, then with
+    /// picos; both outputs (stdout, exit code) must match. Returns picos's.
+    fn same(&self, opts: &[&str], image: &str, args: &[&str]) -> Output {
+        let mut all = vec!["run", "--rm", "--network", "none"];
+        all.extend_from_slice(ULIMITS);
+        all.extend_from_slice(opts);
+        all.push(image);
+        all.extend_from_slice(args);
+        let native = self.run(&self.runc, &all);
+        let picos = self.run(Path::new(PICOS), &all);
+        assert_eq!(
+            (text(&picos), picos.status.code()),
+            (text(&native), native.status.code()),
+            "podman {all:?}: picos (left) vs runc (right); stderr under picos: {}",
+            String::from_utf8_lossy(&picos.stderr)
+        );
+        picos
+    }
+
+    /// Imports the directory `root` as image `name`.
+    fn import(&self, root: &Path, name: &str) {
+        let tar = self
+            .dir
+            .path()
+            .join(format!("{}.tar", name.replace('/', "_")));
+        let st = Command::new("tar")
+            .arg("-C")
+            .arg(root)
+            .arg("-cf")
+            .arg(&tar)
+            .arg(".")
+            .status()
+            .unwrap();
+        assert!(st.success(), "tar of {}", root.display());
+        let out = self.run(&self.runc, &["import", tar.to_str().unwrap(), name]);
+        assert!(
+            out.status.success(),
+            "podman import: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Podman {
+    /// Removes every container and image of this storage and unmounts it
+    /// (also when a test fails half-way), before the directory goes.
+    fn drop(&mut self) {
+        let _ = output_within(
+            self.cmd(Path::new(PICOS))
+                .args(["rm", "--all", "--force", "--time", "0"]),
+            LIMIT,
+        );
+        let _ = output_within(
+            self.cmd(&self.runc).args(["system", "reset", "--force"]),
+            LIMIT,
+        );
+    }
+}
+
+/// A root file system of busybox (static) and its applets.
+fn busybox_root(dir: &Path) -> PathBuf {
+    let root = dir.join("bb-root");
+    let bin = root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for d in ["tmp", "etc", "proc", "sys", "dev"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    std::fs::copy("/bin/busybox", bin.join("busybox")).unwrap();
+    for a in [
+        "sh", "echo", "cat", "ls", "true", "false", "sleep", "id", "env", "ps", "touch", "grep",
+        "wc", "kill", "test", "rm", "mkdir", "hostname", "pwd", "head",
+    ] {
+        std::os::unix::fs::symlink("busybox", bin.join(a)).unwrap();
+    }
+    root
+}
+
+/// Copies `file` (followed through symlinks) to the same path under `root`.
+fn copy_in(root: &Path, file: &Path) {
+    let dest = root.join(file.strip_prefix("/").unwrap());
+    if dest.exists() {
+        return;
+    }
+    std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+    std::fs::copy(file, &dest).unwrap();
+}
+
+/// The shared libraries `elf` needs, as `ldd` lists them.
+fn libraries(elf: &Path) -> Vec<PathBuf> {
+    let out = Command::new("ldd").arg(elf).output().unwrap();
+    text(&out)
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let p = match l.split_once("=> ") {
+                Some((_, rest)) => rest.split_whitespace().next()?,
+                None => l.split_whitespace().next()?,
+            };
+            p.starts_with('/').then(|| PathBuf::from(p))
+        })
+        .collect()
+}
+
+/// A root file system with Debian's python3 and its libraries copied in
+/// (the interpreter, its standard library and the extension modules'
+/// libraries).
+fn python_root(dir: &Path) -> Option<PathBuf> {
+    let exe = std::fs::canonicalize("/usr/bin/python3").ok()?;
+    let version = exe.file_name()?.to_str()?.to_string(); // python3.11
+    let stdlib = Path::new("/usr/lib").join(&version);
+    if !stdlib.is_dir() {
+        return None;
+    }
+    let root = dir.join("py-root");
+    for d in ["tmp", "etc", "proc", "sys", "dev", "usr/bin", "usr/lib"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    copy_in(&root, &exe);
+    std::os::unix::fs::symlink(&version, root.join("usr/bin/python3")).unwrap();
+    std::os::unix::fs::symlink("usr/bin", root.join("bin")).unwrap();
+    let mut elves = vec![exe.clone()];
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(&stdlib)
+        .arg(root.join("usr/lib"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    for e in std::fs::read_dir(stdlib.join("lib-dynload"))
+        .unwrap()
+        .flatten()
+    {
+        elves.push(e.path());
+    }
+    for elf in &elves {
+        for lib in libraries(elf) {
+            copy_in(&root, &lib);
+        }
+    }
+    Some(root)
+}
+
+/// Everything in one test: podman's commands share the images and the
+/// storage, and each container must be gone before the next step.
+#[test]
+fn podman_runs_containers_as_picoprocesses() {
+    let Some(p) = Podman::new() else { return };
+    let bb = busybox_root(p.dir.path());
+    p.import(&bb, "localhost/picos-bb");
+    let picos = Path::new(PICOS);
+
+    // Exit codes and output, with the program's arguments passed through.
+    let out = p.same(
+        &[],
+        "localhost/picos-bb",
+        &[
+            "sh",
+            "-c",
+            "echo hello \"$0\"; id; pwd; hostname | wc -c; exit 3",
+            "x y",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        text(&out).starts_with("hello x y\nuid=0 gid=0"),
+        "{}",
+        text(&out)
+    );
+    // The environment, the working directory and the user of the spec.
+    p.same(
+        &[
+            "-e",
+            "GREETING=hi there",
+            "-w",
+            "/tmp",
+            "--user",
+            "1234:5678",
+        ],
+        "localhost/picos-bb",
+        &["sh", "-c", "echo \"$GREETING\"; pwd; id"],
+    );
+    // A program that does not exist: 127; one that cannot run: 126.
+    let out = p.same(&[], "localhost/picos-bb", &["/no/such/program"]);
+    assert_eq!(out.status.code(), Some(127));
+    let out = p.same(&[], "localhost/picos-bb", &["nosuchprogram"]);
+    assert_eq!(out.status.code(), Some(127));
+    let out = p.same(&[], "localhost/picos-bb", &["/etc"]);
+    assert_eq!(out.status.code(), Some(126));
+    // Killed by a signal: 128 + the signal, as natively.
+    p.same(&[], "localhost/picos-bb", &["sh", "-c", "kill -9 $$"]);
+
+    // It is a picoprocess: the runtime's image is what the host executes
+    // (the program's own /proc/self/exe is the program), and the sandbox
+    // is on (no_new_privs: Landlock's; runc leaves it off here).
+    let name = "picos-oci-probe";
+    let mut args = vec!["run", "-d", "--name", name, "--network", "none"];
+    args.extend_from_slice(ULIMITS);
+    args.extend_from_slice(&["localhost/picos-bb", "sleep", "60"]);
+    let out = p.run(picos, &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = p.run(
+        picos,
+        &[
+            "inspect",
+            "--format",
+            "{{.State.Pid}} {{.State.Status}}",
+            name,
+        ],
+    );
+    let inspect = text(&out);
+    let mut it = inspect.split_whitespace();
+    let pid: i32 = it.next().unwrap().parse().unwrap();
+    assert_eq!(it.next(), Some("running"), "{inspect}");
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    assert!(
+        exe.to_string_lossy().contains("picos-rt"),
+        "the container's process runs {} (not the runtime)",
+        exe.display()
+    );
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    assert!(status.contains("NoNewPrivs:\t1"), "{status}");
+    assert!(status.contains("Seccomp:\t2"), "{status}");
+    // exec into it: a second picoprocess in the container's namespaces.
+    let out = p.run(picos, &["exec", name, "sh", "-c", "echo in $(hostname); cat /proc/1/cmdline | wc -c; ls /proc/self/exe -l | grep -c busybox"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t = text(&out);
+    assert!(t.starts_with("in "), "{t}");
+    assert!(t.ends_with("9\n1\n"), "{t}"); // "sleep\060\0"; exe is busybox
+    let out = p.run(picos, &["exec", name, "sh", "-c", "exit 7"]);
+    assert_eq!(out.status.code(), Some(7));
+    // ps sees it running; stop ends it (sleep as pid 1 ignores SIGTERM,
+    // as natively: podman then kills it).
+    let out = p.run(picos, &["ps", "--format", "{{.Names}} {{.Status}}"]);
+    assert!(text(&out).contains(&format!("{name} Up")), "{}", text(&out));
+    let out = p.run(picos, &["stop", "-t", "1", name]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = p.run(
+        picos,
+        &[
+            "inspect",
+            "--format",
+            "{{.State.Status}} {{.State.ExitCode}}",
+            name,
+        ],
+    );
+    assert_eq!(text(&out).trim(), "exited 137");
+    let out = p.run(picos, &["rm", name]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Signals the program handles: the handlers run.
+    let name = "picos-oci-kill";
+    let mut args = vec!["run", "-d", "--name", name, "--network", "none"];
+    args.extend_from_slice(ULIMITS);
+    args.extend_from_slice(&[
+        "localhost/picos-bb",
+        "sh",
+        "-c",
+        "trap 'echo got USR1' USR1; trap 'exit 5' USR2; echo ready; while true; do sleep 0.1; done",
+    ]);
+    let out = p.run(picos, &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // From a process exec'd into the container (as `kill -HUP 1` to make
+    // a server reload), once the traps are set...
+    let deadline = std::time::Instant::now() + LIMIT;
+    while text(&p.run(picos, &["logs", name])) != "ready\n" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the shell did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = p.run(picos, &["exec", name, "sh", "-c", "kill -USR1 1"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    while text(&p.run(picos, &["logs", name])) != "ready\ngot USR1\n" {
+        assert!(std::time::Instant::now() < deadline, "USR1 did not arrive");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // ...and from the engine.
+    let out = p.run(picos, &["kill", "--signal", "USR2", name]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = p.run(picos, &["wait", name]);
+    assert_eq!(text(&out).trim(), "5");
+    let out = p.run(picos, &["logs", name]);
+    assert_eq!(text(&out), "ready\ngot USR1\n");
+    p.run(picos, &["rm", "-f", name]);
+
+    // stdin and stdout without a terminal (-i).
+    for runtime in [p.runc.as_path(), picos] {
+        let mut c = p.cmd(runtime);
+        c.args(["run", "--rm", "-i", "--network", "none"])
+            .args(ULIMITS)
+            .args(["localhost/picos-bb", "sh", "-c", "wc -l; cat /dev/null"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"one\ntwo\nthree\n")
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(text(&out).trim(), "3", "{runtime:?}");
+    }
+
+    // A bind mount (-v): the container writes there, the host sees it.
+    let vol = p.dir.path().join("vol");
+    std::fs::create_dir_all(&vol).unwrap();
+    std::fs::write(vol.join("in"), "from the host\n").unwrap();
+    let v = format!("{}:/data", vol.display());
+    let out = p.same(
+        &["-v", &v],
+        "localhost/picos-bb",
+        &[
+            "sh",
+            "-c",
+            "cat /data/in; echo from the container > /data/out; ls /data",
+        ],
+    );
+    assert_eq!(text(&out), "from the host\nin\nout\n");
+    assert_eq!(
+        std::fs::read_to_string(vol.join("out")).unwrap(),
+        "from the container\n"
+    );
+    // ...read-only (:ro): refused, as natively.
+    let v = format!("{}:/data:ro", vol.display());
+    p.same(
+        &["-v", &v],
+        "localhost/picos-bb",
+        &[
+            "sh",
+            "-c",
+            "echo x > /data/in 2>/dev/null || echo refused; cat /data/in",
+        ],
+    );
+    // --read-only: the root cannot be written, /tmp (podman's tmpfs) can.
+    let out = p.same(
+        &["--read-only"],
+        "localhost/picos-bb",
+        &[
+            "sh",
+            "-c",
+            "touch /x 2>/dev/null || echo root read-only; touch /tmp/y && echo tmp ok",
+        ],
+    );
+    assert_eq!(text(&out), "root read-only\ntmp ok\n");
+
+    // python3 (Debian's, with its libraries copied into the image).
+    if let Some(py) = python_root(p.dir.path()) {
+        p.import(&py, "localhost/picos-py");
+        let script = "import json, hashlib, os, sqlite3, subprocess, tempfile\n\
+             d = tempfile.mkdtemp()\n\
+             db = sqlite3.connect(os.path.join(d, 'x.db'))\n\
+             db.execute('create table t(a)'); db.executemany('insert into t values (?)', [(i,) for i in range(100)])\n\
+             print(db.execute('select sum(a) from t').fetchone()[0])\n\
+             print(hashlib.sha256(b'picos').hexdigest()[:16], json.dumps({'a': [1, 2]}))\n\
+             print(subprocess.run(['python3', '-c', 'print(6*7)'], capture_output=True, text=True).stdout.strip())\n";
+        let out = p.same(&[], "localhost/picos-py", &["python3", "-c", script]);
+        assert!(
+            text(&out).starts_with("4950\n"),
+            "{}{}",
+            text(&out),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    } else {
+        eprintln!("python3 image skipped: Debian's python3 is not installed");
+    }
+}
+
+/// The runtime's own command line: errors are clear, and the state of a
+/// container that is not there is an error, not an empty answer.
+#[test]
+fn oci_commands_report_errors_clearly() {
+    let root = tempfile::Builder::new()
+        .prefix("picos-oci-root-")
+        .tempdir()
+        .unwrap();
+    let r = root.path().to_str().unwrap();
+    let out = Command::new(PICOS)
+        .args(["--root", r, "state", "nosuch"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "picos: container nosuch does not exist\n"
+    );
+    // delete --force of a container that is gone succeeds (as runc's).
+    let out = Command::new(PICOS)
+        .args(["--root", r, "delete", "--force", "nosuch"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // The error also goes to --log, as JSON with --log-format json.
+    let log = root.path().join("log.json");
+    let out = Command::new(PICOS)
+        .args([
+            "--root",
+            r,
+            "--log",
+            log.to_str().unwrap(),
+            "--log-format",
+            "json",
+        ])
+        .args(["kill", "nosuch", "TERM"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let line = std::fs::read_to_string(&log).unwrap();
+    let v: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+    assert_eq!(v["level"], "error");
+    assert_eq!(v["msg"], "container nosuch does not exist");
+    // A bundle without config.json.
+    let out = Command::new(PICOS)
+        .args(["--root", r, "create", "--bundle", r, "c1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("config.json"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The systemd cgroup driver is refused with what to use instead.
+    let out = Command::new(PICOS)
+        .args(["--systemd-cgroup", "--root", r, "state", "c1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cgroupfs"));
+    // features: JSON naming what it supports.
+    let out = Command::new(PICOS).arg("features").output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["linux"]["cgroup"]["v1"], true);
+    assert!(v["linux"]["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c == "CAP_CHOWN"));
+    // `picos run PROGRAM` is still picos's own run.
+    let out = Command::new(PICOS)
+        .args(["run", "/bin/echo", "-d", "--bundle"])
+        .output()
+        .unwrap();
+    assert_eq!(text(&out), "-d --bundle\n");
+}
+
+/// A containerd of the test's own (its root, state and socket in a
+/// temporary directory), stopped when dropped.
+struct Containerd {
+    dir: tempfile::TempDir,
+    daemon: std::process::Child,
+    namespace: String,
+}
+
+impl Containerd {
+    fn start() -> Option<Containerd> {
+        for prog in ["containerd", "ctr", "containerd-shim-runc-v2"] {
+            if which(prog).is_none() {
+                eprintln!("skipped: {prog} is not installed (apt-get install containerd)");
+                return None;
+            }
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("picos-ctd-")
+            .tempdir()
+            .unwrap();
+        let d = dir.path();
+        let config = d.join("config.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "version = 2\nroot = \"{0}/root\"\nstate = \"{0}/state\"\n\
+                 disabled_plugins = [\"io.containerd.grpc.v1.cri\"]\n\
+                 [grpc]\n  address = \"{0}/c.sock\"\n",
+                d.display()
+            ),
+        )
+        .unwrap();
+        let log = std::fs::File::create(d.join("containerd.log")).unwrap();
+        let daemon = Command::new("containerd")
+            .arg("--config")
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let c = Containerd {
+            dir,
+            daemon,
+            namespace: format!("picos-test-{}", std::process::id()),
+        };
+        // Up when it answers (a busy machine may take a while).
+        let deadline = std::time::Instant::now() + LIMIT;
+        while !c.ctr(&["version"]).status.success() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "containerd did not start: {}",
+                std::fs::read_to_string(c.dir.path().join("containerd.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Some(c)
+    }
+
+    fn ctr(&self, args: &[&str]) -> Output {
+        let sock = self.dir.path().join("c.sock");
+        output_within(
+            Command::new("ctr")
+                .arg("--address")
+                .arg(&sock)
+                .args(["--namespace", &self.namespace])
+                .args(args)
+                .stdin(Stdio::null()),
+            LIMIT,
+        )
+    }
+}
+
+impl Drop for Containerd {
+    fn drop(&mut self) {
+        let _ = self.daemon.kill();
+        let _ = self.daemon.wait();
+        // The runc shim's state directory for the namespace (empty now).
+        let _ = std::fs::remove_dir(format!("/run/containerd/runc/{}", self.namespace));
+    }
+}
+
+/// containerd's runc shim with picos as its runc (`ctr run --runc-binary`,
+/// as containerd's `BinaryName` option does: docs/OCI.md): the shim's
+/// global options (`--root`, `--log`, `--log-format json`), `create`,
+/// `start`, `exec`, `ps --format json`, `kill`, `delete`.
+#[test]
+fn containerd_runs_containers_with_picos() {
+    let Some(p) = Podman::new() else { return };
+    let Some(c) = Containerd::start() else { return };
+    // The image: busybox, made by podman and saved as an OCI archive.
+    let bb = busybox_root(p.dir.path());
+    p.import(&bb, "localhost/picos-bb");
+    let archive = c.dir.path().join("bb.tar");
+    let out = p.run(
+        &p.runc,
+        &[
+            "save",
+            "--format",
+            "oci-archive",
+            "-o",
+            archive.to_str().unwrap(),
+            "localhost/picos-bb",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = c.ctr(&["images", "import", archive.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let image = "localhost/picos-bb:latest";
+    let picos = PICOS;
+    let runc = p.runc.to_str().unwrap();
+
+    // The same output and exit code as with runc.
+    let script = "echo hi \"$0\"; id; pwd; exit 3";
+    let native = c.ctr(&[
+        "run",
+        "--rm",
+        "--runc-binary",
+        runc,
+        image,
+        "n1",
+        "sh",
+        "-c",
+        script,
+        "x",
+    ]);
+    let under = c.ctr(&[
+        "run",
+        "--rm",
+        "--runc-binary",
+        picos,
+        image,
+        "p1",
+        "sh",
+        "-c",
+        script,
+        "x",
+    ]);
+    assert_eq!(
+        (text(&under), under.status.code()),
+        (text(&native), native.status.code()),
+        "picos (left) vs runc (right): {}",
+        String::from_utf8_lossy(&under.stderr)
+    );
+    assert_eq!(under.status.code(), Some(3));
+    let out = c.ctr(&[
+        "run",
+        "--rm",
+        "--runc-binary",
+        picos,
+        image,
+        "p2",
+        "grep",
+        "NoNewPrivs",
+        "/proc/self/status",
+    ]);
+    assert_eq!(text(&out), "NoNewPrivs:\t1\n");
+
+    // A running task: exec, ps, kill.
+    let out = c.ctr(&[
+        "run",
+        "-d",
+        "--runc-binary",
+        picos,
+        image,
+        "p3",
+        "sleep",
+        "60",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = c.ctr(&[
+        "task",
+        "exec",
+        "--exec-id",
+        "e1",
+        "p3",
+        "sh",
+        "-c",
+        "echo in exec; exit 4",
+    ]);
+    assert_eq!(
+        (text(&out).as_str(), out.status.code()),
+        ("in exec\n", Some(4))
+    );
+    let out = c.ctr(&["task", "ps", "p3"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed = text(&out);
+    let tasks = c.ctr(&["task", "ls"]);
+    let pid = text(&tasks)
+        .lines()
+        .find(|l| l.starts_with("p3 "))
+        .and_then(|l| l.split_whitespace().nth(1).map(String::from))
+        .unwrap();
+    assert!(listed.lines().any(|l| l.starts_with(&pid)), "{listed}");
+    let out = c.ctr(&["task", "kill", "--signal", "KILL", "p3"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The task stops, then goes.
+    let deadline = std::time::Instant::now() + LIMIT;
+    while !text(&c.ctr(&["task", "ls"])).contains("STOPPED") {
+        assert!(std::time::Instant::now() < deadline, "p3 did not stop");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = c.ctr(&["task", "rm", "p3"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = c.ctr(&["container", "rm", "p3"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    c.ctr(&["images", "rm", image]);
+}
