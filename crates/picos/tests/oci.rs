@@ -459,6 +459,18 @@ fn podman_runs_containers_as_picoprocesses() {
     );
     assert_eq!(text(&out), "root read-only\ntmp ok\n");
 
+    // --tmpfs: a tmpfs of the container's (podman's tmpcopyup), writable.
+    let out = p.same(
+        &["--tmpfs", "/scratch"],
+        "localhost/picos-bb",
+        &[
+            "sh",
+            "-c",
+            "echo x > /scratch/f && cat /scratch/f; grep -c ' /scratch tmpfs ' /proc/mounts",
+        ],
+    );
+    assert_eq!(text(&out), "x\n1\n");
+
     // python3 (Debian's, with its libraries copied into the image).
     if let Some(py) = python_root(p.dir.path()) {
         p.import(&py, "localhost/picos-py");
