@@ -612,11 +612,10 @@ impl Executor for PicosExecutor {
         // `picos run` would.
         eprintln!("picos: {e}");
         let _ = std::io::stderr().flush();
-        // SAFETY: _exit(2) ends this process (the container's, after its
-        // set-up) with the status `picos run` gives, without unwinding
-        // into libcontainer's init, which would report it as its own
-        // failure.
-        unsafe { libc::_exit(i32::from(e.exit_code())) }
+        // Ends this process (the container's, after its set-up) with the
+        // status `picos run` gives, rather than returning into
+        // libcontainer's init, which would report it as its own failure.
+        std::process::exit(i32::from(e.exit_code()))
     }
 
     fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
@@ -853,7 +852,7 @@ mod tmpcopyup {
         };
         for e in entries.flatten() {
             if e.file_name().to_string_lossy().starts_with("copyup-") {
-                let _ = rustix::mount::unmount(&e.path(), rustix::mount::UnmountFlags::DETACH);
+                let _ = rustix::mount::unmount(e.path(), rustix::mount::UnmountFlags::DETACH);
             }
         }
         let _ = std::fs::remove_dir_all(&dir);
@@ -863,21 +862,21 @@ mod tmpcopyup {
 /// Waits for `pid` (a child of this process) and gives its status as a
 /// shell would: the exit code, or 128 + the signal.
 fn wait_status(pid: i32) -> ExitCode {
-    let mut status = 0;
-    loop {
-        // SAFETY: waitpid(2) on a child's pid with a pointer to a live int.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r == pid {
-            break;
+    use rustix::process::{waitpid, Pid, WaitOptions};
+    let Some(pid) = Pid::from_raw(pid) else {
+        return ExitCode::from(255);
+    };
+    let status = loop {
+        match waitpid(Some(pid), WaitOptions::empty()) {
+            Ok(Some((_, status))) => break status,
+            Err(rustix::io::Errno::INTR) => continue,
+            _ => return ExitCode::from(255),
         }
-        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return ExitCode::from(255);
-        }
-    }
-    if libc::WIFEXITED(status) {
-        ExitCode::from(libc::WEXITSTATUS(status) as u8)
-    } else {
-        ExitCode::from((128 + libc::WTERMSIG(status)) as u8)
+    };
+    match (status.exit_status(), status.terminating_signal()) {
+        (Some(code), _) => ExitCode::from(code as u8),
+        (None, Some(sig)) => ExitCode::from((128 + sig) as u8),
+        _ => ExitCode::from(255),
     }
 }
 

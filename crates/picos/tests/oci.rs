@@ -807,3 +807,45 @@ fn containerd_runs_containers_with_picos() {
     );
     c.ctr(&["images", "rm", image]);
 }
+
+/// runc's `run` (create, start, wait, delete) of a bundle made by
+/// `runc spec`, without an engine: the exit status passes through and
+/// nothing is left under `--root`.
+#[test]
+fn runc_style_run_of_a_bundle() {
+    let Some(p) = Podman::new() else { return };
+    let bundle = p.dir.path().join("bundle");
+    std::fs::create_dir_all(&bundle).unwrap();
+    std::fs::rename(busybox_root(p.dir.path()), bundle.join("rootfs")).unwrap();
+    let st = Command::new(&p.runc)
+        .arg("spec")
+        .current_dir(&bundle)
+        .status()
+        .unwrap();
+    assert!(st.success(), "runc spec");
+    let config = bundle.join("config.json");
+    let mut spec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+    spec["process"]["terminal"] = false.into();
+    spec["process"]["args"] = serde_json::json!(["sh", "-c", "echo in $(hostname); exit 9"]);
+    std::fs::write(&config, spec.to_string()).unwrap();
+    let root = p.dir.path().join("state");
+    let out = output_within(
+        Command::new(PICOS)
+            .arg("--root")
+            .arg(&root)
+            .args(["run", "--bundle"])
+            .arg(&bundle)
+            .arg("picos-run-test")
+            .stdin(Stdio::null()),
+        LIMIT,
+    );
+    assert_eq!(
+        (text(&out).as_str(), out.status.code()),
+        ("in runc\n", Some(9)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let left: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
