@@ -397,6 +397,74 @@ fn podman_runs_containers_as_picoprocesses() {
     assert_eq!(text(&out), "ready\ngot USR1\n");
     p.run(picos, &["rm", "-f", name]);
 
+    // pause and unpause (the cgroup freezer): a paused ticker prints
+    // nothing, and goes on once unpaused.
+    let name = "picos-oci-pause";
+    let mut args = vec!["run", "-d", "--name", name, "--network", "none"];
+    args.extend_from_slice(ULIMITS);
+    args.extend_from_slice(&[
+        "localhost/picos-bb",
+        "sh",
+        "-c",
+        "while true; do echo tick; sleep 0.05; done",
+    ]);
+    let out = p.run(picos, &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ticks = || text(&p.run(picos, &["logs", name])).lines().count();
+    let deadline = std::time::Instant::now() + LIMIT;
+    while ticks() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the ticker did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = p.run(picos, &["pause", name]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = p.run(picos, &["inspect", "--format", "{{.State.Status}}", name]);
+    assert_eq!(text(&out).trim(), "paused");
+    // Lines printed just before the freeze may still be on their way to
+    // the log: wait until it has been still for a second...
+    let mut before = ticks();
+    let mut still = std::time::Instant::now();
+    while still.elapsed() < Duration::from_secs(1) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the log did not settle"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        let now = ticks();
+        if now != before {
+            before = now;
+            still = std::time::Instant::now();
+        }
+    }
+    // ...then it stays so.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(ticks(), before, "a paused container ran");
+    let out = p.run(picos, &["unpause", name]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    while ticks() == before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the ticker did not resume"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    p.run(picos, &["rm", "-f", "-t", "0", name]);
+
     // stdin and stdout without a terminal (-i).
     for runtime in [p.runc.as_path(), picos] {
         let mut c = p.cmd(runtime);
