@@ -431,6 +431,8 @@ pub enum OciError {
     NoSuchContainer(String),
     #[error("container {0} already exists")]
     Exists(String),
+    #[error("invalid container id {0:?}: use letters, digits and _ + - . (not . or ..)")]
+    BadId(String),
     #[error("--systemd-cgroup: this picos manages cgroups through cgroupfs only (podman: --cgroup-manager cgroupfs; containerd: SystemdCgroup = false)")]
     Systemd,
     #[error("invalid signal {0}")]
@@ -441,6 +443,18 @@ pub enum OciError {
     Io(String, std::io::Error),
     #[error(transparent)]
     Container(#[from] libcontainer::error::LibcontainerError),
+}
+
+/// A container id as runc and libcontainer accept it: a file name of
+/// letters, digits and `_ + - .`, not `.` or `..` (it names directories
+/// under `--root`).
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id != "."
+        && id != ".."
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '+' | '-' | '.'))
 }
 
 /// The global options.
@@ -485,7 +499,7 @@ impl Globals {
 
     fn load(&self, id: &str) -> Result<Container, OciError> {
         let dir = self.container_dir(id);
-        if id.contains('/') || id.is_empty() || !dir.join("state.json").exists() {
+        if !valid_id(id) || !dir.join("state.json").exists() {
             return Err(OciError::NoSuchContainer(id.into()));
         }
         Ok(Container::load(dir)?)
@@ -678,6 +692,9 @@ fn absolute(p: &Path) -> Result<PathBuf, OciError> {
 
 fn create(g: &Globals, m: &ArgMatches, detach: bool) -> Result<Container, OciError> {
     let id = m.get_one::<String>("id").expect("required");
+    if !valid_id(id) {
+        return Err(OciError::BadId(id.clone()));
+    }
     if g.container_dir(id).exists() {
         return Err(OciError::Exists(id.clone()));
     }
@@ -1238,6 +1255,14 @@ mod tests {
         assert!(is_oci_run(&v(&["run", "-d", "id1"])));
         assert!(is_oci_run(&v(&["--root", "/r", "run", "-b", "/b", "id1"])));
         assert!(!is_oci_run(&v(&["create", "--bundle", "/b", "id1"])));
+    }
+
+    #[test]
+    fn container_ids_are_file_names() {
+        assert!(valid_id("9b60160c213a") && valid_id("my_c.1+x-2"));
+        for bad in ["", ".", "..", "../x", "a/b", "a b", "é"] {
+            assert!(!valid_id(bad), "{bad:?}");
+        }
     }
 
     #[test]

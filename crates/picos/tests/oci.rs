@@ -604,6 +604,17 @@ fn oci_commands_report_errors_clearly() {
     let v: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
     assert_eq!(v["level"], "error");
     assert_eq!(v["msg"], "container nosuch does not exist");
+    // An id that is no file name.
+    let out = Command::new(PICOS)
+        .args(["--root", r, "create", "--bundle", r, "../c1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with("picos: invalid container id \"../c1\""),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // A bundle without config.json.
     let out = Command::new(PICOS)
         .args(["--root", r, "create", "--bundle", r, "c1"])
