@@ -44,51 +44,66 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+fn id() -> Arg {
+    Arg::new("id")
+        .value_name("CONTAINER_ID")
+        .required(true)
+        .help("The container's id")
+}
+
+fn bundle() -> Arg {
+    Arg::new("bundle")
+        .long("bundle")
+        .short('b')
+        .value_name("DIR")
+        .default_value(".")
+        .value_parser(clap::value_parser!(PathBuf))
+        .help("The bundle: the directory holding config.json")
+}
+
+fn pid_file() -> Arg {
+    Arg::new("pid_file")
+        .long("pid-file")
+        .value_name("FILE")
+        .value_parser(clap::value_parser!(PathBuf))
+        .help("Write the process's pid there")
+}
+
+fn console_socket() -> Arg {
+    Arg::new("console_socket")
+        .long("console-socket")
+        .value_name("SOCKET")
+        .value_parser(clap::value_parser!(PathBuf))
+        .help("A Unix socket to send the terminal's master descriptor to")
+}
+
+fn preserve_fds() -> Arg {
+    Arg::new("preserve_fds")
+        .long("preserve-fds")
+        .value_name("N")
+        .default_value("0")
+        .value_parser(clap::value_parser!(i32).range(0..))
+        .help("Pass N more descriptors (3 to 3+N-1) to the process")
+}
+
+fn detach(help: &'static str) -> Arg {
+    Arg::new("detach")
+        .long("detach")
+        .short('d')
+        .action(ArgAction::SetTrue)
+        .help(help)
+}
+
+/// An option runc takes that changes nothing here.
+fn ignored_flag(name: &'static str) -> Arg {
+    Arg::new(name)
+        .long(name)
+        .action(ArgAction::SetTrue)
+        .hide(true)
+}
+
 /// The OCI runtime's subcommands, added to `picos`'s command line.
 pub fn commands(cmd: Command) -> Command {
-    let id = || {
-        Arg::new("id")
-            .value_name("CONTAINER_ID")
-            .required(true)
-            .help("The container's id")
-    };
-    let bundle = || {
-        Arg::new("bundle")
-            .long("bundle")
-            .short('b')
-            .value_name("DIR")
-            .default_value(".")
-            .value_parser(clap::value_parser!(PathBuf))
-            .help("The bundle: the directory holding config.json")
-    };
-    let pid_file = || {
-        Arg::new("pid_file")
-            .long("pid-file")
-            .value_name("FILE")
-            .value_parser(clap::value_parser!(PathBuf))
-            .help("Write the process's pid there")
-    };
-    let console_socket = || {
-        Arg::new("console_socket")
-            .long("console-socket")
-            .value_name("SOCKET")
-            .value_parser(clap::value_parser!(PathBuf))
-            .help("A Unix socket to send the terminal's master descriptor to")
-    };
-    let preserve_fds = || {
-        Arg::new("preserve_fds")
-            .long("preserve-fds")
-            .value_name("N")
-            .default_value("0")
-            .value_parser(clap::value_parser!(i32).range(0..))
-            .help("Pass N more descriptors (3 to 3+N-1) to the process")
-    };
-    let ignored_flag = |name: &'static str| {
-        Arg::new(name)
-            .long(name)
-            .action(ArgAction::SetTrue)
-            .hide(true)
-    };
     globals(cmd)
         .subcommand(
             Command::new("create")
@@ -154,13 +169,7 @@ pub fn commands(cmd: Command) -> Command {
                         .value_parser(clap::value_parser!(PathBuf))
                         .help("The process to run, as a spec's process JSON"),
                 )
-                .arg(
-                    Arg::new("detach")
-                        .long("detach")
-                        .short('d')
-                        .action(ArgAction::SetTrue)
-                        .help("Do not wait for the process"),
-                )
+                .arg(detach("Do not wait for the process"))
                 .arg(pid_file())
                 .arg(console_socket())
                 .arg(preserve_fds())
@@ -316,51 +325,47 @@ fn globals(cmd: Command) -> Command {
     )
 }
 
-/// Whether `args` (what follows `picos`) is an OCI runtime's command line:
-/// a global option of one first, or a runtime subcommand. `run` is
-/// `picos run PROGRAM` unless it carries `--bundle`/`-b`, `--detach`/`-d`
-/// or a bare container id after OCI-only options (runc's `run`).
+/// Whether `args` (what follows `picos`) is runc's `run` rather than
+/// `picos run PROGRAM`: a global option of the OCI runtime before it, or
+/// one of runc's `run` options (`--bundle`/`-b`, `--detach`/`-d`, ...)
+/// right after it. Both sets are [`oci_run_command`]'s own arguments.
 pub fn is_oci_run(args: &[OsString]) -> bool {
+    let cmd = oci_run_command();
+    // Whether `a` names one of `options`, and whether it takes a value.
+    let option = |options: &Command, a: &str| -> Option<bool> {
+        options.get_arguments().find_map(|o| {
+            let long = o.get_long().map(|l| format!("--{l}"));
+            let short = o.get_short().map(|c| format!("-{c}"));
+            let takes_value = o.get_action().takes_values();
+            if long.as_deref() == Some(a) || short.as_deref() == Some(a) {
+                Some(takes_value)
+            } else if takes_value && long.is_some_and(|l| a.starts_with(&format!("{l}="))) {
+                // `--root=DIR`: its value is in it.
+                Some(false)
+            } else {
+                None
+            }
+        })
+    };
     let mut it = args.iter().map(|a| a.to_string_lossy());
     let mut global = false;
     let sub = loop {
         let Some(a) = it.next() else { return false };
-        match a.as_ref() {
-            "--root" | "--log" | "--log-format" | "--rootless" => {
+        match option(&cmd, &a) {
+            Some(takes_value) => {
                 global = true;
-                it.next();
+                if takes_value {
+                    it.next();
+                }
             }
-            "--systemd-cgroup" | "--debug" => global = true,
-            a if ["--root=", "--log=", "--log-format=", "--rootless="]
-                .iter()
-                .any(|p| a.starts_with(p)) =>
-            {
-                global = true
-            }
-            a => break a.to_string(),
+            None => break a,
         }
     };
     if sub != "run" {
         return false;
     }
-    if global {
-        return true;
-    }
-    match it.next().as_deref() {
-        Some(
-            "--bundle" | "-b" | "--detach" | "-d" | "--no-pivot" | "--no-new-keyring"
-            | "--console-socket" | "--pid-file" | "--preserve-fds" | "--keep",
-        ) => true,
-        Some(a) => [
-            "--bundle=",
-            "--pid-file=",
-            "--console-socket=",
-            "--preserve-fds=",
-        ]
-        .iter()
-        .any(|p| a.starts_with(p)),
-        None => false,
-    }
+    let run = cmd.find_subcommand("run").expect("oci_run_command has run");
+    global || it.next().is_some_and(|a| option(run, &a).is_some())
 }
 
 /// The command line of runc's `run` (create, start, then wait unless
@@ -369,58 +374,20 @@ fn oci_run_command() -> Command {
     globals(Command::new("picos")).subcommand(
         Command::new("run")
             .about("OCI runtime: create and start a container (and wait for it)")
-            .arg(
-                Arg::new("bundle")
-                    .long("bundle")
-                    .short('b')
-                    .value_name("DIR")
-                    .default_value(".")
-                    .value_parser(clap::value_parser!(PathBuf)),
-            )
-            .arg(
-                Arg::new("pid_file")
-                    .long("pid-file")
-                    .value_name("FILE")
-                    .value_parser(clap::value_parser!(PathBuf)),
-            )
-            .arg(
-                Arg::new("console_socket")
-                    .long("console-socket")
-                    .value_name("SOCKET")
-                    .value_parser(clap::value_parser!(PathBuf)),
-            )
-            .arg(
-                Arg::new("preserve_fds")
-                    .long("preserve-fds")
-                    .value_name("N")
-                    .default_value("0")
-                    .value_parser(clap::value_parser!(i32).range(0..)),
-            )
-            .arg(
-                Arg::new("detach")
-                    .long("detach")
-                    .short('d')
-                    .action(ArgAction::SetTrue),
-            )
+            .arg(bundle())
+            .arg(pid_file())
+            .arg(console_socket())
+            .arg(preserve_fds())
+            .arg(detach("Do not wait for the container's process"))
             .arg(
                 Arg::new("keep")
                     .long("keep")
                     .action(ArgAction::SetTrue)
                     .help("Keep the container's state after it exits"),
             )
-            .arg(
-                Arg::new("no-pivot")
-                    .long("no-pivot")
-                    .action(ArgAction::SetTrue)
-                    .hide(true),
-            )
-            .arg(
-                Arg::new("no-new-keyring")
-                    .long("no-new-keyring")
-                    .action(ArgAction::SetTrue)
-                    .hide(true),
-            )
-            .arg(Arg::new("id").value_name("CONTAINER_ID").required(true)),
+            .arg(ignored_flag("no-pivot"))
+            .arg(ignored_flag("no-new-keyring"))
+            .arg(id()),
     )
 }
 
@@ -544,30 +511,9 @@ fn chain(e: &dyn std::error::Error) -> String {
     msg
 }
 
-/// Now, as RFC 3339 in UTC (the log's `time`).
+/// Now, as RFC 3339 in UTC, to the nanosecond (the log's `time`).
 fn rfc3339_now() -> String {
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = d.as_secs();
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:09}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60,
-        d.subsec_nanos()
-    )
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)
 }
 
 /// `/run/picos` for root; `$XDG_RUNTIME_DIR/picos` (else

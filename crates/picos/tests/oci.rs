@@ -102,6 +102,21 @@ impl Podman {
         picos
     }
 
+    /// `podman run -d --name NAME` of the busybox image with `args`,
+    /// under picos; the container must start.
+    fn detached(&self, name: &str, args: &[&str]) {
+        let mut all = vec!["run", "-d", "--name", name, "--network", "none"];
+        all.extend_from_slice(ULIMITS);
+        all.push("localhost/picos-bb");
+        all.extend_from_slice(args);
+        let out = self.run(Path::new(PICOS), &all);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// Imports the directory `root` as image `name`.
     fn import(&self, root: &Path, name: &str) {
         let tar = self
@@ -278,15 +293,7 @@ fn podman_runs_containers_as_picoprocesses() {
     // (the program's own /proc/self/exe is the program), and the sandbox
     // is on (no_new_privs: Landlock's; runc leaves it off here).
     let name = "picos-oci-probe";
-    let mut args = vec!["run", "-d", "--name", name, "--network", "none"];
-    args.extend_from_slice(ULIMITS);
-    args.extend_from_slice(&["localhost/picos-bb", "sleep", "60"]);
-    let out = p.run(picos, &args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    p.detached(name, &["sleep", "60"]);
     let out = p.run(
         picos,
         &[
@@ -350,20 +357,11 @@ fn podman_runs_containers_as_picoprocesses() {
 
     // Signals the program handles: the handlers run.
     let name = "picos-oci-kill";
-    let mut args = vec!["run", "-d", "--name", name, "--network", "none"];
-    args.extend_from_slice(ULIMITS);
-    args.extend_from_slice(&[
-        "localhost/picos-bb",
+    p.detached(name, &[
         "sh",
         "-c",
         "trap 'echo got USR1' USR1; trap 'exit 5' USR2; echo ready; while true; do sleep 0.1; done",
     ]);
-    let out = p.run(picos, &args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     // From a process exec'd into the container (as `kill -HUP 1` to make
     // a server reload), once the traps are set...
     let deadline = std::time::Instant::now() + LIMIT;
@@ -400,19 +398,9 @@ fn podman_runs_containers_as_picoprocesses() {
     // pause and unpause (the cgroup freezer): a paused ticker prints
     // nothing, and goes on once unpaused.
     let name = "picos-oci-pause";
-    let mut args = vec!["run", "-d", "--name", name, "--network", "none"];
-    args.extend_from_slice(ULIMITS);
-    args.extend_from_slice(&[
-        "localhost/picos-bb",
-        "sh",
-        "-c",
-        "while true; do echo tick; sleep 0.05; done",
-    ]);
-    let out = p.run(picos, &args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    p.detached(
+        name,
+        &["sh", "-c", "while true; do echo tick; sleep 0.05; done"],
     );
     let ticks = || text(&p.run(picos, &["logs", name])).lines().count();
     let deadline = std::time::Instant::now() + LIMIT;
