@@ -85,8 +85,71 @@ class Config:
         self.name = name
         self.prefix = prefix
 
-    def cmd(self, argv):
-        return self.prefix + argv
+    def cmd(self, argv, user=None):
+        """The command that runs `argv` (as `user`, when given: we are root)."""
+        argv = self.prefix + argv
+        if user:
+            return ["/usr/sbin/runuser", "-u", user, "--"] + argv
+        return argv
+
+    def cleanup(self):
+        """Called after each server or build has been stopped."""
+
+
+# Debian 12's runc cannot raise the limits podman otherwise takes from the
+# caller (docs/OCI.md); picos sets whatever the spec says, so both get these.
+PODMAN_ULIMITS = ["--ulimit", "nofile=1024:20000", "--ulimit", "nproc=4096:4096"]
+
+
+class Container(Config):
+    """The same command in a podman container, with `runtime` as its OCI
+    runtime (runc, or picos). The container sees the host's /usr and /etc
+    (read-only) and the benchmark's work directory (read-write) and nothing
+    else of the host's tree, shares the host's network namespace (the
+    clients connect to 127.0.0.1 as they do to a native server), and gets
+    podman's defaults otherwise (its own pid, IPC, mount and UTS
+    namespaces, cgroup, capabilities; with picos, the sandbox derived from
+    the spec: docs/OCI.md)."""
+
+    def __init__(self, name, runtime, podman, rootfs, work):
+        super().__init__(name, [])
+        self.runtime = runtime
+        self.podman = podman
+        self.rootfs = rootfs
+        self.work = work
+        self.names = []
+
+    def cmd(self, argv, user=None):
+        cname = f"picos-apps-{os.getpid()}-{len(self.names)}"
+        self.names.append(cname)
+        return (self.podman + ["--runtime", self.runtime, "run", "--rm", "--name", cname,
+                               "--network", "host", "--shm-size", "256m"]
+                + PODMAN_ULIMITS
+                + ["-v", "/usr:/usr:ro", "-v", "/etc:/etc:ro",
+                   "-v", f"{self.work}:{self.work}", "-w", "/"]
+                + (["--user", user] if user else [])
+                # --rootfs: the first argument is a root directory, not an image.
+                + ["--rootfs", self.rootfs] + argv)
+
+    def cleanup(self):
+        # `podman run --rm` removes its container when the server ends; one
+        # left behind (a server that did not stop in time) is removed here.
+        while self.names:
+            subprocess.run(self.podman + ["rm", "-f", "-t", "0", self.names.pop()],
+                           capture_output=True)
+
+
+def container_rootfs(d):
+    """An empty root for --rootfs: the mount points, and the merged-/usr
+    links (Debian's /bin, /lib... point into /usr, which is bound from the
+    host)."""
+    for sub in ("usr", "etc", "tmp", "proc", "sys", "dev", "run", "var/tmp", "root"):
+        os.makedirs(os.path.join(d, sub), exist_ok=True)
+    os.chmod(os.path.join(d, "tmp"), 0o1777)
+    for link in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        if os.path.islink(f"/{link}"):
+            os.symlink(os.readlink(f"/{link}"), os.path.join(d, link))
+    return d
 
 
 def stop(proc, timeout=10.0):
@@ -141,6 +204,7 @@ def redis_row(test, extra):
             raise RuntimeError(f"no {test} line in redis-benchmark's output: {out[-300:]}")
         finally:
             stop(srv)
+            cfg.cleanup()
             log.close()
             shutil.rmtree(data, ignore_errors=True)
     return measure
@@ -184,6 +248,7 @@ http {{
             return float(m.group(1))
         finally:
             stop(srv)
+            cfg.cleanup()
     return measure
 
 
@@ -191,6 +256,12 @@ def as_postgres(argv):
     if os.geteuid() == 0:
         return ["/usr/sbin/runuser", "-u", "postgres", "--"] + argv
     return argv
+
+
+def postgres_user():
+    # PostgreSQL refuses to run as root: as root, the server runs as the
+    # postgres user (its cluster is that user's).
+    return "postgres" if os.geteuid() == 0 else None
 
 
 def pgbench_row(connect):
@@ -206,9 +277,9 @@ def pgbench_row(connect):
                                     "--no-sync"]), timeout=120)
         port = free_port()
         srv = subprocess.Popen(
-            as_postgres(cfg.cmd([f"{PG_BIN}/postgres", "-D", data, "-p", str(port),
-                                 "-k", data, "-c", "listen_addresses=127.0.0.1",
-                                 "-c", "fsync=off", "-c", "shared_buffers=64MB"])),
+            cfg.cmd([f"{PG_BIN}/postgres", "-D", data, "-p", str(port),
+                     "-k", data, "-c", "listen_addresses=127.0.0.1",
+                     "-c", "fsync=off", "-c", "shared_buffers=64MB"], user=postgres_user()),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_port(port, srv, timeout=60)
@@ -228,6 +299,7 @@ def pgbench_row(connect):
             return float(m.group(1))
         finally:
             stop(srv, timeout=30)
+            cfg.cleanup()
     return measure
 
 
@@ -248,17 +320,32 @@ def make_row(cfg, work, seconds):
         with open(os.path.join(src, "Makefile"), "w") as f:
             f.write(f"prog: main.o {objs}\n\tgcc -o $@ $^\n%.o: %.c\n\tgcc -O1 -c $< -o $@\n"
                     f"clean:\n\trm -f prog *.o\n")
-    builds, start = 0, time.monotonic()
-    while True:
-        subprocess.run(["make", "-s", "-C", src, "clean"], check=True, capture_output=True)
-        r = subprocess.run(cfg.cmd(["/usr/bin/make", "-s", "-j2", "-C", src]),
-                           capture_output=True, text=True, timeout=300)
-        if r.returncode != 0:
-            raise RuntimeError(f"make failed: {r.stderr[-400:]}")
-        builds += 1
-        took = time.monotonic() - start
-        if took >= seconds and builds >= 1:
-            return builds / took
+    # The build loop runs under the configuration, timed from inside, so
+    # that what is measured is builds (make, gcc, as, ld: a fork and exec
+    # each) and not how long picos or a container takes to start.
+    script = os.path.join(work, "builds.sh")
+    with open(script, "w") as f:
+        f.write("""start=$(date +%s%N); n=0
+while :; do
+  make -s -C "$2" clean >/dev/null || exit 1
+  make -s -j2 -C "$2" || exit 1
+  n=$((n + 1)); now=$(date +%s%N)
+  [ $((now - start)) -ge "$1" ] && break
+done
+echo "$n $((now - start))"
+""")
+    try:
+        r = subprocess.run(cfg.cmd(["/bin/sh", script, str(int(seconds * 1e9)), src]),
+                           capture_output=True, text=True, timeout=seconds * 10 + 300)
+    finally:
+        cfg.cleanup()
+    if r.returncode != 0:
+        raise RuntimeError(f"make failed ({r.returncode}): {(r.stderr or r.stdout)[-400:]}")
+    try:
+        builds, ns = (int(x) for x in r.stdout.split()[-2:])
+    except ValueError:
+        raise RuntimeError(f"no build count in {r.stdout[-200:]!r}") from None
+    return builds / (ns / 1e9)
 
 
 ROWS = [
@@ -308,13 +395,47 @@ def main():
     ap.add_argument("--rows", default="", help="regular expression over row names")
     ap.add_argument("--profile", action="store_true",
                     help="also measure `picos run --profile` (its overhead)")
+    ap.add_argument("--container", action="store_true",
+                    help="also run each row in a podman container, with runc and with picos "
+                         "as its runtime (needs root, podman and runc)")
+    ap.add_argument("--runc", default="runc", help="the runc of --container")
     ap.add_argument("--json", help="write every value as JSON")
     a = ap.parse_args()
     if not os.access(a.picos, os.X_OK):
         sys.exit(f"apps.py: {a.picos} is not an executable picos (build it: cargo build --release)")
-    configs = [Config("native", []), Config("picos", [a.picos, "run", "--"])]
-    if a.profile:
-        configs.append(Config("picos --profile", [a.picos, "run", "--profile", "--"]))
+    picos = os.path.abspath(a.picos)
+    if a.container:
+        if os.geteuid() != 0:
+            sys.exit("apps.py: --container needs root (rootful podman)")
+        for prog in ("podman", a.runc):
+            if not shutil.which(prog):
+                sys.exit(f"apps.py: --container needs {prog} (Debian: apt-get install podman runc)")
+    with tempfile.TemporaryDirectory(prefix="picos-apps-") as tmp:
+        os.chmod(tmp, 0o755)
+        configs = [Config("native", []), Config("picos", [picos, "run", "--"])]
+        if a.profile:
+            configs.append(Config("picos --profile", [picos, "run", "--profile", "--"]))
+        podman = None
+        if a.container:
+            # A podman storage of its own (nothing is pulled: --rootfs).
+            podman = ["podman", "--root", f"{tmp}/.podman/storage",
+                      "--runroot", f"{tmp}/.podman/run", "--tmpdir", f"{tmp}/.podman/tmp",
+                      "--cgroup-manager", "cgroupfs", "--events-backend", "file"]
+            rootfs = container_rootfs(f"{tmp}/.podman/rootfs")
+            work = f"{tmp}/rows"
+            os.makedirs(work)
+            configs.append(Container("runc ctr", shutil.which(a.runc), podman, rootfs, work))
+            configs.append(Container("picos ctr", picos, podman, rootfs, work))
+        try:
+            code = measure_all(a, configs, f"{tmp}/rows")
+        finally:
+            if podman:
+                subprocess.run(podman + ["system", "reset", "--force"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sys.exit(code)
+
+
+def measure_all(a, configs, tmp):
     rows = []
     for name, fn, needs in ROWS:
         if a.rows and not re.search(a.rows, name):
@@ -327,26 +448,30 @@ def main():
     results = {name: {c.name: [] for c in configs} for name, _ in rows}
     errors = {}
     t_start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="picos-apps-") as tmp:
-        os.chmod(tmp, 0o755)
-        for r in range(a.rounds):
-            order = configs[r % len(configs):] + configs[:r % len(configs)]
-            for name, fn in rows:
-                if name in errors:
-                    continue
-                for cfg in order:
-                    work = os.path.join(tmp, name, cfg.name.replace(" ", "_"))
-                    os.makedirs(work, exist_ok=True)
-                    try:
-                        v = fn(cfg, work, a.seconds)
-                    except Exception as e:  # noqa: BLE001 - reported, row dropped
-                        errors[name] = f"{cfg.name}: {e}"
-                        print(f"FAIL {name}: {errors[name]}", file=sys.stderr)
-                        break
-                    results[name][cfg.name].append(v)
-                    print(f"round {r + 1}/{a.rounds} {name} {cfg.name}: {v:.1f}", file=sys.stderr)
+    for r in range(a.rounds):
+        order = configs[r % len(configs):] + configs[:r % len(configs)]
+        for name, fn in rows:
+            if name in errors:
+                continue
+            for cfg in order:
+                work = os.path.join(tmp, name, cfg.name.replace(" ", "_"))
+                os.makedirs(work, exist_ok=True)
+                try:
+                    v = fn(cfg, work, a.seconds)
+                except Exception as e:  # noqa: BLE001 - reported, row dropped
+                    errors[name] = f"{cfg.name}: {e}"
+                    print(f"FAIL {name}: {errors[name]}", file=sys.stderr)
+                    break
+                results[name][cfg.name].append(v)
+                print(f"round {r + 1}/{a.rounds} {name} {cfg.name}: {v:.1f}", file=sys.stderr)
     took = time.monotonic() - t_start
-    head = ["row", "unit"] + [f"{c.name}" for c in configs] + [f"{c.name} / native" for c in configs[1:]]
+    # Ratios: every configuration to native; and a container with picos to
+    # picos without one (what the container costs picos).
+    names = [c.name for c in configs]
+    pairs = [(n, "native") for n in names[1:]]
+    if "picos ctr" in names:
+        pairs.append(("picos ctr", "picos"))
+    head = ["row", "unit"] + names + [f"{x} / {y}" for x, y in pairs]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for name, _ in rows:
@@ -357,8 +482,8 @@ def main():
         for c in configs:
             m, h = summary(results[name][c.name])
             cells.append(f"{m:.1f} ± {h:.1f}")
-        for c in configs[1:]:
-            g, lo, hi = ratio_summary(results[name]["native"], results[name][c.name])
+        for x, y in pairs:
+            g, lo, hi = ratio_summary(results[name][y], results[name][x])
             cells.append(f"{g:.3f} [{lo:.3f}, {hi:.3f}]")
         print("| " + " | ".join(cells) + " |")
     load = os.getloadavg()
@@ -370,7 +495,7 @@ def main():
         with open(a.json, "w") as f:
             json.dump({"results": results, "errors": errors, "rounds": a.rounds,
                        "seconds": a.seconds}, f, indent=1)
-    sys.exit(1 if errors else 0)
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":

@@ -3,9 +3,10 @@
  *
  * Call a function under a time budget; if it has not returned when the
  * budget runs out it is suspended and you get a continuation that you can
- * resume (with a new budget) or cancel. Link with libpreempt.a (built by
- * `cargo build --release -p preempt`; see docs/PREEMPT.md, which also says
- * how to build libpreempt.so).
+ * resume (with a new budget) or cancel. Installed with cargo-c
+ * (`cargo cinstall -p preempt ...`), build with
+ * `gcc prog.c $(pkg-config --cflags --libs preempt)`; docs/PREEMPT.md has
+ * the commands, and those for a static musl build.
  *
  *   preempt_cont_t *c;
  *   int r = preempt_launch(work, &arg, 1000, &c);   // at most 1 ms

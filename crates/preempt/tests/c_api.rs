@@ -4,6 +4,9 @@
 //! libpreempt.a is built by the test as docs/PREEMPT.md says (the crate's
 //! `crate-type` includes "staticlib"); the link also needs the Rust
 //! toolchain's libunwind.a for musl.
+//!
+//! And the C libraries as cargo-c installs them (shared and static, the
+//! header, preempt.pc), used through pkg-config with gcc.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -118,56 +121,124 @@ fn c_example() {
     assert!(stdout.contains("runaway cancelled"));
 }
 
-/// The shared library, built as docs/PREEMPT.md says (rustc makes no cdylib
-/// for the workspace's musl target, so it is built for glibc in a target
-/// directory of its own), and the C test program linked against it with
-/// gcc and run with it found through LD_LIBRARY_PATH.
-#[test]
-fn c_api_shared_library() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("preempt-so");
+/// cargo-c's `cargo cinstall`, as docs/PREEMPT.md says: None (with the
+/// reason printed) when cargo-c is not installed, except under CI, which
+/// installs it (.ci/run), where that is a failure.
+fn cargo_c() -> Option<std::ffi::OsString> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let found = Command::new(&cargo)
+        .args(["cinstall", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if found {
+        return Some(cargo);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "cargo-c is not installed (.ci/run installs it: cargo install --locked cargo-c)"
+    );
+    eprintln!("SKIP: cargo-c is not installed (cargo install --locked cargo-c)");
+    None
+}
+
+fn pkg_config(prefix: &Path, args: &[&str]) -> Vec<String> {
+    let out = Command::new("pkg-config")
+        .args(args)
+        .arg("preempt")
+        .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+        .env_remove("PKG_CONFIG_LIBDIR")
+        .output()
+        .expect("pkg-config (Debian: pkg-config) not found");
+    assert!(
+        out.status.success(),
+        "pkg-config {args:?} preempt failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split_whitespace()
+        .map(String::from)
+        .collect()
+}
+
+/// `cargo cinstall -p preempt` for glibc into `tmp/name` (a prefix),
+/// with `extra` arguments; the prefix.
+fn cinstall(
+    cargo: &std::ffi::OsStr,
+    root: &Path,
+    tmp: &Path,
+    name: &str,
+    extra: &[&str],
+) -> PathBuf {
+    let prefix = tmp.join(name);
+    let _ = std::fs::remove_dir_all(&prefix);
     let out = Command::new(cargo)
-        .current_dir(&root)
+        .current_dir(root)
         .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("CARGO_TARGET_DIR")
         .args([
-            "rustc",
+            "cinstall",
             "--release",
             "-p",
             "preempt",
-            "--lib",
-            "--features",
-            "global-allocator",
             "--target",
             "x86_64-unknown-linux-gnu",
-            "--crate-type",
-            "cdylib",
             "--target-dir",
         ])
-        .arg(&target_dir)
+        .arg(tmp.join("preempt-capi"))
+        .arg("--prefix")
+        .arg(&prefix)
+        .arg("--libdir")
+        .arg(prefix.join("lib"))
+        .args(extra)
         .output()
         .unwrap();
     assert!(
         out.status.success(),
-        "building libpreempt.so failed:\n{}",
+        "cargo cinstall {extra:?} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let libdir = target_dir.join("x86_64-unknown-linux-gnu/release");
-    assert!(libdir.join("libpreempt.so").exists());
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("preempt_c_api_test_shared");
+    prefix
+}
+
+/// The C libraries as a C user gets them: `cargo cinstall` (cargo-c)
+/// installs libpreempt.so, libpreempt.a, preempt.h and preempt.pc under a
+/// prefix, and the C test program is built with nothing but
+/// `gcc prog.c $(pkg-config --cflags --libs preempt)`: linked against the
+/// shared library (and run with it), and with `--static`, against the
+/// static one installed alone.
+#[test]
+fn c_api_through_pkg_config() {
+    let Some(cargo) = cargo_c() else { return };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let prefix = cinstall(&cargo, &root, tmp, "preempt-prefix", &[]);
+    for f in [
+        "include/preempt.h",
+        "lib/pkgconfig/preempt.pc",
+        "lib/libpreempt.a",
+        "lib/libpreempt.so",
+    ] {
+        assert!(prefix.join(f).exists(), "cargo cinstall made no {f}");
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/api_test.c");
+
+    // Shared: the default link.
+    let exe = tmp.join("preempt_c_api_test_pkgconfig");
     let status = Command::new("gcc")
-        .args(["-O2", "-Wall", "-Werror", "-I"])
-        .arg(dir.join("include"))
-        .arg(dir.join("tests/c/api_test.c"))
-        .arg("-L")
-        .arg(&libdir)
-        .args(["-lpreempt", "-o"])
+        .args(["-O2", "-Wall", "-Werror"])
+        .arg(&src)
+        .args(pkg_config(&prefix, &["--cflags", "--libs"]))
+        .arg("-o")
         .arg(&exe)
         .status()
         .unwrap();
-    assert!(status.success(), "gcc failed to link against libpreempt.so");
+    assert!(
+        status.success(),
+        "gcc $(pkg-config --cflags --libs preempt) failed"
+    );
+    let libdir = prefix.join("lib");
     let out = Command::new(&exe)
         .env("LD_LIBRARY_PATH", &libdir)
         .output()
@@ -180,12 +251,59 @@ fn c_api_shared_library() {
         out.status
     );
     assert!(stdout.contains("all ok"));
-    // It really used the shared library.
+    // It really used the installed shared library.
     let ldd = Command::new("ldd")
         .arg(&exe)
         .env("LD_LIBRARY_PATH", &libdir)
-        .output();
-    if let Ok(ldd) = ldd {
-        assert!(String::from_utf8_lossy(&ldd.stdout).contains("libpreempt.so"));
-    }
+        .output()
+        .unwrap();
+    let ldd = String::from_utf8_lossy(&ldd.stdout);
+    assert!(
+        ldd.contains(&*libdir.join("libpreempt.so").to_string_lossy()),
+        "not linked against the installed libpreempt.so:\n{ldd}"
+    );
+
+    // Static: installed alone (`--library-type staticlib`, as a
+    // distribution's -dev package of a static library would be), so that
+    // -lpreempt is libpreempt.a; pkg-config --static adds the libraries the
+    // Rust code needs (Libs.private).
+    let prefix = cinstall(
+        &cargo,
+        &root,
+        tmp,
+        "preempt-prefix-static",
+        &["--library-type", "staticlib"],
+    );
+    assert!(!prefix.join("lib/libpreempt.so").exists());
+    let exe = tmp.join("preempt_c_api_test_pkgconfig_static");
+    let status = Command::new("gcc")
+        .args(["-O2", "-Wall", "-Werror"])
+        .arg(&src)
+        .args(pkg_config(&prefix, &["--static", "--cflags", "--libs"]))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "gcc $(pkg-config --static --cflags --libs preempt) failed"
+    );
+    let ldd = Command::new("ldd").arg(&exe).output().unwrap();
+    let ldd = String::from_utf8_lossy(&ldd.stdout);
+    assert!(
+        !ldd.contains("libpreempt"),
+        "linked against a shared libpreempt:\n{ldd}"
+    );
+    let out = Command::new(&exe)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "C test (static) failed: {:?}",
+        out.status
+    );
+    assert!(stdout.contains("all ok"));
 }

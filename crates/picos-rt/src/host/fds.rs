@@ -226,11 +226,11 @@ unsafe fn own_fds_on<F: FnOnce() -> R, R>(top: usize, keep: &[i32], f: F) -> Res
     // The child starts with this mask: every signal but the synchronous
     // faults blocked, so that the process's signals go to its other threads.
     let old = super::rt_sigprocmask(super::abi::SIG_SETMASK, Some(!super::abi::SYNC_FAULTS))?;
+    CLONING.fetch_add(1, Ordering::Acquire);
+    MADE.fetch_add(1, Ordering::AcqRel);
     // SAFETY: CLONE_VM; the stack is ours and unused until the child exits
     // (the caller's promise), which CLONE_VFORK waits for; `run` never
     // returns and reads `job` as the `Job` it is.
-    CLONING.fetch_add(1, Ordering::Acquire);
-    MADE.fetch_add(1, Ordering::AcqRel);
     let r = unsafe {
         super::clone_thread(
             FLAGS,
