@@ -473,6 +473,36 @@ fn podman_runs_containers_as_picoprocesses() {
         assert_eq!(text(&out).trim(), "3", "{runtime:?}");
     }
 
+    // A terminal (-t): podman gives the runtime a console socket, over
+    // which the runtime sends the master of the pty it made for the
+    // container (process.terminal). script(1) gives podman a terminal.
+    if which("script").is_some() {
+        let d = p.dir.path().display();
+        let mut outs = Vec::new();
+        for runtime in [p.runc.as_path(), picos] {
+            let line = format!(
+                "podman --root {d}/storage --runroot {d}/run --tmpdir {d}/tmp \
+                 --cgroup-manager cgroupfs --events-backend file --runtime {} \
+                 run --rm -t --network none {} localhost/picos-bb \
+                 sh -c 'tty; test -t 0 && test -t 1 && echo terminal; exit 6'",
+                runtime.display(),
+                ULIMITS.join(" ")
+            );
+            let out = output_within(
+                Command::new("script")
+                    .args(["-qec", &line, "/dev/null"])
+                    .stdin(Stdio::null()),
+                LIMIT,
+            );
+            outs.push((text(&out).replace('\r', ""), out.status.code()));
+        }
+        assert_eq!(outs[1], outs[0], "-t: picos (left) vs runc (right)");
+        assert_eq!(outs[1].1, Some(6), "{:?}", outs[1]);
+        assert!(outs[1].0.contains("/dev/pts/0\nterminal"), "{:?}", outs[1]);
+    } else {
+        eprintln!("-t skipped: script(1) (util-linux) is not installed");
+    }
+
     // A bind mount (-v): the container writes there, the host sees it.
     let vol = p.dir.path().join("vol");
     std::fs::create_dir_all(&vol).unwrap();
