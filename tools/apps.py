@@ -87,10 +87,7 @@ class Config:
 
     def cmd(self, argv, user=None):
         """The command that runs `argv` (as `user`, when given: we are root)."""
-        argv = self.prefix + argv
-        if user:
-            return ["/usr/sbin/runuser", "-u", user, "--"] + argv
-        return argv
+        return as_user(user, self.prefix + argv)
 
     def cleanup(self):
         """Called after each server or build has been stopped."""
@@ -252,10 +249,9 @@ http {{
     return measure
 
 
-def as_postgres(argv):
-    if os.geteuid() == 0:
-        return ["/usr/sbin/runuser", "-u", "postgres", "--"] + argv
-    return argv
+def as_user(user, argv):
+    """`argv` run as `user` (we are root), or as it is if `user` is None."""
+    return ["/usr/sbin/runuser", "-u", user, "--"] + argv if user else argv
 
 
 def postgres_user():
@@ -273,8 +269,9 @@ def pgbench_row(connect):
                 # PostgreSQL refuses to run as root: its cluster is the
                 # postgres user's.
                 shutil.chown(data, "postgres", "postgres")
-            run_client(as_postgres([f"{PG_BIN}/initdb", "-D", data, "-A", "trust", "-U", "bench",
-                                    "--no-sync"]), timeout=120)
+            run_client(as_user(postgres_user(),
+                               [f"{PG_BIN}/initdb", "-D", data, "-A", "trust", "-U", "bench",
+                                "--no-sync"]), timeout=120)
         port = free_port()
         srv = subprocess.Popen(
             cfg.cmd([f"{PG_BIN}/postgres", "-D", data, "-p", str(port),

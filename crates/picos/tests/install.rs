@@ -71,12 +71,15 @@ fn cargo_install_gives_a_working_picos() {
     // of its own: the installed binary carries the library OS.
     let elsewhere = tempfile::tempdir().unwrap();
     let cache = elsewhere.path().join("cache");
-    let out = Command::new(&picos)
-        .args(["run", "/usr/bin/python3", "-c", "print(42)"])
-        .current_dir(elsewhere.path())
-        .env("XDG_CACHE_HOME", &cache)
-        .output()
-        .unwrap();
+    let python = |code: &str| {
+        Command::new(&picos)
+            .args(["run", "/usr/bin/python3", "-c", code])
+            .current_dir(elsewhere.path())
+            .env("XDG_CACHE_HOME", &cache)
+            .output()
+            .unwrap()
+    };
+    let out = python("print(42)");
     assert!(
         out.status.success(),
         "installed picos failed: {:?}\n{}",
@@ -94,12 +97,7 @@ fn cargo_install_gives_a_working_picos() {
         runtime.display()
     );
     // The second run starts from the cached image, with the same result.
-    let out = Command::new(&picos)
-        .args(["run", "/usr/bin/python3", "-c", "print(6 * 7)"])
-        .current_dir(elsewhere.path())
-        .env("XDG_CACHE_HOME", &cache)
-        .output()
-        .unwrap();
+    let out = python("print(6 * 7)");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "42\n");
 
     let out = cargo()

@@ -61,20 +61,29 @@ impl Podman {
         Some(Podman { dir, runc })
     }
 
+    /// podman's global options for this storage and the given runtime.
+    fn global_args(&self, runtime: &Path) -> Vec<String> {
+        let d = self.dir.path().display();
+        vec![
+            "--root".into(),
+            format!("{d}/storage"),
+            "--runroot".into(),
+            format!("{d}/run"),
+            "--tmpdir".into(),
+            format!("{d}/tmp"),
+            "--cgroup-manager".into(),
+            "cgroupfs".into(),
+            "--events-backend".into(),
+            "file".into(),
+            "--runtime".into(),
+            runtime.display().to_string(),
+        ]
+    }
+
     /// `podman` with this storage and the given runtime.
     fn cmd(&self, runtime: &Path) -> Command {
-        let d = self.dir.path();
         let mut c = Command::new("podman");
-        c.arg("--root")
-            .arg(d.join("storage"))
-            .arg("--runroot")
-            .arg(d.join("run"))
-            .arg("--tmpdir")
-            .arg(d.join("tmp"))
-            .args(["--cgroup-manager", "cgroupfs", "--events-backend", "file"])
-            .arg("--runtime")
-            .arg(runtime)
-            .stdin(Stdio::null());
+        c.args(self.global_args(runtime)).stdin(Stdio::null());
         c
     }
 
@@ -477,15 +486,13 @@ fn podman_runs_containers_as_picoprocesses() {
     // which the runtime sends the master of the pty it made for the
     // container (process.terminal). script(1) gives podman a terminal.
     if which("script").is_some() {
-        let d = p.dir.path().display();
         let mut outs = Vec::new();
         for runtime in [p.runc.as_path(), picos] {
+            // (The test's paths have no characters the shell would split.)
             let line = format!(
-                "podman --root {d}/storage --runroot {d}/run --tmpdir {d}/tmp \
-                 --cgroup-manager cgroupfs --events-backend file --runtime {} \
-                 run --rm -t --network none {} localhost/picos-bb \
+                "podman {} run --rm -t --network none {} localhost/picos-bb \
                  sh -c 'tty; test -t 0 && test -t 1 && echo terminal; exit 6'",
-                runtime.display(),
+                p.global_args(runtime).join(" "),
                 ULIMITS.join(" ")
             );
             let out = output_within(

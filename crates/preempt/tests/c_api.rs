@@ -12,6 +12,27 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+/// `cargo` run in the workspace's root, without what the outer `cargo
+/// test` was given (flags, target directory) leaking into its build.
+fn cargo_in_root(cargo: &std::ffi::OsStr) -> Command {
+    let mut c = Command::new(cargo);
+    c.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR");
+    c
+}
+
+/// Runs C test program `cmd` to its end, shows its output, checks that it
+/// succeeded (`what` names it); its standard output.
+fn run_c(cmd: &mut Command, what: &str) -> String {
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{what} failed: {:?}", out.status);
+    stdout
+}
+
 /// libpreempt.a, built as docs/PREEMPT.md says (with the
 /// `global-allocator` feature) into a target directory of its own, once per
 /// test run. Not the libpreempt.a next to this test binary: a plain `cargo
@@ -20,13 +41,9 @@ use std::sync::OnceLock;
 fn staticlib() -> PathBuf {
     static LIB: OnceLock<PathBuf> = OnceLock::new();
     LIB.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("preempt-a");
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let out = Command::new(cargo)
-            .current_dir(&root)
-            .env_remove("RUSTFLAGS")
-            .env_remove("CARGO_TARGET_DIR")
+        let out = cargo_in_root(&cargo)
             .args([
                 "build",
                 "--release",
@@ -102,20 +119,14 @@ fn which(name: &str) -> Option<PathBuf> {
 #[test]
 fn c_api_test_program() {
     let exe = build("tests/c/api_test.c", "preempt_c_api_test");
-    let out = Command::new(&exe).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "C test failed: {:?}", out.status);
+    let stdout = run_c(&mut Command::new(&exe), "C test");
     assert!(stdout.contains("all ok"));
 }
 
 #[test]
 fn c_example() {
     let exe = build("examples/c/example.c", "preempt_c_example");
-    let out = Command::new(&exe).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "C example failed: {:?}", out.status);
+    let stdout = run_c(&mut Command::new(&exe), "C example");
     assert!(stdout.contains("1270607 primes below 20000000"));
     assert!(stdout.contains("fibonacci: 0 1 1 2 3 5 8 13 21 34"));
     assert!(stdout.contains("runaway cancelled"));
@@ -163,20 +174,10 @@ fn pkg_config(prefix: &Path, args: &[&str]) -> Vec<String> {
 
 /// `cargo cinstall -p preempt` for glibc into `tmp/name` (a prefix),
 /// with `extra` arguments; the prefix.
-fn cinstall(
-    cargo: &std::ffi::OsStr,
-    root: &Path,
-    tmp: &Path,
-    name: &str,
-    extra: &[&str],
-) -> PathBuf {
+fn cinstall(cargo: &std::ffi::OsStr, tmp: &Path, name: &str, extra: &[&str]) -> PathBuf {
     let prefix = tmp.join(name);
     let _ = std::fs::remove_dir_all(&prefix);
-    let out = Command::new(cargo)
-        .current_dir(root)
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_TARGET_DIR")
+    let out = cargo_in_root(cargo)
         .args([
             "cinstall",
             "--release",
@@ -202,6 +203,24 @@ fn cinstall(
     prefix
 }
 
+/// `gcc src $(pkg-config PC_ARGS preempt)` with the package installed
+/// under `prefix`, into `exe`.
+fn gcc_with_pkg_config(src: &Path, exe: &Path, prefix: &Path, pc_args: &[&str]) {
+    let status = Command::new("gcc")
+        .args(["-O2", "-Wall", "-Werror"])
+        .arg(src)
+        .args(pkg_config(prefix, pc_args))
+        .arg("-o")
+        .arg(exe)
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "gcc $(pkg-config {} preempt) failed",
+        pc_args.join(" ")
+    );
+}
+
 /// The C libraries as a C user gets them: `cargo cinstall` (cargo-c)
 /// installs libpreempt.so, libpreempt.a, preempt.h and preempt.pc under a
 /// prefix, and the C test program is built with nothing but
@@ -211,9 +230,8 @@ fn cinstall(
 #[test]
 fn c_api_through_pkg_config() {
     let Some(cargo) = cargo_c() else { return };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let prefix = cinstall(&cargo, &root, tmp, "preempt-prefix", &[]);
+    let prefix = cinstall(&cargo, tmp, "preempt-prefix", &[]);
     for f in [
         "include/preempt.h",
         "lib/pkgconfig/preempt.pc",
@@ -226,29 +244,11 @@ fn c_api_through_pkg_config() {
 
     // Shared: the default link.
     let exe = tmp.join("preempt_c_api_test_pkgconfig");
-    let status = Command::new("gcc")
-        .args(["-O2", "-Wall", "-Werror"])
-        .arg(&src)
-        .args(pkg_config(&prefix, &["--cflags", "--libs"]))
-        .arg("-o")
-        .arg(&exe)
-        .status()
-        .unwrap();
-    assert!(
-        status.success(),
-        "gcc $(pkg-config --cflags --libs preempt) failed"
-    );
+    gcc_with_pkg_config(&src, &exe, &prefix, &["--cflags", "--libs"]);
     let libdir = prefix.join("lib");
-    let out = Command::new(&exe)
-        .env("LD_LIBRARY_PATH", &libdir)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(
-        out.status.success(),
-        "C test (shared) failed: {:?}",
-        out.status
+    let stdout = run_c(
+        Command::new(&exe).env("LD_LIBRARY_PATH", &libdir),
+        "C test (shared)",
     );
     assert!(stdout.contains("all ok"));
     // It really used the installed shared library.
@@ -269,41 +269,22 @@ fn c_api_through_pkg_config() {
     // Rust code needs (Libs.private).
     let prefix = cinstall(
         &cargo,
-        &root,
         tmp,
         "preempt-prefix-static",
         &["--library-type", "staticlib"],
     );
     assert!(!prefix.join("lib/libpreempt.so").exists());
     let exe = tmp.join("preempt_c_api_test_pkgconfig_static");
-    let status = Command::new("gcc")
-        .args(["-O2", "-Wall", "-Werror"])
-        .arg(&src)
-        .args(pkg_config(&prefix, &["--static", "--cflags", "--libs"]))
-        .arg("-o")
-        .arg(&exe)
-        .status()
-        .unwrap();
-    assert!(
-        status.success(),
-        "gcc $(pkg-config --static --cflags --libs preempt) failed"
-    );
+    gcc_with_pkg_config(&src, &exe, &prefix, &["--static", "--cflags", "--libs"]);
     let ldd = Command::new("ldd").arg(&exe).output().unwrap();
     let ldd = String::from_utf8_lossy(&ldd.stdout);
     assert!(
         !ldd.contains("libpreempt"),
         "linked against a shared libpreempt:\n{ldd}"
     );
-    let out = Command::new(&exe)
-        .env_remove("LD_LIBRARY_PATH")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(
-        out.status.success(),
-        "C test (static) failed: {:?}",
-        out.status
+    let stdout = run_c(
+        Command::new(&exe).env_remove("LD_LIBRARY_PATH"),
+        "C test (static)",
     );
     assert!(stdout.contains("all ok"));
 }
