@@ -23,7 +23,8 @@ Rows (each skipped, with the reason, when its programs are not installed):
 
 Usage:
   tools/apps.py [--picos PATH] [--rounds N] [--seconds S] [--rows RE]
-                [--profile] [--json FILE]
+                [--profile] [--container] [--variant NAME=ARGS]...
+                [--json FILE]
 
 docs/BENCHMARKS.md ("Applications") has the latest figures and the
 command that produced them.
@@ -34,6 +35,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -396,8 +398,20 @@ def main():
                     help="also run each row in a podman container, with runc and with picos "
                          "as its runtime (needs root, podman and runc)")
     ap.add_argument("--runc", default="runc", help="the runc of --container")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
+                    help="also measure `picos run ARGS --` as configuration NAME (ARGS split "
+                         "as a shell would; e.g. 'picos sb=-m sandbox.toml'); repeatable")
     ap.add_argument("--json", help="write every value as JSON")
     a = ap.parse_args()
+    variants = []
+    for v in a.variant:
+        name, sep, args = v.partition("=")
+        if not sep or not name.strip():
+            sys.exit(f"apps.py: --variant {v!r}: expected NAME=ARGS (e.g. 'picos sb=-m sb.toml')")
+        try:
+            variants.append((name.strip(), shlex.split(args)))
+        except ValueError as e:
+            sys.exit(f"apps.py: --variant {v!r}: {e}")
     if not os.access(a.picos, os.X_OK):
         sys.exit(f"apps.py: {a.picos} is not an executable picos (build it: cargo build --release)")
     picos = os.path.abspath(a.picos)
@@ -412,6 +426,8 @@ def main():
         configs = [Config("native", []), Config("picos", [picos, "run", "--"])]
         if a.profile:
             configs.append(Config("picos --profile", [picos, "run", "--profile", "--"]))
+        for name, args in variants:
+            configs.append(Config(name, [picos, "run"] + args + ["--"]))
         podman = None
         if a.container:
             # A podman storage of its own (nothing is pulled: --rootfs).
@@ -462,12 +478,15 @@ def measure_all(a, configs, tmp):
                 results[name][cfg.name].append(v)
                 print(f"round {r + 1}/{a.rounds} {name} {cfg.name}: {v:.1f}", file=sys.stderr)
     took = time.monotonic() - t_start
-    # Ratios: every configuration to native; and a container with picos to
-    # picos without one (what the container costs picos).
+    # Ratios: every configuration to native; a container with picos and each
+    # variant to picos without them (what they cost picos).
     names = [c.name for c in configs]
     pairs = [(n, "native") for n in names[1:]]
-    if "picos ctr" in names:
-        pairs.append(("picos ctr", "picos"))
+    pairs += [(n, "picos") for n in names[2:] if n.startswith("picos ") and n != "picos --profile"]
+    # And picos in a container to runc in the same kind of container: what
+    # picos costs there beyond what the container costs any runtime.
+    if "picos ctr" in names and "runc ctr" in names:
+        pairs.append(("picos ctr", "runc ctr"))
     head = ["row", "unit"] + names + [f"{x} / {y}" for x, y in pairs]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))

@@ -559,6 +559,55 @@ fn python_runs_on_the_fast_path() {
     assert!(json_num(p, "fast_path") > 4000, "{p}");
 }
 
+/// The first process of a pid namespace (a container's) has no parent in
+/// it: getppid, getsid and getpgrp say 0. Those answers are cached like
+/// any other (they went to the host on every call, as 0 also meant "not
+/// cached yet"), and are the same as natively.
+#[test]
+fn ids_of_a_namespace_first_process_are_cached() {
+    let python = "/usr/bin/python3";
+    if !std::path::Path::new(python).exists() {
+        eprintln!("SKIP ids_of_a_namespace_first_process_are_cached: {python} not installed");
+        return;
+    }
+    let script = "import os\n\
+                  for i in range(1000): os.getppid(); os.getsid(0); os.getpgrp()\n\
+                  print(os.getpid(), os.getppid(), os.getsid(0), os.getpgrp())";
+    let unshare = ["--pid", "--fork", "--kill-child"];
+    let native = Command::new("unshare")
+        .args(unshare)
+        .args([python, "-c", script])
+        .output()
+        .unwrap();
+    if !native.status.success() {
+        // Not root, or no unshare(1): there is no first process to be.
+        eprintln!(
+            "SKIP ids_of_a_namespace_first_process_are_cached: unshare --pid failed: {}",
+            String::from_utf8_lossy(&native.stderr).trim()
+        );
+        return;
+    }
+    assert_eq!(String::from_utf8_lossy(&native.stdout), "1 0 0 0\n");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("stats.json");
+    let out = Command::new("unshare")
+        .args(unshare)
+        .args([PICOS, "run", "--stats-json"])
+        .arg(&json)
+        .args([python, "-c", script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, native.stdout);
+    // 3,000 calls in the loop; python3's start-up makes ~300 host calls.
+    let p = &process_record(&json);
+    assert!(json_num(p, "host_calls") < 1000, "{p}");
+}
+
 /// A program that corrupts the runtime's state (its GS base, its per-thread
 /// memory) is told so and ends with SIGSEGV, as a faulting program would;
 /// picos does not call it a bug of its own. Natively both modes exit 0

@@ -192,6 +192,7 @@ pub const FORK_HOOK: ForkHook = ForkHook {
         watch_parent(t, Some(parent));
         t.ids().pgid_cacheable.store(false, Ordering::Relaxed);
         t.ids().pgid.store(0, Ordering::Relaxed);
+        t.ids().zeros.fetch_and(!ZERO_PGID, Ordering::Relaxed);
     },
 };
 
@@ -202,6 +203,13 @@ pub struct Creds {
     pub gid: [u32; 3],
     pub groups: Vec<u32>,
 }
+
+/// [`IdCache::zeros`]: the parent's pid is 0.
+pub const ZERO_PPID: u32 = 1;
+/// [`IdCache::zeros`]: the process group's id is 0.
+pub const ZERO_PGID: u32 = 2;
+/// [`IdCache::zeros`]: the session's id is 0.
+pub const ZERO_SID: u32 = 4;
 
 /// Per-process cached answers (0, -1 or None: unknown, ask the host). The
 /// pids use 0 for "unknown" because patched sites read them directly (see
@@ -222,6 +230,12 @@ pub struct IdCache {
     /// Linux reports with the parent-death signal (see `is_parent_death`);
     /// 0: unknown.
     pub parent_thread: AtomicI32,
+    /// Which of `ppid`, `pgid` and `sid` are known to be 0 ([`ZERO_PPID`]
+    /// ...): the answer for a process outside our pid namespace (a
+    /// container's first process has no parent in it), which the zero that
+    /// means "unknown" cannot say. Without it, every getppid of such a
+    /// process went to the host. Cleared wherever the field is forgotten.
+    pub zeros: core::sync::atomic::AtomicU32,
     pub creds: crate::sync::Lock<Option<Creds>>,
     pub uname: crate::sync::Lock<Option<[u8; 390]>>,
     pub rlimits: crate::sync::Lock<[Option<[u64; 2]>; 16]>,
@@ -238,6 +252,7 @@ impl IdCache {
             umask: AtomicI32::new(-1),
             guest_pdeathsig: AtomicI32::new(0),
             parent_thread: AtomicI32::new(0),
+            zeros: core::sync::atomic::AtomicU32::new(0),
             creds: crate::sync::Lock::new(crate::sync::Rank::Creds, None),
             uname: crate::sync::Lock::new(crate::sync::Rank::Uname, None),
             rlimits: crate::sync::Lock::new(crate::sync::Rank::Rlimits, [None; 16]),
@@ -261,6 +276,7 @@ impl IdCache {
         self.ppid.store(parent.pid.load(r), r);
         self.pgid.store(0, r);
         self.sid.store(0, r);
+        self.zeros.store(0, r);
         self.pgid_cacheable.store(false, r);
         self.umask.store(parent.umask.load(r), r);
         self.guest_pdeathsig.store(0, r);
@@ -318,6 +334,7 @@ pub fn watch_parent(t: &thread::Thread, parent: Option<i32>) {
     // After the prctl: a parent that dies from now on sends the signal.
     let ppid = host::getppid();
     ids.ppid.store(ppid, Ordering::Relaxed);
+    ids.zeros.fetch_and(!ZERO_PPID, Ordering::Relaxed);
     if let Some(parent) = parent.filter(|&p| p > 0 && p != ppid) {
         parent_gone(parent);
     }
@@ -350,6 +367,7 @@ pub fn is_parent_death(info: &crate::arch::SigInfo) -> bool {
     // The host moves us to our new parent before it sends the notice.
     let now = host::getppid();
     ids.ppid.store(now, Ordering::Relaxed);
+    ids.zeros.fetch_and(!ZERO_PPID, Ordering::Relaxed);
     if from == 0 {
         // Our parent is outside our pid namespace (a container's first
         // process, or one that `picos exec` entered into a container's

@@ -12,39 +12,46 @@
 use super::{host_call, syscall, Ctx, SysResult};
 use crate::host::errno::Errno;
 use crate::host::{self, nr};
-use crate::kernel::process::Creds;
+use crate::kernel::process::{Creds, IdCache, ZERO_PGID, ZERO_PPID, ZERO_SID};
 use crate::mm::user::{self, UserPtr};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicI32, Ordering};
 
-fn cache(c: &Ctx<'_>) -> &'static crate::kernel::process::IdCache {
+fn cache(c: &Ctx<'_>) -> &'static IdCache {
     c.t.ids()
 }
 
-fn cached_or(a: &AtomicI32, nr: usize) -> SysResult {
+/// The cached id `a`, or the host's answer (then cached). `zero` is its
+/// bit in [`IdCache::zeros`], for the ids that can be 0 (0 for the pid).
+fn cached_or(ids: &IdCache, a: &AtomicI32, zero: u32, nr: usize) -> SysResult {
     let v = a.load(Ordering::Relaxed);
-    if v > 0 {
+    if v > 0 || (v == 0 && ids.zeros.load(Ordering::Relaxed) & zero != 0) {
         return Ok(v as usize);
     }
     let r = host_call(nr, [0; 6])?;
     a.store(r as i32, Ordering::Relaxed);
+    if r == 0 {
+        ids.zeros.fetch_or(zero, Ordering::Relaxed);
+    }
     Ok(r)
 }
 
 /// Implements getpid(2).
 pub fn getpid(c: &mut Ctx<'_>) -> SysResult {
-    cached_or(&cache(c).pid, nr::GETPID)
+    let ids = cache(c);
+    cached_or(ids, &ids.pid, 0, nr::GETPID)
 }
 
 /// Implements getppid(2).
 pub fn getppid(c: &mut Ctx<'_>) -> SysResult {
-    cached_or(&cache(c).ppid, nr::GETPPID)
+    let ids = cache(c);
+    cached_or(ids, &ids.ppid, ZERO_PPID, nr::GETPPID)
 }
 
 fn pgid_cached(c: &Ctx<'_>) -> SysResult {
     let ids = cache(c);
     if ids.pgid_cacheable.load(Ordering::Relaxed) {
-        cached_or(&ids.pgid, nr::GETPGRP)
+        cached_or(ids, &ids.pgid, ZERO_PGID, nr::GETPGRP)
     } else {
         host_call(nr::GETPGRP, [0; 6])
     }
@@ -69,7 +76,8 @@ pub fn getpgid(c: &mut Ctx<'_>, pid: i32) -> SysResult {
 #[syscall]
 pub fn getsid(c: &mut Ctx<'_>, pid: i32) -> SysResult {
     if pid == 0 || pid == getpid(c)? as i32 {
-        return cached_or(&cache(c).sid, nr::GETSID);
+        let ids = cache(c);
+        return cached_or(ids, &ids.sid, ZERO_SID, nr::GETSID);
     }
     c.host()
 }
@@ -81,6 +89,8 @@ pub fn set_pgid(c: &mut Ctx<'_>) -> SysResult {
     let ids = cache(c);
     ids.pgid.store(0, Ordering::Relaxed);
     ids.sid.store(0, Ordering::Relaxed);
+    ids.zeros
+        .fetch_and(!(ZERO_PGID | ZERO_SID), Ordering::Relaxed);
     r
 }
 
