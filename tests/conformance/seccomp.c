@@ -278,7 +278,21 @@ static int inherit_case(void)
 static int after_exec(void)
 {
     errno = 0;
-    return syscall(SYS_getppid) == -1 && errno == ESRCH ? 0 : 83;
+    if (!(syscall(SYS_getppid) == -1 && errno == ESRCH))
+        return 83;
+    /* The C library's wrapper: a site with the number in it (which picos
+     * could answer without entering the runtime). glibc sets errno; musl
+     * returns the kernel's -ESRCH. */
+    errno = 0;
+    long r = getppid();
+    if (!((r == -1 && errno == ESRCH) || r == -ESRCH))
+        return 84;
+    /* Calls the filter allows, many times over: the same answers. */
+    pid_t me = getpid();
+    for (int i = 0; i < 20000; i++)
+        if (getpid() != me || syscall(SYS_gettid) != me || getuid() != getuid())
+            return 85;
+    return 0;
 }
 
 /* ---- TSYNC: a thread made before the filter gets it too ---- */

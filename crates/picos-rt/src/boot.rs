@@ -155,8 +155,9 @@ extern "C" fn main_on_runtime_stack() -> ! {
         crate::kernel::time::disable_tsc();
     }
     crate::entry::install();
-    // The program's seccomp filters, from the program before the execve:
-    // every call then takes the trap path, where they are run.
+    // The program's seccomp filters, from the program before the execve
+    // (or the container's profile, from the CLI): the calls they may
+    // refuse go through the runtime's entry, which runs them.
     let filters = match crate::kernel::seccomp::decode(&cfg.seccomp) {
         Ok(f) => f,
         Err(e) => fatal(
@@ -168,8 +169,8 @@ extern "C" fn main_on_runtime_stack() -> ! {
         .store(filters, core::sync::atomic::Ordering::Relaxed);
     // (A traced thread's calls all take the trap path, where its tracer
     // sees them.)
-    if cfg.patch_syscalls && filters == 0 && t.ptrace.get() == 0 {
-        init_patching(t, vdso);
+    if cfg.patch_syscalls && t.ptrace.get() == 0 {
+        init_patching(t, vdso, filters);
     }
     if let Err(e) = arm_dispatch() {
         fatal(
@@ -307,9 +308,16 @@ fn load_program(exe: &[u8], info: &StartArgs) -> (usize, usize) {
 
 /// Turns the patcher on. Under --stats and --trace every call must reach
 /// the dispatcher: no direct entry, no inline answer.
-fn init_patching(t: &'static thread::Thread, vdso: usize) {
+/// Turns patching on. With seccomp filters (`filters`, the thread's mode),
+/// a call they may refuse is routed to the runtime's entry, which runs
+/// them (`entry::dispatch`); only the calls they allow whatever the
+/// arguments keep their direct entries, and the inline answers (getpid,
+/// getppid, gettid) stay only if all three are such calls.
+fn init_patching(t: &'static thread::Thread, vdso: usize, filters: u32) {
+    use crate::kernel::seccomp::allows_always;
     let every_call =
         crate::diag::stats::on() || crate::diag::log::enabled(crate::diag::log::LogLevel::Trace);
+    let inline_ok = filters == 0 || [39, 110, 186].iter().all(|&nr| allows_always(filters, nr));
     crate::patch::init(&crate::patch::Config {
         vdso,
         owner: t.process() as *const _ as usize,
@@ -318,8 +326,18 @@ fn init_patching(t: &'static thread::Thread, vdso: usize) {
         } else {
             crate::sys::def::route
         },
-        inline: (!every_call).then(thread::inline_answers),
+        inline: (!every_call && inline_ok).then(thread::inline_answers),
     });
+    if filters != 0 {
+        for (nr, class) in crate::arch::DIRECT_CLASS.iter().enumerate() {
+            if !allows_always(filters, nr) {
+                class.store(
+                    crate::arch::class::FAST,
+                    core::sync::atomic::Ordering::Relaxed,
+                );
+            }
+        }
+    }
 }
 
 fn set_name(exe: &[u8]) {

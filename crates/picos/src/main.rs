@@ -19,6 +19,7 @@ mod detached;
 mod manifest;
 mod mounts;
 mod oci;
+mod oci_seccomp;
 mod run;
 mod runtime_image;
 mod sandbox;

@@ -732,9 +732,12 @@ pub fn launch_in_container(
     args: &RunArgs,
     manifest: Manifest,
     container: crate::sandbox::Container,
+    seccomp: Vec<u8>,
 ) -> RunError {
     match plan(args, manifest).and_then(|mut p| {
         p.container = Some(container);
+        // The spec's seccomp profile, as the program's own filters.
+        p.config.seccomp = seccomp;
         launch(p)
     }) {
         Ok(never) => match never {},

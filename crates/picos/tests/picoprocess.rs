@@ -608,6 +608,64 @@ fn ids_of_a_namespace_first_process_are_cached() {
     assert!(json_num(p, "host_calls") < 1000, "{p}");
 }
 
+/// A program started with seccomp filters (kept across execve, or a
+/// container's profile) stays on the fast path for the calls its filters
+/// allow whatever the arguments: only the calls they may refuse go through
+/// the runtime's entry, where they are run (every call took the trap path
+/// before). What the filters answer is checked against the kernel by the
+/// conformance program `seccomp` and by `python_libseccomp_filter`.
+#[test]
+fn filtered_program_stays_on_the_fast_path() {
+    let python = "/usr/bin/python3";
+    let have = Command::new(python)
+        .args(["-c", "import seccomp"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        eprintln!(
+            "SKIP filtered_program_stays_on_the_fast_path: no {python} with the seccomp module \
+             (apt-get install python3-seccomp)"
+        );
+        return;
+    }
+    let after = "import os\n\
+                 try:\n    os.uname(); print('uname allowed')\n\
+                 except OSError as e: print('uname', e.errno)\n\
+                 for i in range(2000): os.getppid(); os.stat('/')\n\
+                 print('done')";
+    let script = format!(
+        "import errno, os, seccomp\n\
+         f = seccomp.SyscallFilter(defaction=seccomp.ALLOW)\n\
+         f.add_rule(seccomp.ERRNO(errno.EXDEV), 'uname')\n\
+         f.add_rule(seccomp.ERRNO(errno.EPERM), 'dup', seccomp.Arg(0, seccomp.EQ, 1000))\n\
+         f.load()\n\
+         os.execv('{python}', ['{python}', '-c', {after:?}])"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("stats.json");
+    let out = Command::new(PICOS)
+        .args(["run", "--stats-json"])
+        .arg(&json)
+        .args([python, "-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "uname 18\ndone\n");
+    // The program after the execve: the record with the loop's calls.
+    let text = std::fs::read_to_string(&json).unwrap();
+    let p = text
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"process\""))
+        .max_by_key(|l| json_num(l, "fast_path") + json_num(l, "trap_path"))
+        .unwrap_or_else(|| panic!("no process record in {text}"));
+    assert!(json_num(p, "fast_path") > 4000, "{p}");
+    assert!(json_num(p, "trap_path") < 200, "{p}");
+}
+
 /// A program that corrupts the runtime's state (its GS base, its per-thread
 /// memory) is told so and ends with SIGSEGV, as a faulting program would;
 /// picos does not call it a bug of its own. Natively both modes exit 0
