@@ -409,6 +409,8 @@ pub enum OciError {
     #[error("{0}: {1}")]
     Io(String, std::io::Error),
     #[error(transparent)]
+    Seccomp(#[from] crate::oci_seccomp::ProfileError),
+    #[error(transparent)]
     Container(#[from] libcontainer::error::LibcontainerError),
 }
 
@@ -668,6 +670,11 @@ fn create(g: &Globals, m: &ArgMatches, detach: bool) -> Result<Container, OciErr
     let bundle = absolute(bundle)?;
     let config = bundle.join("config.json");
     std::fs::metadata(&config).map_err(|e| OciError::Io(config.display().to_string(), e))?;
+    // What picos cannot apply is said now, before anything is made (the
+    // executor's `validate` runs only in the container's set-up).
+    if let Ok(spec) = Spec::load(&config) {
+        crate::oci_seccomp::from_spec(seccomp_profile(&spec))?;
+    }
     let result = (|| {
         let bundle = tmpcopyup::prepare(g, id, &bundle)?;
         Ok(builder(g, id, m)?
@@ -905,8 +912,21 @@ fn features() -> String {
             "namespaces": ["cgroup", "ipc", "mount", "network", "pid", "user", "uts", "time"],
             "capabilities": caps_known(),
             "cgroup": {"v1": true, "v2": true, "systemd": false, "systemdUser": false},
-            // The spec's profile is not applied: picos's own filter is.
-            "seccomp": {"enabled": false},
+            // The spec's profile, as crate::oci_seccomp compiles it (and
+            // picos's own filter besides).
+            "seccomp": {
+                "enabled": true,
+                "actions": ["SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", "SCMP_ACT_KILL",
+                            "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_KILL_THREAD", "SCMP_ACT_LOG",
+                            "SCMP_ACT_TRACE", "SCMP_ACT_TRAP"],
+                "operators": ["SCMP_CMP_EQ", "SCMP_CMP_NE", "SCMP_CMP_LT", "SCMP_CMP_LE",
+                              "SCMP_CMP_GT", "SCMP_CMP_GE", "SCMP_CMP_MASKED_EQ"],
+                "archs": ["SCMP_ARCH_X86_64"],
+                "knownFlags": ["SECCOMP_FILTER_FLAG_LOG", "SECCOMP_FILTER_FLAG_TSYNC",
+                               "SECCOMP_FILTER_FLAG_SPEC_ALLOW"],
+                "supportedFlags": ["SECCOMP_FILTER_FLAG_LOG", "SECCOMP_FILTER_FLAG_TSYNC",
+                                   "SECCOMP_FILTER_FLAG_SPEC_ALLOW"]
+            },
             "apparmor": {"enabled": false},
             "selinux": {"enabled": false}
         },

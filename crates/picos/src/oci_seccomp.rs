@@ -30,7 +30,7 @@
 //!   different; we refuse rather than guess).
 
 use libcontainer::oci_spec::runtime::{
-    Arch, LinuxSeccomp, LinuxSeccompAction, LinuxSeccompOperator,
+    Arch, LinuxSeccomp, LinuxSeccompAction, LinuxSeccompFilterFlag, LinuxSeccompOperator,
 };
 use picos_rt::kernel::seccomp::Insn;
 use picos_rt::sys::table::TABLE;
@@ -120,10 +120,14 @@ pub fn from_spec(profile: Option<&LinuxSeccomp>) -> Result<Vec<u8>, ProfileError
     if allows_all {
         return Ok(Vec::new());
     }
-    let log = p.flags().as_ref().is_some_and(|f| {
-        f.iter()
-            .any(|f| format!("{f:?}").to_ascii_lowercase().contains("log"))
-    });
+    // SECCOMP_FILTER_FLAG_LOG is kept (as the runtime keeps a program's);
+    // TSYNC says what is true anyway (every thread has the filters), and
+    // SPEC_ALLOW and WAIT_KILLABLE_RECV change nothing the library OS does.
+    let log = p
+        .flags()
+        .iter()
+        .flatten()
+        .any(|f| matches!(f, LinuxSeccompFilterFlag::SeccompFilterFlagLog));
     Ok(encode(&prog, log))
 }
 

@@ -726,8 +726,9 @@ fn exec(
 
 /// Becomes the picoprocess of a container's process (`crate::oci`), in
 /// the container's namespaces and root, under `manifest` (the host's tree
-/// as the container shows it, passed through; the sandbox on). Returns
-/// only if the program cannot be started.
+/// as the container shows it, passed through; the sandbox on), with
+/// `seccomp` (the spec's profile, `crate::oci_seccomp`'s encoding) as the
+/// program's filters. Returns only if the program cannot be started.
 pub fn launch_in_container(
     args: &RunArgs,
     manifest: Manifest,

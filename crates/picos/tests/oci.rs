@@ -702,6 +702,28 @@ fn oci_commands_report_errors_clearly() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cgroupfs"));
+    // A seccomp profile that asks for a seccomp agent: refused at create,
+    // with the reason.
+    let bundles = tempfile::tempdir().unwrap();
+    let b = bundles.path().join("agent");
+    std::fs::create_dir_all(b.join("rootfs")).unwrap();
+    std::fs::write(
+        b.join("config.json"),
+        r#"{"ociVersion": "1.0.2", "process": {"args": ["/bin/true"], "cwd": "/", "user": {"uid": 0, "gid": 0}},
+            "root": {"path": "rootfs"},
+            "linux": {"seccomp": {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+              {"names": ["read"], "action": "SCMP_ACT_NOTIFY"}]}}}"#,
+    )
+    .unwrap();
+    let out = Command::new(PICOS)
+        .args(["--root", r, "create", "--bundle"])
+        .arg(&b)
+        .arg("agent")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("SCMP_ACT_NOTIFY"), "{err}");
     // features: JSON naming what it supports.
     let out = Command::new(PICOS).arg("features").output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -711,6 +733,12 @@ fn oci_commands_report_errors_clearly() {
         .unwrap()
         .iter()
         .any(|c| c == "CAP_CHOWN"));
+    assert_eq!(v["linux"]["seccomp"]["enabled"], true);
+    assert!(v["linux"]["seccomp"]["operators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c == "SCMP_CMP_MASKED_EQ"));
     // `picos run PROGRAM` is still picos's own run.
     let out = Command::new(PICOS)
         .args(["run", "/bin/echo", "-d", "--bundle"])
