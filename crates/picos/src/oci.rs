@@ -1,6 +1,7 @@
 //! `picos` as an OCI runtime: the command line that podman (through conmon)
 //! and containerd's runc shim call (`create`, `start`, `state`, `kill`,
-//! `delete`, `exec`, `run`, `features`, `list`, `pause`, `resume`, and the
+//! `delete`, `exec`, `run`, `features`, `list`, `pause`, `resume`, `ps`,
+//! `update`, and the
 //! global `--root`, `--log`, `--log-format`, `--systemd-cgroup`), so that
 //! `podman --runtime $(which picos) run ...` runs the container's process
 //! as a picoprocess.
@@ -277,6 +278,7 @@ pub fn commands(cmd: Command) -> Command {
                 .about("OCI runtime: thaw a paused container's processes")
                 .arg(id()),
         )
+        .subcommand(update_command())
 }
 
 /// The OCI runtime's global options (before the subcommand, as runc's).
@@ -410,6 +412,8 @@ pub enum OciError {
     Io(String, std::io::Error),
     #[error(transparent)]
     Seccomp(#[from] crate::oci_seccomp::ProfileError),
+    #[error("update: {0}")]
+    BadUpdate(String),
     #[error(transparent)]
     Container(#[from] libcontainer::error::LibcontainerError),
 }
@@ -1029,6 +1033,228 @@ fn pids(c: &Container) -> Result<Vec<i32>, OciError> {
     Ok(pids)
 }
 
+/// runc's `update`: its flags, each a field of the spec's
+/// `linux.resources` (name, help).
+const UPDATE_FLAGS: &[(&str, &str)] = &[
+    (
+        "memory",
+        "Memory limit in bytes (k, m, g: KiB, MiB, GiB); -1: none",
+    ),
+    ("memory-reservation", "Memory soft limit in bytes (k, m, g)"),
+    (
+        "memory-swap",
+        "Memory plus swap limit in bytes (k, m, g); -1: no swap limit",
+    ),
+    ("cpu-shares", "CPU shares (relative weight)"),
+    ("cpu-period", "CPU CFS period in microseconds"),
+    (
+        "cpu-quota",
+        "CPU CFS quota in microseconds per period; -1: none",
+    ),
+    ("cpu-rt-period", "CPU real-time period in microseconds"),
+    (
+        "cpu-rt-runtime",
+        "CPU real-time runtime in microseconds per period",
+    ),
+    ("cpuset-cpus", "CPUs the container may run on (0-3, 0,1)"),
+    (
+        "cpuset-mems",
+        "Memory nodes the container may use (0-3, 0,1)",
+    ),
+    ("pids-limit", "Maximum number of tasks; -1: none"),
+    ("blkio-weight", "Block IO weight (10 to 1000)"),
+];
+
+fn update_command() -> Command {
+    let mut c = Command::new("update")
+        .about(
+            "OCI runtime: change a running container's cgroup limits (runc's update: \
+             --resources FILE, or - for stdin, with the spec's linux.resources as JSON; \
+             and/or the flags)",
+        )
+        .arg(id())
+        .arg(
+            Arg::new("resources")
+                .long("resources")
+                .short('r')
+                .value_name("FILE")
+                .help("The new linux.resources of the spec, as JSON (- : from stdin)"),
+        );
+    for (name, help) in UPDATE_FLAGS {
+        // -1 is a value (no limit), not a flag.
+        c = c.arg(
+            Arg::new(*name)
+                .long(*name)
+                .value_name("VALUE")
+                .allow_negative_numbers(true)
+                .help(*help),
+        );
+    }
+    c
+}
+
+/// Why an `update` value is wrong.
+fn bad_update(flag: &str, v: &str) -> OciError {
+    OciError::BadUpdate(format!("--{flag} {v}"))
+}
+
+/// A number of bytes as runc takes them: digits with an optional k, m, g
+/// (or kb, mb, gb; binary units), or -1.
+fn bytes(flag: &str, v: &str) -> Result<i64, OciError> {
+    let t = v.trim().to_ascii_lowercase();
+    if t == "-1" {
+        return Ok(-1);
+    }
+    let t = t.strip_suffix('b').filter(|r| !r.is_empty()).unwrap_or(&t);
+    let (digits, mult) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1i64 << 10),
+        Some('m') => (&t[..t.len() - 1], 1 << 20),
+        Some('g') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    digits
+        .parse::<i64>()
+        .ok()
+        .filter(|n| *n >= 0)
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| bad_update(flag, v))
+}
+
+/// The resources `update` applies: the `--resources` JSON, if any, with
+/// each flag given set over it.
+fn update_resources(
+    m: &ArgMatches,
+) -> Result<libcontainer::oci_spec::runtime::LinuxResources, OciError> {
+    use libcontainer::oci_spec::runtime::{LinuxBlockIo, LinuxMemory, LinuxPids, LinuxResources};
+    let mut r: LinuxResources = match m.get_one::<String>("resources") {
+        Some(f) => {
+            let text = if f == "-" {
+                let mut t = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
+                    .map_err(|e| OciError::Io("stdin".into(), e))?;
+                t
+            } else {
+                std::fs::read_to_string(f).map_err(|e| OciError::Io(f.clone(), e))?
+            };
+            serde_json::from_str(&text)
+                .map_err(|e| OciError::BadUpdate(format!("--resources {f}: {e}")))?
+        }
+        None => LinuxResources::default(),
+    };
+    let get = |name: &str| m.get_one::<String>(name).map(String::as_str);
+    let int = |name: &str| -> Result<Option<i64>, OciError> {
+        get(name)
+            .map(|v| v.trim().parse::<i64>().map_err(|_| bad_update(name, v)))
+            .transpose()
+    };
+    let uint = |name: &str| -> Result<Option<u64>, OciError> {
+        get(name)
+            .map(|v| v.trim().parse::<u64>().map_err(|_| bad_update(name, v)))
+            .transpose()
+    };
+    let mut mem = r.memory().clone().unwrap_or_default();
+    let mut mem_set = r.memory().is_some();
+    for (flag, set) in [
+        (
+            "memory",
+            LinuxMemory::set_limit as fn(&mut LinuxMemory, Option<i64>) -> &mut LinuxMemory,
+        ),
+        ("memory-reservation", LinuxMemory::set_reservation),
+        ("memory-swap", LinuxMemory::set_swap),
+    ] {
+        if let Some(v) = get(flag) {
+            set(&mut mem, Some(bytes(flag, v)?));
+            mem_set = true;
+        }
+    }
+    if mem_set {
+        r.set_memory(Some(mem));
+    }
+    let mut cpu = r.cpu().clone().unwrap_or_default();
+    let before = cpu.clone();
+    if let Some(v) = uint("cpu-shares")? {
+        cpu.set_shares(Some(v));
+    }
+    if let Some(v) = uint("cpu-period")? {
+        cpu.set_period(Some(v));
+    }
+    if let Some(v) = int("cpu-quota")? {
+        cpu.set_quota(Some(v));
+    }
+    if let Some(v) = uint("cpu-rt-period")? {
+        cpu.set_realtime_period(Some(v));
+    }
+    if let Some(v) = int("cpu-rt-runtime")? {
+        cpu.set_realtime_runtime(Some(v));
+    }
+    if let Some(v) = get("cpuset-cpus") {
+        cpu.set_cpus(Some(v.to_string()));
+    }
+    if let Some(v) = get("cpuset-mems") {
+        cpu.set_mems(Some(v.to_string()));
+    }
+    if r.cpu().is_some() || cpu != before {
+        r.set_cpu(Some(cpu));
+    }
+    if let Some(v) = int("pids-limit")? {
+        let mut p = LinuxPids::default();
+        p.set_limit(v);
+        r.set_pids(Some(p));
+    }
+    if let Some(v) = get("blkio-weight") {
+        let w = v
+            .trim()
+            .parse::<u16>()
+            .ok()
+            .filter(|w| (10..=1000).contains(w))
+            .ok_or_else(|| bad_update("blkio-weight", v))?;
+        let mut b = r.block_io().clone().unwrap_or_else(LinuxBlockIo::default);
+        b.set_weight(Some(w));
+        r.set_block_io(Some(b));
+    }
+    Ok(r)
+}
+
+/// runc's `update`: the new limits written to the container's cgroup
+/// (created, running or paused).
+fn update(g: &Globals, m: &ArgMatches) -> Result<ExitCode, OciError> {
+    use libcgroups::common::{CgroupManager, ControllerOpt};
+    let id = m.get_one::<String>("id").expect("required");
+    let resources = update_resources(m)?;
+    let c = g.load(id)?;
+    if matches!(
+        c.status(),
+        libcontainer::container::ContainerStatus::Stopped
+            | libcontainer::container::ContainerStatus::Creating
+    ) {
+        return Err(OciError::BadUpdate(format!(
+            "container {id} is {}: only a created, running or paused one can be updated",
+            c.status()
+        )));
+    }
+    let cgroup = |e: &dyn std::fmt::Display| {
+        OciError::Io(
+            format!("the cgroup of {id}"),
+            std::io::Error::other(e.to_string()),
+        )
+    };
+    let manager = libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
+        cgroup_path: c.spec()?.cgroup_path,
+        systemd_cgroup: false,
+        container_name: id.clone(),
+    })
+    .map_err(|e| cgroup(&e))?;
+    manager
+        .apply(&ControllerOpt {
+            resources: &resources,
+            disable_oom_killer: false,
+            oom_score_adj: None,
+            freezer_state: None,
+        })
+        .map_err(|e| cgroup(&e))?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// runc's `ps`: `--format json` prints the pids (what containerd's shim
 /// reads); the table is ps(1)'s, with the lines of those pids only.
 fn ps(g: &Globals, m: &ArgMatches) -> Result<ExitCode, OciError> {
@@ -1116,6 +1342,7 @@ pub fn main(m: &ArgMatches) -> Option<ExitCode> {
             | "pause"
             | "resume"
             | "ps"
+            | "update"
     ) {
         return None;
     }
@@ -1163,6 +1390,7 @@ pub fn main(m: &ArgMatches) -> Option<ExitCode> {
         }
         "list" => list(&g),
         "ps" => ps(&g, sub),
+        "update" => update(&g, sub),
         "pause" => {
             g.load(id())?.pause()?;
             Ok(ExitCode::SUCCESS)
@@ -1227,6 +1455,53 @@ pub fn main_run(args: &[OsString]) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn update_values_as_runc_takes_them() {
+        assert_eq!(bytes("memory", "1024").unwrap(), 1024);
+        assert_eq!(bytes("memory", "64m").unwrap(), 64 << 20);
+        assert_eq!(bytes("memory", "64MB").unwrap(), 64 << 20);
+        assert_eq!(bytes("memory", "2g").unwrap(), 2 << 30);
+        assert_eq!(bytes("memory", "3k").unwrap(), 3 << 10);
+        assert_eq!(bytes("memory", "-1").unwrap(), -1);
+        for bad in ["", "m", "12x", "-2", "1.5g", "b", "99999999999999999999g"] {
+            assert!(bytes("memory", bad).is_err(), "{bad:?}");
+        }
+        let m = update_command().get_matches_from([
+            "update",
+            "--memory",
+            "64m",
+            "--memory-swap",
+            "-1",
+            "--cpu-shares",
+            "512",
+            "--cpuset-cpus",
+            "0-1",
+            "--pids-limit",
+            "77",
+            "--blkio-weight",
+            "300",
+            "c1",
+        ]);
+        let r = update_resources(&m).unwrap();
+        let mem = r.memory().clone().unwrap();
+        assert_eq!(
+            (mem.limit(), mem.swap(), mem.reservation()),
+            (Some(64 << 20), Some(-1), None)
+        );
+        let cpu = r.cpu().clone().unwrap();
+        assert_eq!(
+            (cpu.shares(), cpu.cpus().as_deref()),
+            (Some(512), Some("0-1"))
+        );
+        assert_eq!(r.pids().clone().unwrap().limit(), 77);
+        assert_eq!(r.block_io().clone().unwrap().weight(), Some(300));
+        let m = update_command().get_matches_from(["update", "--blkio-weight", "5", "c1"]);
+        assert!(update_resources(&m).is_err());
+        let m = update_command().get_matches_from(["update", "c1"]);
+        let r = update_resources(&m).unwrap();
+        assert!(r.memory().is_none() && r.cpu().is_none() && r.pids().is_none());
+    }
 
     fn v(a: &[&str]) -> Vec<OsString> {
         a.iter().map(OsString::from).collect()

@@ -462,6 +462,60 @@ fn podman_runs_containers_as_picoprocesses() {
     }
     p.run(picos, &["rm", "-f", "-t", "0", name]);
 
+    // `podman update` (the runtime's `update`): new limits in the running
+    // container's cgroup, the same as with runc.
+    let mut seen = Vec::new();
+    for runtime in [p.runc.as_path(), picos] {
+        let name = "picos-test-update";
+        let mut all = vec!["run", "-d", "--name", name, "--network", "none"];
+        all.extend_from_slice(ULIMITS);
+        all.extend_from_slice(&["localhost/picos-bb", "sleep", "60"]);
+        let out = p.run(runtime, &all);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = p.run(
+            runtime,
+            &[
+                "update",
+                "--memory",
+                "64m",
+                "--cpu-shares",
+                "512",
+                "--cpu-quota",
+                "50000",
+                "--cpu-period",
+                "100000",
+                name,
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "update: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = p.run(
+            runtime,
+            &[
+                "exec",
+                name,
+                "cat",
+                "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                "/sys/fs/cgroup/cpu/cpu.shares",
+                "/sys/fs/cgroup/cpu/cpu.cfs_quota_us",
+            ],
+        );
+        seen.push(text(&out));
+        p.run(runtime, &["rm", "-f", "-t", "0", name]);
+    }
+    // cgroup v2 names the files otherwise; this host's podman uses v1.
+    if !seen[0].is_empty() {
+        assert_eq!(seen[0], "67108864\n512\n50000\n", "runc");
+    }
+    assert_eq!(seen[1], seen[0], "picos (right: runc)");
+
     // stdin and stdout without a terminal (-i).
     for runtime in [p.runc.as_path(), picos] {
         let mut c = p.cmd(runtime);
@@ -724,6 +778,24 @@ fn oci_commands_report_errors_clearly() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("SCMP_ACT_NOTIFY"), "{err}");
+    // update: a bad value, and a container that is not there.
+    let out = Command::new(PICOS)
+        .args(["--root", r, "update", "--memory", "12x", "nosuch"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "picos: update: --memory 12x\n"
+    );
+    let out = Command::new(PICOS)
+        .args(["--root", r, "update", "--pids-limit", "10", "nosuch"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "picos: container nosuch does not exist\n"
+    );
     // features: JSON naming what it supports.
     let out = Command::new(PICOS).arg("features").output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
