@@ -544,8 +544,14 @@ fn seccomp_profile(spec: &Spec) -> Option<&libcontainer::oci_spec::runtime::Linu
 }
 
 /// Runs the container's process as a picoprocess (see the module's doc).
-#[derive(Clone)]
-pub struct PicosExecutor;
+#[derive(Clone, Default)]
+pub struct PicosExecutor {
+    /// An `exec`'d process's seccomp profile, encoded: libcontainer gives
+    /// such a process a spec of its own without the container's
+    /// `linux.seccomp`, so `exec_process` takes it from the container's
+    /// spec. None: the spec's own (the container's first process).
+    tenant_seccomp: Option<Vec<u8>>,
+}
 
 /// The manifest of a container's process: the tree as the container shows
 /// it, passed through (no mounts of the library OS: the container's mount
@@ -579,7 +585,11 @@ impl Executor for PicosExecutor {
             own_net: has(LinuxNamespaceType::Network),
         };
         // Checked at create (`validate`); an error now is said the same way.
-        let seccomp = match crate::oci_seccomp::from_spec(seccomp_profile(spec)) {
+        let profile = match &self.tenant_seccomp {
+            Some(s) => Ok(s.clone()),
+            None => crate::oci_seccomp::from_spec(seccomp_profile(spec)),
+        };
+        let seccomp = match profile {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("picos: {e}");
@@ -644,10 +654,15 @@ impl Executor for PicosExecutor {
     }
 }
 
-fn builder(g: &Globals, id: &str, m: &ArgMatches) -> Result<ContainerBuilder, OciError> {
+fn builder(
+    g: &Globals,
+    id: &str,
+    m: &ArgMatches,
+    executor: PicosExecutor,
+) -> Result<ContainerBuilder, OciError> {
     let root = g.state_root()?;
     let mut b = ContainerBuilder::new(id.to_string(), SyscallType::default())
-        .with_executor(PicosExecutor)
+        .with_executor(executor)
         .with_root_path(root)?
         .with_console_socket(m.get_one::<PathBuf>("console_socket"))
         .with_preserved_fds(*m.get_one::<i32>("preserve_fds").unwrap_or(&0));
@@ -681,7 +696,7 @@ fn create(g: &Globals, m: &ArgMatches, detach: bool) -> Result<Container, OciErr
     }
     let result = (|| {
         let bundle = tmpcopyup::prepare(g, id, &bundle)?;
-        Ok(builder(g, id, m)?
+        Ok(builder(g, id, m, PicosExecutor::default())?
             .as_init(bundle)
             .with_systemd(false)
             .with_detach(detach)
@@ -949,7 +964,18 @@ fn caps_known() -> Vec<String> {
 fn exec_process(g: &Globals, m: &ArgMatches) -> Result<ExitCode, OciError> {
     let id = m.get_one::<String>("id").expect("required");
     // Fails early, with the right words, for a container that is not there.
-    g.load(id)?;
+    let c = g.load(id)?;
+    // The container's seccomp profile holds for this process too.
+    let config = c.bundle().join("config.json");
+    let spec = Spec::load(&config).map_err(|e| {
+        OciError::Io(
+            config.display().to_string(),
+            std::io::Error::other(e.to_string()),
+        )
+    })?;
+    let executor = PicosExecutor {
+        tenant_seccomp: Some(crate::oci_seccomp::from_spec(seccomp_profile(&spec))?),
+    };
     let detach = m.get_flag("detach");
     let (user, group) = match m.get_one::<String>("user") {
         None => (None, None),
@@ -978,7 +1004,7 @@ fn exec_process(g: &Globals, m: &ArgMatches) -> Result<ExitCode, OciError> {
         .get_many::<String>("command")
         .map(|v| v.cloned().collect())
         .unwrap_or_default();
-    let pid = builder(g, id, m)?
+    let pid = builder(g, id, m, executor)?
         .as_tenant()
         .with_detach(detach)
         .with_cwd(m.get_one::<PathBuf>("cwd"))

@@ -679,6 +679,32 @@ fn podman_runs_containers_as_picoprocesses() {
             &["python3", "-c", script],
         );
         assert_eq!(text(&out), "18\nTrue -3 -22\n18\n", "custom profile");
+        // A process `exec`'d into the container is held by the profile too.
+        let mut seen = Vec::new();
+        for runtime in [p.runc.as_path(), Path::new(PICOS)] {
+            let name = "picos-test-seccomp-exec";
+            let mut all = vec!["run", "-d", "--name", name, "--network", "none"];
+            all.extend_from_slice(ULIMITS);
+            all.extend_from_slice(&[
+                "--security-opt",
+                &opt,
+                "localhost/picos-py",
+                "python3",
+                "-c",
+                "import time; time.sleep(60)",
+            ]);
+            let out = p.run(runtime, &all);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let out = p.run(runtime, &["exec", name, "python3", "-c", script]);
+            seen.push(text(&out));
+            p.run(runtime, &["rm", "-f", "-t", "0", name]);
+        }
+        assert_eq!(seen[0], "18\nTrue -3 -22\n18\n", "exec, runc");
+        assert_eq!(seen[1], seen[0], "exec, picos (right: runc)");
     } else {
         eprintln!("python3 image skipped: Debian's python3 is not installed");
     }
