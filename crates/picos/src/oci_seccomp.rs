@@ -25,14 +25,12 @@
 //! - names that are no x86-64 call (other architectures', newer kernels')
 //!   are skipped, as runc skips names its libseccomp does not know;
 //! - refused, with the reason: `SCMP_ACT_NOTIFY` and `listenerPath` (no
-//!   seccomp agent is supported), more than one condition on the same
-//!   argument in a rule of several conditions (libseccomp's own limit is
-//!   different; we refuse rather than guess).
+//!   seccomp agent is supported), and an argument index above 5.
 
 use libcontainer::oci_spec::runtime::{
-    Arch, LinuxSeccomp, LinuxSeccompAction, LinuxSeccompFilterFlag, LinuxSeccompOperator,
+    LinuxSeccomp, LinuxSeccompAction, LinuxSeccompFilterFlag, LinuxSeccompOperator,
 };
-use picos_rt::kernel::seccomp::Insn;
+use picos_rt::kernel::seccomp::{self as rt, ret, Insn, ARCH_X86_64 as AUDIT_ARCH_X86_64};
 use picos_rt::sys::table::TABLE;
 
 const LD_W_ABS: u16 = 0x20;
@@ -43,29 +41,7 @@ const JA: u16 = 0x05;
 const ALU_AND_K: u16 = 0x54;
 const RET_K: u16 = 0x06;
 
-const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 const X32_BIT: u32 = 0x4000_0000;
-
-const RET_KILL_PROCESS: u32 = 0x8000_0000;
-const RET_KILL_THREAD: u32 = 0;
-const RET_TRAP: u32 = 0x0003_0000;
-const RET_ERRNO: u32 = 0x0005_0000;
-const RET_TRACE: u32 = 0x7ff0_0000;
-const RET_LOG: u32 = 0x7ffc_0000;
-const RET_ALLOW: u32 = 0x7fff_0000;
-
-fn stmt(code: u16, k: u32) -> Insn {
-    Insn {
-        code,
-        jt: 0,
-        jf: 0,
-        k,
-    }
-}
-
-fn jump(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
-    Insn { code, jt, jf, k }
-}
 
 /// The largest filter Linux (and the runtime) take.
 const MAX_INSNS: usize = 4096;
@@ -93,14 +69,8 @@ pub enum ProfileError {
 /// the filter allows whatever the arguments (worked out here once, not by
 /// the runtime at every start).
 pub fn encode(prog: &[Insn], log: bool) -> Vec<u8> {
-    let mut out = vec![u8::from(log) | picos_rt::kernel::seccomp::ENCODED_ALLOWS];
-    out.extend_from_slice(&(prog.len() as u16).to_le_bytes());
-    for i in prog {
-        out.extend_from_slice(&i.to_bytes());
-    }
-    for w in picos_rt::kernel::seccomp::allows_of(prog) {
-        out.extend_from_slice(&w.to_le_bytes());
-    }
+    let mut out = Vec::new();
+    rt::encode_filter(&mut out, prog, log, &rt::allows_of(prog));
     out
 }
 
@@ -112,11 +82,11 @@ pub fn from_spec(profile: Option<&LinuxSeccomp>) -> Result<Vec<u8>, ProfileError
     };
     let prog = compile(p)?;
     // Nothing to refuse (every answer ALLOW): no filter, and no cost.
-    let allows_all = action(p.default_action(), None)? == RET_ALLOW
+    let allows_all = action(p.default_action(), None)? == ret::ALLOW
         && p.syscalls()
             .iter()
             .flatten()
-            .all(|s| action(s.action(), None) == Ok(RET_ALLOW));
+            .all(|s| action(s.action(), None) == Ok(ret::ALLOW));
     if allows_all {
         return Ok(Vec::new());
     }
@@ -134,14 +104,14 @@ pub fn from_spec(profile: Option<&LinuxSeccomp>) -> Result<Vec<u8>, ProfileError
 fn action(a: LinuxSeccompAction, errno: Option<u32>) -> Result<u32, ProfileError> {
     let data = |default: u32| errno.unwrap_or(default) & 0xffff;
     Ok(match a {
-        LinuxSeccompAction::ScmpActKill | LinuxSeccompAction::ScmpActKillThread => RET_KILL_THREAD,
-        LinuxSeccompAction::ScmpActKillProcess => RET_KILL_PROCESS,
-        LinuxSeccompAction::ScmpActTrap => RET_TRAP,
+        LinuxSeccompAction::ScmpActKill | LinuxSeccompAction::ScmpActKillThread => ret::KILL_THREAD,
+        LinuxSeccompAction::ScmpActKillProcess => ret::KILL_PROCESS,
+        LinuxSeccompAction::ScmpActTrap => ret::TRAP,
         // libseccomp's default errno for SCMP_ACT_ERRNO is EPERM.
-        LinuxSeccompAction::ScmpActErrno => RET_ERRNO | data(1),
-        LinuxSeccompAction::ScmpActTrace => RET_TRACE | data(0),
-        LinuxSeccompAction::ScmpActLog => RET_LOG,
-        LinuxSeccompAction::ScmpActAllow => RET_ALLOW,
+        LinuxSeccompAction::ScmpActErrno => ret::ERRNO | data(1),
+        LinuxSeccompAction::ScmpActTrace => ret::TRACE | data(0),
+        LinuxSeccompAction::ScmpActLog => ret::LOG,
+        LinuxSeccompAction::ScmpActAllow => ret::ALLOW,
         LinuxSeccompAction::ScmpActNotify => return Err(ProfileError::Notify),
     })
 }
@@ -180,16 +150,15 @@ pub fn compile(p: &LinuxSeccomp) -> Result<Vec<Insn>, ProfileError> {
                 .push(Rule { conds, ret });
         }
     }
-    // Not x86-64 (the architectures the profile lists do not matter: the
-    // runtime runs x86-64 programs only).
-    let _: Option<&Vec<Arch>> = p.architectures().as_ref();
+    // Not x86-64: killed (the architectures the profile lists do not
+    // matter: the runtime runs x86-64 programs only).
     let mut prog = vec![
-        stmt(LD_W_ABS, 4),
-        jump(JEQ_K, AUDIT_ARCH_X86_64, 1, 0),
-        stmt(RET_K, RET_KILL_PROCESS),
-        stmt(LD_W_ABS, 0),
-        jump(JGE_K, X32_BIT, 0, 1),
-        stmt(RET_K, default),
+        Insn::stmt(LD_W_ABS, 4),
+        Insn::jump(JEQ_K, AUDIT_ARCH_X86_64, 1, 0),
+        Insn::stmt(RET_K, ret::KILL_PROCESS),
+        Insn::stmt(LD_W_ABS, 0),
+        Insn::jump(JGE_K, X32_BIT, 0, 1),
+        Insn::stmt(RET_K, default),
     ];
     // A tree over the call numbers, so that any call reaches its rules in
     // ~20 instructions (the runtime works out at start which calls its
@@ -216,7 +185,7 @@ pub fn compile(p: &LinuxSeccomp) -> Result<Vec<Insn>, ProfileError> {
 /// the others left, and a leaf is its run's block. Jumps over subtrees are
 /// `ja`s (32-bit offsets); every path ends in a return.
 fn tree(calls: &[(u32, Vec<Insn>)], default: u32) -> Vec<Insn> {
-    let ret_default = vec![stmt(RET_K, default)];
+    let ret_default = vec![Insn::stmt(RET_K, default)];
     let mut runs: Vec<(u32, Vec<Insn>)> = Vec::new();
     let mut next = 0u32;
     let push = |runs: &mut Vec<(u32, Vec<Insn>)>, start: u32, block: &Vec<Insn>| {
@@ -242,7 +211,10 @@ fn search(runs: &[(u32, Vec<Insn>)]) -> Vec<Insn> {
     let mid = runs.len() / 2;
     let left = search(&runs[..mid]);
     let right = search(&runs[mid..]);
-    let mut out = vec![jump(JGE_K, runs[mid].0, 0, 1), stmt(JA, left.len() as u32)];
+    let mut out = vec![
+        Insn::jump(JGE_K, runs[mid].0, 0, 1),
+        Insn::stmt(JA, left.len() as u32),
+    ];
     out.extend(left);
     out.extend(right);
     out
@@ -260,7 +232,7 @@ fn call_block(rules: &[Rule], default: u32) -> Vec<Insn> {
         for &(arg, op, v, v2) in &r.conds {
             cond(&mut body, &mut fails, arg, op, v, v2);
         }
-        body.push(stmt(RET_K, r.ret));
+        body.push(Insn::stmt(RET_K, r.ret));
         let end = body.len();
         for (at, field_true) in fails {
             let off = (end - at - 1) as u8;
@@ -276,7 +248,7 @@ fn call_block(rules: &[Rule], default: u32) -> Vec<Insn> {
         .iter()
         .find(|r| r.conds.is_empty())
         .map_or(default, |r| r.ret);
-    out.push(stmt(RET_K, last));
+    out.push(Insn::stmt(RET_K, last));
     out
 }
 
@@ -303,46 +275,46 @@ fn cond(
     // A fail jump (patched later) on the true (t) or false branch.
     let mut fail_on = |b: &mut Vec<Insn>, code, k, on_true: bool| {
         fails.push((b.len(), on_true));
-        b.push(jump(code, k, 0, 0));
+        b.push(Insn::jump(code, k, 0, 0));
     };
     match op {
         O::ScmpCmpEq => {
-            b.push(stmt(LD_W_ABS, hi_off));
+            b.push(Insn::stmt(LD_W_ABS, hi_off));
             fail_on(b, JEQ_K, vhi, false);
-            b.push(stmt(LD_W_ABS, lo_off));
+            b.push(Insn::stmt(LD_W_ABS, lo_off));
             fail_on(b, JEQ_K, vlo, false);
         }
         O::ScmpCmpMaskedEq => {
             let (mhi, mlo) = ((v >> 32) as u32, v as u32);
             let (whi, wlo) = ((v2 >> 32) as u32, v2 as u32);
-            b.push(stmt(LD_W_ABS, hi_off));
-            b.push(stmt(ALU_AND_K, mhi));
+            b.push(Insn::stmt(LD_W_ABS, hi_off));
+            b.push(Insn::stmt(ALU_AND_K, mhi));
             fail_on(b, JEQ_K, whi, false);
-            b.push(stmt(LD_W_ABS, lo_off));
-            b.push(stmt(ALU_AND_K, mlo));
+            b.push(Insn::stmt(LD_W_ABS, lo_off));
+            b.push(Insn::stmt(ALU_AND_K, mlo));
             fail_on(b, JEQ_K, wlo, false);
         }
         O::ScmpCmpNe => {
             // Holds unless both words are equal.
-            b.push(stmt(LD_W_ABS, hi_off));
-            b.push(jump(JEQ_K, vhi, 0, 2)); // hi differs: holds (skip 2)
-            b.push(stmt(LD_W_ABS, lo_off));
+            b.push(Insn::stmt(LD_W_ABS, hi_off));
+            b.push(Insn::jump(JEQ_K, vhi, 0, 2)); // hi differs: holds (skip 2)
+            b.push(Insn::stmt(LD_W_ABS, lo_off));
             fail_on(b, JEQ_K, vlo, true);
         }
         O::ScmpCmpGt | O::ScmpCmpGe | O::ScmpCmpLt | O::ScmpCmpLe => {
             // hi > vhi: GT/GE hold, LT/LE fail; hi < vhi: the reverse;
             // equal: the low words decide.
             let greater = matches!(op, O::ScmpCmpGt | O::ScmpCmpGe);
-            b.push(stmt(LD_W_ABS, hi_off));
+            b.push(Insn::stmt(LD_W_ABS, hi_off));
             if greater {
-                b.push(jump(JGT_K, vhi, 3, 0)); // hi > vhi: holds
+                b.push(Insn::jump(JGT_K, vhi, 3, 0)); // hi > vhi: holds
                 fail_on(b, JEQ_K, vhi, false); // hi < vhi: fails
             } else {
                 // hi > vhi: fails; hi < vhi: holds (skip the low test).
                 fail_on(b, JGT_K, vhi, true);
-                b.push(jump(JEQ_K, vhi, 0, 2));
+                b.push(Insn::jump(JEQ_K, vhi, 0, 2));
             }
-            b.push(stmt(LD_W_ABS, lo_off));
+            b.push(Insn::stmt(LD_W_ABS, lo_off));
             match op {
                 O::ScmpCmpGt => fail_on(b, JGT_K, vlo, false),
                 O::ScmpCmpGe => fail_on(b, JGE_K, vlo, false),
@@ -359,7 +331,6 @@ mod tests {
     use libcontainer::oci_spec::runtime::{
         LinuxSeccompArgBuilder, LinuxSeccompBuilder, LinuxSyscallBuilder,
     };
-    use picos_rt::kernel::seccomp as rt;
 
     fn run(prog: &[Insn], nr: u32, args: [u64; 6]) -> u32 {
         rt::check(prog).expect("a valid filter");
@@ -450,7 +421,7 @@ mod tests {
                         O::ScmpCmpGe => x >= operand,
                         O::ScmpCmpMaskedEq => x & operand == two,
                     };
-                    let want = if holds { RET_ERRNO | 22 } else { RET_ALLOW };
+                    let want = if holds { ret::ERRNO | 22 } else { ret::ALLOW };
                     let got = run(&prog, 140, [0, x, 0, 0, 0, 0]);
                     assert_eq!(got, want, "{op:?} {operand:#x} with {x:#x}");
                 }
@@ -511,19 +482,19 @@ mod tests {
             .build()
             .unwrap();
         let prog = compile(&p).unwrap();
-        let enosys = RET_ERRNO | 38;
-        assert_eq!(run(&prog, 0, [0; 6]), RET_ALLOW); // read
-        assert_eq!(run(&prog, 39, [0; 6]), RET_ALLOW); // getpid
+        let enosys = ret::ERRNO | 38;
+        assert_eq!(run(&prog, 0, [0; 6]), ret::ALLOW); // read
+        assert_eq!(run(&prog, 39, [0; 6]), ret::ALLOW); // getpid
         assert_eq!(run(&prog, 102, [0; 6]), enosys); // getuid: default
-        assert_eq!(run(&prog, 56, [0x11, 0, 0, 0, 0, 0]), RET_ALLOW); // clone
+        assert_eq!(run(&prog, 56, [0x11, 0, 0, 0, 0, 0]), ret::ALLOW); // clone
         assert_eq!(run(&prog, 56, [0x1000_0011, 0, 0, 0, 0, 0]), enosys); // NEWUSER
-        assert_eq!(run(&prog, 135, [8, 0, 0, 0, 0, 0]), RET_ALLOW);
-        assert_eq!(run(&prog, 135, [0xffff_ffff, 0, 0, 0, 0, 0]), RET_ALLOW);
+        assert_eq!(run(&prog, 135, [8, 0, 0, 0, 0, 0]), ret::ALLOW);
+        assert_eq!(run(&prog, 135, [0xffff_ffff, 0, 0, 0, 0, 0]), ret::ALLOW);
         assert_eq!(run(&prog, 135, [0x40_0000, 0, 0, 0, 0, 0]), enosys);
         assert_eq!(run(&prog, 435, [0; 6]), enosys); // clone3
-        assert_eq!(run(&prog, 101, [0; 6]), RET_ERRNO | 1); // ptrace: EPERM
-        assert_eq!(run(&prog, 110, [1, 0, 0, 0, 0, 0]), RET_KILL_PROCESS);
-        assert_eq!(run(&prog, 110, [0; 6]), RET_ALLOW);
+        assert_eq!(run(&prog, 101, [0; 6]), ret::ERRNO | 1); // ptrace: EPERM
+        assert_eq!(run(&prog, 110, [1, 0, 0, 0, 0, 0]), ret::KILL_PROCESS);
+        assert_eq!(run(&prog, 110, [0; 6]), ret::ALLOW);
         assert_eq!(run(&prog, X32_BIT | 39, [0; 6]), enosys);
         // The runtime's cache: read is allowed whatever its arguments;
         // clone and personality are not (they run the filter).
@@ -541,7 +512,7 @@ mod tests {
                 args: [0; 6],
             },
         );
-        assert_eq!(other, RET_KILL_PROCESS);
+        assert_eq!(other, ret::KILL_PROCESS);
         // The encoding the runtime decodes.
         let enc = from_spec(Some(&p)).unwrap();
         assert_eq!(enc.len(), 3 + 8 * prog.len() + 64);
@@ -576,14 +547,14 @@ mod tests {
         let prog = compile(&p).unwrap();
         for nr in 0..600u32 {
             let want = match TABLE.iter().find(|d| d.nr as u32 == nr) {
-                Some(d) if d.nr % 2 == 1 => RET_ALLOW,
-                Some(_) => RET_ERRNO | 7,
-                None => RET_KILL_PROCESS,
+                Some(d) if d.nr % 2 == 1 => ret::ALLOW,
+                Some(_) => ret::ERRNO | 7,
+                None => ret::KILL_PROCESS,
             };
             assert_eq!(run(&prog, nr, [0; 6]), want, "call {nr}");
             assert_eq!(
                 rt::allows_always_one(&prog, nr),
-                want == RET_ALLOW,
+                want == ret::ALLOW,
                 "call {nr}"
             );
         }
@@ -596,16 +567,16 @@ mod tests {
         let text = include_str!("../../../tests/oci/podman-default-seccomp.json");
         let p: LinuxSeccomp = serde_json::from_str(text).unwrap();
         let prog = compile(&p).unwrap();
-        let enosys = RET_ERRNO | 38;
+        let enosys = ret::ERRNO | 38;
         for (nr, args, want) in [
-            (0, [0; 6], RET_ALLOW),                    // read
-            (102, [0; 6], RET_ALLOW),                  // getuid
-            (248, [0; 6], enosys),                     // add_key
-            (135, [0, 0, 0, 0, 0, 0], RET_ALLOW),      // personality(PER_LINUX)
-            (135, [0x0400000, 0, 0, 0, 0, 0], enosys), // READ_IMPLIES_EXEC
-            (246, [0; 6], RET_ERRNO | 1),              // kexec_load: EPERM
-            (41, [16, 3, 9, 0, 0, 0], RET_ERRNO | 22), // socket(NETLINK_AUDIT)
-            (41, [2, 1, 0, 0, 0, 0], RET_ALLOW),       // socket(AF_INET)
+            (0, [0; 6], ret::ALLOW),                    // read
+            (102, [0; 6], ret::ALLOW),                  // getuid
+            (248, [0; 6], enosys),                      // add_key
+            (135, [0, 0, 0, 0, 0, 0], ret::ALLOW),      // personality(PER_LINUX)
+            (135, [0x0400000, 0, 0, 0, 0, 0], enosys),  // READ_IMPLIES_EXEC
+            (246, [0; 6], ret::ERRNO | 1),              // kexec_load: EPERM
+            (41, [16, 3, 9, 0, 0, 0], ret::ERRNO | 22), // socket(NETLINK_AUDIT)
+            (41, [2, 1, 0, 0, 0, 0], ret::ALLOW),       // socket(AF_INET)
         ] {
             assert_eq!(run(&prog, nr, args), want, "call {nr} {args:?}");
         }

@@ -41,6 +41,21 @@ impl Insn {
         }
     }
 
+    /// An instruction that does not jump (`BPF_STMT`).
+    pub const fn stmt(code: u16, k: u32) -> Insn {
+        Insn {
+            code,
+            jt: 0,
+            jf: 0,
+            k,
+        }
+    }
+
+    /// A conditional jump (`BPF_JUMP`).
+    pub const fn jump(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
+        Insn { code, jt, jf, k }
+    }
+
     pub fn to_bytes(self) -> [u8; 8] {
         let c = self.code.to_le_bytes();
         let k = self.k.to_le_bytes();
@@ -210,6 +225,33 @@ impl Data {
     }
 }
 
+/// An ALU instruction `code` on `a` and `src`; None for a division by
+/// zero (which ends the program with 0, KILL).
+fn alu(code: u16, a: u32, src: u32) -> Option<u32> {
+    Some(match code & 0xf0 {
+        ADD => a.wrapping_add(src),
+        SUB => a.wrapping_sub(src),
+        MUL => a.wrapping_mul(src),
+        DIV => a.checked_div(src)?,
+        OR => a | src,
+        AND => a & src,
+        LSH => a.wrapping_shl(src & 31),
+        RSH => a.wrapping_shr(src & 31),
+        NEG => a.wrapping_neg(),
+        _ => a ^ src,
+    })
+}
+
+/// Is conditional jump `code` (not JA) taken with `a` and `src`?
+fn taken(code: u16, a: u32, src: u32) -> bool {
+    match code & 0xf0 {
+        JEQ => a == src,
+        JGT => a > src,
+        JGE => a >= src,
+        _ => a & src != 0,
+    }
+}
+
 /// Runs a checked filter on `d`; its result.
 pub fn run(prog: &[Insn], d: &Data) -> u32 {
     let (mut a, mut x) = (0u32, 0u32);
@@ -232,35 +274,16 @@ pub fn run(prog: &[Insn], d: &Data) -> u32 {
             },
             ST => m[i.k as usize & 15] = a,
             STX => m[i.k as usize & 15] = x,
-            ALU => {
-                a = match i.code & 0xf0 {
-                    ADD => a.wrapping_add(src),
-                    SUB => a.wrapping_sub(src),
-                    MUL => a.wrapping_mul(src),
-                    DIV => match a.checked_div(src) {
-                        Some(v) => v,
-                        None => return 0, // division by a zero X ends the program
-                    },
-                    OR => a | src,
-                    AND => a & src,
-                    LSH => a.wrapping_shl(src & 31),
-                    RSH => a.wrapping_shr(src & 31),
-                    NEG => a.wrapping_neg(),
-                    _ => a ^ src,
-                }
-            }
+            ALU => match alu(i.code, a, src) {
+                Some(v) => a = v,
+                None => return 0, // division by a zero X ends the program
+            },
             JMP => {
-                let taken = match i.code & 0xf0 {
-                    JA => {
-                        pc += i.k as usize;
-                        continue;
-                    }
-                    JEQ => a == src,
-                    JGT => a > src,
-                    JGE => a >= src,
-                    _ => a & src != 0,
-                };
-                pc += if taken { i.jt } else { i.jf } as usize;
+                if i.code & 0xf0 == JA {
+                    pc += i.k as usize;
+                    continue;
+                }
+                pc += if taken(i.code, a, src) { i.jt } else { i.jf } as usize;
             }
             RET => return if i.code & A != 0 { a } else { i.k },
             _ => {
@@ -352,22 +375,11 @@ pub fn allows_always_one(prog: &[Insn], nr: u32) -> bool {
             STX => m[i.k as usize & 15] = x,
             ALU => {
                 a = match (a, src) {
-                    (Some(a), Some(src)) => Some(match i.code & 0xf0 {
-                        ADD => a.wrapping_add(src),
-                        SUB => a.wrapping_sub(src),
-                        MUL => a.wrapping_mul(src),
+                    (Some(a), Some(src)) => match alu(i.code, a, src) {
+                        Some(v) => Some(v),
                         // Division by a zero X ends the program (KILL).
-                        DIV => match a.checked_div(src) {
-                            Some(v) => v,
-                            None => return false,
-                        },
-                        OR => a | src,
-                        AND => a & src,
-                        LSH => a.wrapping_shl(src & 31),
-                        RSH => a.wrapping_shr(src & 31),
-                        NEG => a.wrapping_neg(),
-                        _ => a ^ src,
-                    }),
+                        None => return false,
+                    },
                     _ => None,
                 }
             }
@@ -379,13 +391,7 @@ pub fn allows_always_one(prog: &[Insn], nr: u32) -> bool {
                 let (Some(a), Some(src)) = (a, src) else {
                     return false;
                 };
-                let taken = match i.code & 0xf0 {
-                    JEQ => a == src,
-                    JGT => a > src,
-                    JGE => a >= src,
-                    _ => a & src != 0,
-                };
-                pc += if taken { i.jt } else { i.jf } as usize;
+                pc += if taken(i.code, a, src) { i.jt } else { i.jf } as usize;
             }
             RET => {
                 let r = if i.code & A != 0 { a } else { Some(i.k) };
@@ -564,16 +570,28 @@ pub fn encode(newest: u32) -> alloc::vec::Vec<u8> {
     }
     let mut out = alloc::vec::Vec::new();
     for x in chain.iter().rev() {
-        out.push(u8::from(x.log) | ENCODED_ALLOWS);
-        out.extend_from_slice(&(x.prog.len() as u16).to_le_bytes());
-        for i in &x.prog {
-            out.extend_from_slice(&i.to_bytes());
-        }
-        for w in x.own {
-            out.extend_from_slice(&w.to_le_bytes());
-        }
+        encode_filter(&mut out, &x.prog, x.log, &x.own);
     }
     out
+}
+
+/// Appends one filter to `out` in [`encode`]'s format: `prog`, its LOG
+/// flag, and `own`, the calls it alone allows whatever the arguments
+/// ([`allows_of`]).
+pub fn encode_filter(
+    out: &mut alloc::vec::Vec<u8>,
+    prog: &[Insn],
+    log: bool,
+    own: &[u64; CACHED_NRS / 64],
+) {
+    out.push(u8::from(log) | ENCODED_ALLOWS);
+    out.extend_from_slice(&(prog.len() as u16).to_le_bytes());
+    for i in prog {
+        out.extend_from_slice(&i.to_bytes());
+    }
+    for w in own {
+        out.extend_from_slice(&w.to_le_bytes());
+    }
 }
 
 /// [`encode`]'s flag: the filter's allowed calls follow it.
@@ -715,27 +733,15 @@ mod tests {
     use super::*;
     use alloc::vec;
 
-    fn stmt(code: u16, k: u32) -> Insn {
-        Insn {
-            code,
-            jt: 0,
-            jf: 0,
-            k,
-        }
-    }
-    fn jump(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
-        Insn { code, jt, jf, k }
-    }
-
     /// LTP seccomp01's filter: a few calls allowed, the rest killed.
     fn allow_list() -> alloc::vec::Vec<Insn> {
         vec![
-            stmt(LD | W | ABS, 0),
-            jump(JMP | JEQ | K, 247, 3, 0),
-            jump(JMP | JEQ | K, 14, 2, 0),
-            jump(JMP | JEQ | K, 1, 1, 0),
-            stmt(RET | K, ret::KILL_THREAD),
-            stmt(RET | K, ret::ALLOW),
+            Insn::stmt(LD | W | ABS, 0),
+            Insn::jump(JMP | JEQ | K, 247, 3, 0),
+            Insn::jump(JMP | JEQ | K, 14, 2, 0),
+            Insn::jump(JMP | JEQ | K, 1, 1, 0),
+            Insn::stmt(RET | K, ret::KILL_THREAD),
+            Insn::stmt(RET | K, ret::ALLOW),
         ]
     }
 
@@ -773,7 +779,7 @@ mod tests {
             (56, 0xcccc_dddd),
             (60, 0xaaaa_bbbb),
         ] {
-            let p = vec![stmt(LD | W | ABS, off), stmt(RET | A, 0)];
+            let p = vec![Insn::stmt(LD | W | ABS, off), Insn::stmt(RET | A, 0)];
             check(&p).unwrap();
             assert_eq!(run(&p, &d), want, "offset {off}");
         }
@@ -782,30 +788,30 @@ mod tests {
     #[test]
     fn alu_scratch_and_misc() {
         let p = vec![
-            stmt(LD | IMM, 6),
-            stmt(ST, 3),
-            stmt(LDX | IMM, 4),
-            stmt(ALU | MUL | X, 0),   // 24
-            stmt(ALU | SUB | K, 4),   // 20
-            stmt(ALU | RSH | K, 1),   // 10
-            stmt(MISC | TAX, 0),      // X = 10
-            stmt(LD | MEM, 3),        // A = 6
-            stmt(ALU | ADD | X, 0),   // 16
-            stmt(ALU | OR | K, 1),    // 17
-            stmt(ALU | XOR | K, 3),   // 18
-            stmt(ALU | DIV | K, 3),   // 6
-            stmt(ALU | LSH | K, 2),   // 24
-            stmt(ALU | AND | K, 0xf), // 8
-            stmt(RET | A, 0),
+            Insn::stmt(LD | IMM, 6),
+            Insn::stmt(ST, 3),
+            Insn::stmt(LDX | IMM, 4),
+            Insn::stmt(ALU | MUL | X, 0),   // 24
+            Insn::stmt(ALU | SUB | K, 4),   // 20
+            Insn::stmt(ALU | RSH | K, 1),   // 10
+            Insn::stmt(MISC | TAX, 0),      // X = 10
+            Insn::stmt(LD | MEM, 3),        // A = 6
+            Insn::stmt(ALU | ADD | X, 0),   // 16
+            Insn::stmt(ALU | OR | K, 1),    // 17
+            Insn::stmt(ALU | XOR | K, 3),   // 18
+            Insn::stmt(ALU | DIV | K, 3),   // 6
+            Insn::stmt(ALU | LSH | K, 2),   // 24
+            Insn::stmt(ALU | AND | K, 0xf), // 8
+            Insn::stmt(RET | A, 0),
         ];
         check(&p).unwrap();
         assert_eq!(run(&p, &call(0)), 8);
         // Division by a zero X returns 0.
         let p = vec![
-            stmt(LD | IMM, 6),
-            stmt(LDX | IMM, 0),
-            stmt(ALU | DIV | X, 0),
-            stmt(RET | K, ret::ALLOW),
+            Insn::stmt(LD | IMM, 6),
+            Insn::stmt(LDX | IMM, 0),
+            Insn::stmt(ALU | DIV | X, 0),
+            Insn::stmt(RET | K, ret::ALLOW),
         ];
         check(&p).unwrap();
         assert_eq!(run(&p, &call(0)), 0);
@@ -815,15 +821,15 @@ mod tests {
     fn jumps() {
         // JSET, JGT, JGE and JA.
         let p = vec![
-            stmt(LD | W | ABS, 16),
-            jump(JMP | JSET | K, 0x8, 0, 1),
-            stmt(RET | K, 1),
-            jump(JMP | JGT | K, 100, 0, 1),
-            stmt(RET | K, 2),
-            jump(JMP | JGE | K, 50, 1, 0),
-            stmt(JMP | JA, 1),
-            stmt(RET | K, 3),
-            stmt(RET | K, 4),
+            Insn::stmt(LD | W | ABS, 16),
+            Insn::jump(JMP | JSET | K, 0x8, 0, 1),
+            Insn::stmt(RET | K, 1),
+            Insn::jump(JMP | JGT | K, 100, 0, 1),
+            Insn::stmt(RET | K, 2),
+            Insn::jump(JMP | JGE | K, 50, 1, 0),
+            Insn::stmt(JMP | JA, 1),
+            Insn::stmt(RET | K, 3),
+            Insn::stmt(RET | K, 4),
         ];
         check(&p).unwrap();
         let with = |a0| Data {
@@ -840,31 +846,31 @@ mod tests {
     fn refuses_what_linux_refuses() {
         let bad: &[&[Insn]] = &[
             &[],
-            &[stmt(LD | W | ABS, 0)],                      // no return last
-            &[stmt(LD | W | ABS, 2), stmt(RET | K, 0)],    // unaligned
-            &[stmt(LD | W | ABS, 64), stmt(RET | K, 0)],   // beyond the data
-            &[stmt(LD | 0x10 | ABS, 0), stmt(RET | K, 0)], // a half-word load
-            &[stmt(ALU | DIV | K, 0), stmt(RET | K, 0)],
-            &[stmt(ALU | LSH | K, 32), stmt(RET | K, 0)],
-            &[stmt(ALU | 0x90 | K, 3), stmt(RET | K, 0)], // BPF_MOD
-            &[stmt(JMP | JA, 1), stmt(RET | K, 0)],       // out of the program
-            &[jump(JMP | JEQ | K, 0, 0, 1), stmt(RET | K, 0)],
-            &[stmt(LD | MEM, 0), stmt(RET | K, 0)], // read before any store
-            &[stmt(ST, 16), stmt(RET | K, 0)],
-            &[stmt(0x0e, 0), stmt(RET | K, 0)], // RET | X
+            &[Insn::stmt(LD | W | ABS, 0)], // no return last
+            &[Insn::stmt(LD | W | ABS, 2), Insn::stmt(RET | K, 0)], // unaligned
+            &[Insn::stmt(LD | W | ABS, 64), Insn::stmt(RET | K, 0)], // beyond the data
+            &[Insn::stmt(LD | 0x10 | ABS, 0), Insn::stmt(RET | K, 0)], // a half-word load
+            &[Insn::stmt(ALU | DIV | K, 0), Insn::stmt(RET | K, 0)],
+            &[Insn::stmt(ALU | LSH | K, 32), Insn::stmt(RET | K, 0)],
+            &[Insn::stmt(ALU | 0x90 | K, 3), Insn::stmt(RET | K, 0)], // BPF_MOD
+            &[Insn::stmt(JMP | JA, 1), Insn::stmt(RET | K, 0)],       // out of the program
+            &[Insn::jump(JMP | JEQ | K, 0, 0, 1), Insn::stmt(RET | K, 0)],
+            &[Insn::stmt(LD | MEM, 0), Insn::stmt(RET | K, 0)], // read before any store
+            &[Insn::stmt(ST, 16), Insn::stmt(RET | K, 0)],
+            &[Insn::stmt(0x0e, 0), Insn::stmt(RET | K, 0)], // RET | X
         ];
         for p in bad {
             assert_eq!(check(p), Err(Errno::EINVAL), "{p:?}");
         }
-        let long = vec![stmt(RET | K, 0); MAX_INSNS + 1];
+        let long = vec![Insn::stmt(RET | K, 0); MAX_INSNS + 1];
         assert_eq!(check(&long), Err(Errno::EINVAL));
         // A store on one path only: the load after the join is refused.
         let p = vec![
-            stmt(LD | W | ABS, 0),
-            jump(JMP | JEQ | K, 1, 0, 1),
-            stmt(ST, 0),
-            stmt(LD | MEM, 0),
-            stmt(RET | A, 0),
+            Insn::stmt(LD | W | ABS, 0),
+            Insn::jump(JMP | JEQ | K, 1, 0, 1),
+            Insn::stmt(ST, 0),
+            Insn::stmt(LD | MEM, 0),
+            Insn::stmt(RET | A, 0),
         ];
         assert_eq!(check(&p), Err(Errno::EINVAL));
     }
