@@ -1034,24 +1034,29 @@ fn exec_process(g: &Globals, m: &ArgMatches) -> Result<ExitCode, OciError> {
 
 /// The pids of a container's processes (its cgroup's), as the host
 /// numbers them.
-fn pids(c: &Container) -> Result<Vec<i32>, OciError> {
-    use libcgroups::common::CgroupManager;
-    let cgroup = |e: &dyn std::fmt::Display| {
-        OciError::Io(
-            format!("the cgroup of {}", c.id()),
-            std::io::Error::other(e.to_string()),
-        )
-    };
-    let config = c.spec()?;
-    let manager = libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
-        cgroup_path: config.cgroup_path,
+/// An error of container `c`'s cgroup, in words.
+fn cgroup_error(c: &Container, e: &dyn std::fmt::Display) -> OciError {
+    OciError::Io(
+        format!("the cgroup of {}", c.id()),
+        std::io::Error::other(e.to_string()),
+    )
+}
+
+/// Container `c`'s cgroup (cgroupfs, v1 or v2).
+fn cgroup_manager(c: &Container) -> Result<libcgroups::common::AnyCgroupManager, OciError> {
+    libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
+        cgroup_path: c.spec()?.cgroup_path,
         systemd_cgroup: false,
         container_name: c.id().to_string(),
     })
-    .map_err(|e| cgroup(&e))?;
-    let mut pids: Vec<i32> = manager
+    .map_err(|e| cgroup_error(c, &e))
+}
+
+fn pids(c: &Container) -> Result<Vec<i32>, OciError> {
+    use libcgroups::common::CgroupManager;
+    let mut pids: Vec<i32> = cgroup_manager(c)?
         .get_all_pids()
-        .map_err(|e| cgroup(&e))?
+        .map_err(|e| cgroup_error(c, &e))?
         .iter()
         .map(|p| p.as_raw())
         .collect();
@@ -1258,26 +1263,14 @@ fn update(g: &Globals, m: &ArgMatches) -> Result<ExitCode, OciError> {
             c.status()
         )));
     }
-    let cgroup = |e: &dyn std::fmt::Display| {
-        OciError::Io(
-            format!("the cgroup of {id}"),
-            std::io::Error::other(e.to_string()),
-        )
-    };
-    let manager = libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
-        cgroup_path: c.spec()?.cgroup_path,
-        systemd_cgroup: false,
-        container_name: id.clone(),
-    })
-    .map_err(|e| cgroup(&e))?;
-    manager
+    cgroup_manager(&c)?
         .apply(&ControllerOpt {
             resources: &resources,
             disable_oom_killer: false,
             oom_score_adj: None,
             freezer_state: None,
         })
-        .map_err(|e| cgroup(&e))?;
+        .map_err(|e| cgroup_error(&c, &e))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -168,6 +168,18 @@ struct FsRule {
     access: BitFlags<AccessFs>,
 }
 
+impl FsRule {
+    /// The rights Landlock takes for this rule: a file's rights only where
+    /// the path is a file (the --stats-json file; a container's
+    /// /etc/hosts, a file bound over a file).
+    fn landlock_access(&self) -> BitFlags<AccessFs> {
+        match &self.path {
+            Some(p) if !p.is_dir() => self.access & AccessFs::from_file(LANDLOCK_ABI),
+            _ => self.access,
+        }
+    }
+}
+
 impl Policy<'_> {
     /// The mounts; none (the program sees the host's tree, passed through)
     /// is the host's `/` read-write.
@@ -280,12 +292,8 @@ impl Policy<'_> {
 fn mount_shortcuts(rules: &[FsRule], mountinfo: &str) -> Vec<FsRule> {
     let abi = LANDLOCK_ABI;
     let mut out: Vec<FsRule> = Vec::new();
-    for line in mountinfo.lines() {
-        let mut f = line.split(' ');
-        let (Some(point), Some(opts)) = (f.nth(4), f.next()) else {
-            continue;
-        };
-        let point = PathBuf::from(std::ffi::OsStr::from_bytes(&unescape_mountinfo(point)));
+    for m in picos_rt::kernel::fs::procview::parse_mountinfo(mountinfo.as_bytes()) {
+        let point = PathBuf::from(std::ffi::OsStr::from_bytes(&m.point));
         if point.starts_with("/proc") || point.starts_with("/sys") {
             continue;
         }
@@ -299,7 +307,7 @@ fn mount_shortcuts(rules: &[FsRule], mountinfo: &str) -> Vec<FsRule> {
         else {
             continue;
         };
-        let readonly = opts.split(',').any(|o| o == "ro");
+        let readonly = m.opts.split(|&c| c == b',').any(|o| o == b"ro");
         let access = if readonly {
             holder.1 & AccessFs::from_read(abi)
         } else {
@@ -318,30 +326,6 @@ fn mount_shortcuts(rules: &[FsRule], mountinfo: &str) -> Vec<FsRule> {
             path: Some(point),
             access,
         });
-    }
-    out
-}
-
-/// A mount point as mountinfo writes it: space, tab, newline and backslash
-/// as octal escapes (`\040`...).
-fn unescape_mountinfo(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let oct = b
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        match (b[i], oct) {
-            (b'\\', Some(d)) => {
-                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
-                i += 4;
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
     }
     out
 }
@@ -1026,23 +1010,13 @@ pub fn apply(policy: &Policy<'_>) -> Result<Applied, SandboxError> {
         // A mount point that cannot be opened (shadowed, or not ours to
         // open) keeps the walk as long as before: nothing more.
         if let Ok(pfd) = PathFd::new(path) {
-            // A file bound over a file (a container's /etc/hosts).
-            let access = if path.is_dir() {
-                r.access
-            } else {
-                r.access & AccessFs::from_file(LANDLOCK_ABI)
-            };
             ruleset = ruleset
-                .add_rule(PathBeneath::new(pfd, access))
+                .add_rule(PathBeneath::new(pfd, r.landlock_access()))
                 .map_err(|e| setup(&r.what, e))?;
         }
     }
     for r in rules {
-        // Rules name a file's access rights only (no directory rights).
-        let access = match &r.path {
-            Some(p) if !p.is_dir() => r.access & AccessFs::from_file(LANDLOCK_ABI),
-            _ => r.access,
-        };
+        let access = r.landlock_access();
         ruleset = match (r.fd, &r.path) {
             (Some(fd), _) => {
                 // SAFETY: `fd` is the root of a mount the CLI made, or the
@@ -1352,6 +1326,7 @@ mod tests {
 30 22 0:29 /h /etc/hosts ro,nosuid - ext4 /dev/sda rw
 31 22 0:30 / /srv rw - tmpfs tmpfs rw
 32 22 0:31 / /tmp/s.json/x rw - tmpfs tmpfs rw
+33 22 0:32 / /a\\040b\\134c\\011\\0 rw - tmpfs tmpfs rw
 bad line
 ";
         let got: Vec<(String, BitFlags<AccessFs>)> = mount_shortcuts(&rules, info)
@@ -1372,9 +1347,11 @@ bad line
                 // /, /proc..., /sys and /srv (a rule already) get none;
                 // /tmp/s.json/x is beneath `/` (not the file rule).
                 ("/tmp/s.json/x".to_string(), all),
+                // Octal escapes undone; a backslash without three octal
+                // digits after it kept.
+                ("/a b\\c\t\\0".to_string(), all),
             ]
         );
-        assert_eq!(unescape_mountinfo(r"a\040b\134c\011\0"), b"a b\\c\t\\0");
     }
 
     #[test]

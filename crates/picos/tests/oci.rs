@@ -114,11 +114,18 @@ impl Podman {
     /// `podman run -d --name NAME` of the busybox image with `args`,
     /// under picos; the container must start.
     fn detached(&self, name: &str, args: &[&str]) {
+        let mut image_args = vec!["localhost/picos-bb"];
+        image_args.extend_from_slice(args);
+        self.detached_with(Path::new(PICOS), name, &image_args);
+    }
+
+    /// `podman run -d --name NAME ARGS` (options, image, command) with
+    /// runtime `runtime`; the container must start.
+    fn detached_with(&self, runtime: &Path, name: &str, args: &[&str]) {
         let mut all = vec!["run", "-d", "--name", name, "--network", "none"];
         all.extend_from_slice(ULIMITS);
-        all.push("localhost/picos-bb");
         all.extend_from_slice(args);
-        let out = self.run(Path::new(PICOS), &all);
+        let out = self.run(runtime, &all);
         assert!(
             out.status.success(),
             "{}",
@@ -467,15 +474,7 @@ fn podman_runs_containers_as_picoprocesses() {
     let mut seen = Vec::new();
     for runtime in [p.runc.as_path(), picos] {
         let name = "picos-test-update";
-        let mut all = vec!["run", "-d", "--name", name, "--network", "none"];
-        all.extend_from_slice(ULIMITS);
-        all.extend_from_slice(&["localhost/picos-bb", "sleep", "60"]);
-        let out = p.run(runtime, &all);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        p.detached_with(runtime, name, &["localhost/picos-bb", "sleep", "60"]);
         let out = p.run(
             runtime,
             &[
@@ -683,21 +682,17 @@ fn podman_runs_containers_as_picoprocesses() {
         let mut seen = Vec::new();
         for runtime in [p.runc.as_path(), Path::new(PICOS)] {
             let name = "picos-test-seccomp-exec";
-            let mut all = vec!["run", "-d", "--name", name, "--network", "none"];
-            all.extend_from_slice(ULIMITS);
-            all.extend_from_slice(&[
-                "--security-opt",
-                &opt,
-                "localhost/picos-py",
-                "python3",
-                "-c",
-                "import time; time.sleep(60)",
-            ]);
-            let out = p.run(runtime, &all);
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
+            p.detached_with(
+                runtime,
+                name,
+                &[
+                    "--security-opt",
+                    &opt,
+                    "localhost/picos-py",
+                    "python3",
+                    "-c",
+                    "import time; time.sleep(60)",
+                ],
             );
             let out = p.run(runtime, &["exec", name, "python3", "-c", script]);
             seen.push(text(&out));

@@ -392,23 +392,24 @@ pub fn replace_view(fd: i32, cloexec: bool) {
 }
 
 /// One line of the host's mountinfo.
-struct HostMount {
+pub struct HostMount {
     /// `MAJ:MIN`.
-    dev: Vec<u8>,
+    pub dev: Vec<u8>,
     /// The mounted directory within its file system (unescaped).
-    root: Vec<u8>,
+    pub root: Vec<u8>,
     /// Where it is mounted (unescaped).
-    point: Vec<u8>,
+    pub point: Vec<u8>,
     /// The mount's options (`rw,relatime`).
-    opts: Vec<u8>,
+    pub opts: Vec<u8>,
     /// The file system's type, source and options (escaped, as given).
-    fstype: Vec<u8>,
-    source: Vec<u8>,
-    super_opts: Vec<u8>,
+    pub fstype: Vec<u8>,
+    pub source: Vec<u8>,
+    pub super_opts: Vec<u8>,
 }
 
-/// Parses the host's mountinfo (lines it cannot read are skipped).
-fn parse_mountinfo(info: &[u8]) -> Vec<HostMount> {
+/// Parses the host's mountinfo (lines it cannot read are skipped). Also
+/// the CLI's (`sandbox::mount_shortcuts`).
+pub fn parse_mountinfo(info: &[u8]) -> Vec<HostMount> {
     let mut out = Vec::new();
     for line in info.split(|&c| c == b'\n') {
         let fields: Vec<&[u8]> = line.split(|&c| c == b' ').collect();
