@@ -365,23 +365,34 @@ fn json_num(line: &str, key: &str) -> u64 {
 /// "process"), for `json_num`.
 fn process_record(json: &std::path::Path) -> String {
     let text = std::fs::read_to_string(json).unwrap();
-    text.lines()
-        .find(|l| l.contains("\"kind\":\"process\""))
-        .unwrap_or_else(|| panic!("no process record in {text}"))
-        .to_string()
+    let first = process_records(&text).next().map(str::to_string);
+    first.unwrap_or_else(|| panic!("no process record in {text}"))
 }
 
-/// `--stats` reports every thread and the process; the counts add up, the
-/// fast path carries the load, and `--stats-json` writes one line each.
-#[test]
-fn stats_report_threads_and_process() {
-    let prog = compile_with("patch_stress", &["-pthread"]);
+/// The process records (one per program the process ran) of `--stats-json`
+/// text.
+fn process_records(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter(|l| l.contains("\"kind\":\"process\""))
+}
+
+/// `picos run --stats-json FILE ARGS...`, after `wrapper` (a command such
+/// as `unshare --pid --fork`) when it is not empty; it must succeed. Its
+/// output, and the text of FILE.
+fn run_with_stats(wrapper: &[&str], args: &[&str]) -> (std::process::Output, String) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("stats.json");
-    let out = Command::new(PICOS)
+    let mut c = match wrapper.split_first() {
+        Some((prog, rest)) => {
+            let mut c = Command::new(prog);
+            c.args(rest).arg(PICOS);
+            c
+        }
+        None => Command::new(PICOS),
+    };
+    let out = c
         .args(["run", "--stats-json"])
         .arg(&json)
-        .arg(&prog)
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -389,18 +400,24 @@ fn stats_report_threads_and_process() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let text = std::fs::read_to_string(&json).unwrap();
+    (out, text)
+}
+
+/// `--stats` reports every thread and the process; the counts add up, the
+/// fast path carries the load, and `--stats-json` writes one line each.
+#[test]
+fn stats_report_threads_and_process() {
+    let prog = compile_with("patch_stress", &["-pthread"]);
+    let (out, text) = run_with_stats(&[], &[prog.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("picos stats: process"), "{stderr}");
     assert!(stderr.contains("top syscalls:"), "{stderr}");
-    let text = std::fs::read_to_string(&json).unwrap();
     let threads: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("\"kind\":\"thread\""))
         .collect();
-    let process: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("\"kind\":\"process\""))
-        .collect();
+    let process: Vec<&str> = process_records(&text).collect();
     assert_eq!(threads.len(), 32, "{text}");
     assert_eq!(process.len(), 1, "{text}");
     let p = process[0];
@@ -538,21 +555,9 @@ fn python_runs_on_the_fast_path() {
         eprintln!("SKIP python_runs_on_the_fast_path: /usr/bin/python3 not installed");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("stats.json");
     let script = "import os\nfor i in range(2000): os.getppid(); os.stat('/')";
-    let out = Command::new(PICOS)
-        .args(["run", "--stats-json"])
-        .arg(&json)
-        .args(["/usr/bin/python3", "-c", script])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let p = &process_record(&json);
+    let (_, text) = run_with_stats(&[], &["/usr/bin/python3", "-c", script]);
+    let p = process_records(&text).next().expect("a process record");
     // 4,000 calls in the loop; traps are each site's first call plus the few
     // shapes the patcher does not take.
     assert!(json_num(p, "trap_path") < 100, "{p}");
@@ -588,23 +593,11 @@ fn ids_of_a_namespace_first_process_are_cached() {
         return;
     }
     assert_eq!(String::from_utf8_lossy(&native.stdout), "1 0 0 0\n");
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("stats.json");
-    let out = Command::new("unshare")
-        .args(unshare)
-        .args([PICOS, "run", "--stats-json"])
-        .arg(&json)
-        .args([python, "-c", script])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let wrapper: Vec<&str> = ["unshare"].iter().chain(&unshare).copied().collect();
+    let (out, text) = run_with_stats(&wrapper, &[python, "-c", script]);
     assert_eq!(out.stdout, native.stdout);
     // 3,000 calls in the loop; python3's start-up makes ~300 host calls.
-    let p = &process_record(&json);
+    let p = process_records(&text).next().expect("a process record");
     assert!(json_num(p, "host_calls") < 1000, "{p}");
 }
 
@@ -641,25 +634,10 @@ fn filtered_program_stays_on_the_fast_path() {
          f.load()\n\
          os.execv('{python}', ['{python}', '-c', {after:?}])"
     );
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("stats.json");
-    let out = Command::new(PICOS)
-        .args(["run", "--stats-json"])
-        .arg(&json)
-        .args([python, "-c", &script])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (out, text) = run_with_stats(&[], &[python, "-c", &script]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "uname 18\ndone\n");
     // The program after the execve: the record with the loop's calls.
-    let text = std::fs::read_to_string(&json).unwrap();
-    let p = text
-        .lines()
-        .filter(|l| l.contains("\"kind\":\"process\""))
+    let p = process_records(&text)
         .max_by_key(|l| json_num(l, "fast_path") + json_num(l, "trap_path"))
         .unwrap_or_else(|| panic!("no process record in {text}"));
     assert!(json_num(p, "fast_path") > 4000, "{p}");
