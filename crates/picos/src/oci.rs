@@ -544,13 +544,14 @@ fn seccomp_profile(spec: &Spec) -> Option<&libcontainer::oci_spec::runtime::Linu
 }
 
 /// Runs the container's process as a picoprocess (see the module's doc).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct PicosExecutor {
-    /// An `exec`'d process's seccomp profile, encoded: libcontainer gives
-    /// such a process a spec of its own without the container's
-    /// `linux.seccomp`, so `exec_process` takes it from the container's
-    /// spec. None: the spec's own (the container's first process).
-    tenant_seccomp: Option<Vec<u8>>,
+    /// The container's seccomp profile, encoded (`crate::oci_seccomp`),
+    /// compiled from the container's spec by `create` (which so refuses
+    /// one it cannot apply before anything is made) or by `exec` (whose
+    /// process libcontainer gives a spec of its own, without
+    /// `linux.seccomp`).
+    seccomp: Vec<u8>,
 }
 
 /// The manifest of a container's process: the tree as the container shows
@@ -584,23 +585,11 @@ impl Executor for PicosExecutor {
             own_pids: has(LinuxNamespaceType::Pid),
             own_net: has(LinuxNamespaceType::Network),
         };
-        // Checked at create (`validate`); an error now is said the same way.
-        let profile = match &self.tenant_seccomp {
-            Some(s) => Ok(s.clone()),
-            None => crate::oci_seccomp::from_spec(seccomp_profile(spec)),
-        };
-        let seccomp = match profile {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("picos: {e}");
-                std::process::exit(126);
-            }
-        };
         let e = run::launch_in_container(
             &RunArgs::program(command),
             container_manifest(),
             container,
-            seccomp,
+            self.seccomp.clone(),
         );
         // The process's stderr is the container's: say it there too, as
         // `picos run` would.
@@ -613,8 +602,6 @@ impl Executor for PicosExecutor {
     }
 
     fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
-        crate::oci_seccomp::from_spec(seccomp_profile(spec))
-            .map_err(|e| ExecutorValidationError::ArgValidationError(e.to_string()))?;
         let process = spec.process().as_ref().ok_or_else(|| {
             ExecutorValidationError::ArgValidationError("the spec has no process".into())
         })?;
@@ -689,14 +676,16 @@ fn create(g: &Globals, m: &ArgMatches, detach: bool) -> Result<Container, OciErr
     let bundle = absolute(bundle)?;
     let config = bundle.join("config.json");
     std::fs::metadata(&config).map_err(|e| OciError::Io(config.display().to_string(), e))?;
-    // What picos cannot apply is said now, before anything is made (the
-    // executor's `validate` runs only in the container's set-up).
-    if let Ok(spec) = Spec::load(&config) {
-        crate::oci_seccomp::from_spec(seccomp_profile(&spec))?;
-    }
+    // The seccomp profile, compiled now: one picos cannot apply is refused
+    // before anything is made. (A spec that does not load is libcontainer's
+    // to report, below.)
+    let seccomp = match Spec::load(&config) {
+        Ok(spec) => crate::oci_seccomp::from_spec(seccomp_profile(&spec))?,
+        Err(_) => Vec::new(),
+    };
     let result = (|| {
         let bundle = tmpcopyup::prepare(g, id, &bundle)?;
-        Ok(builder(g, id, m, PicosExecutor::default())?
+        Ok(builder(g, id, m, PicosExecutor { seccomp })?
             .as_init(bundle)
             .with_systemd(false)
             .with_detach(detach)
@@ -974,7 +963,7 @@ fn exec_process(g: &Globals, m: &ArgMatches) -> Result<ExitCode, OciError> {
         )
     })?;
     let executor = PicosExecutor {
-        tenant_seccomp: Some(crate::oci_seccomp::from_spec(seccomp_profile(&spec))?),
+        seccomp: crate::oci_seccomp::from_spec(seccomp_profile(&spec))?,
     };
     let detach = m.get_flag("detach");
     let (user, group) = match m.get_one::<String>("user") {
