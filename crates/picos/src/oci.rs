@@ -29,8 +29,10 @@
 //!
 //! The spec's seccomp profile is compiled by [`crate::oci_seccomp`] (not
 //! libseccomp, a C library the static musl CLI does not link) and applied
-//! by the library OS to every call of the container's program; the
-//! kernel-enforced filter is picos's own, the sandbox's (docs/OCI.md).
+//! by the library OS to every call of the container's program, and
+//! installed in the kernel too, under picos's own filter (the sandbox's),
+//! but for the runtime's own calls (`oci_seccomp::kernel_copy`,
+//! docs/OCI.md).
 
 use crate::manifest::Manifest;
 use crate::run::{self, RunArgs};
@@ -546,12 +548,11 @@ fn seccomp_profile(spec: &Spec) -> Option<&libcontainer::oci_spec::runtime::Linu
 /// Runs the container's process as a picoprocess (see the module's doc).
 #[derive(Clone)]
 pub struct PicosExecutor {
-    /// The container's seccomp profile, encoded (`crate::oci_seccomp`),
-    /// compiled from the container's spec by `create` (which so refuses
-    /// one it cannot apply before anything is made) or by `exec` (whose
-    /// process libcontainer gives a spec of its own, without
-    /// `linux.seccomp`).
-    seccomp: Vec<u8>,
+    /// The container's seccomp profile (`crate::oci_seccomp`), compiled
+    /// from the container's spec by `create` (which so refuses one it
+    /// cannot apply before anything is made) or by `exec` (whose process
+    /// libcontainer gives a spec of its own, without `linux.seccomp`).
+    seccomp: crate::oci_seccomp::Profile,
 }
 
 /// The manifest of a container's process: the tree as the container shows
@@ -681,7 +682,7 @@ fn create(g: &Globals, m: &ArgMatches, detach: bool) -> Result<Container, OciErr
     // to report, below.)
     let seccomp = match Spec::load(&config) {
         Ok(spec) => crate::oci_seccomp::from_spec(seccomp_profile(&spec))?,
-        Err(_) => Vec::new(),
+        Err(_) => Default::default(),
     };
     let result = (|| {
         let bundle = tmpcopyup::prepare(g, id, &bundle)?;
@@ -920,8 +921,8 @@ fn features() -> String {
             "namespaces": ["cgroup", "ipc", "mount", "network", "pid", "user", "uts", "time"],
             "capabilities": caps_known(),
             "cgroup": {"v1": true, "v2": true, "systemd": false, "systemdUser": false},
-            // The spec's profile, as crate::oci_seccomp compiles it (and
-            // picos's own filter besides).
+            // The spec's profile, as crate::oci_seccomp compiles it (for
+            // the library OS and the kernel; picos's own filter besides).
             "seccomp": {
                 "enabled": true,
                 "actions": ["SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", "SCMP_ACT_KILL",
@@ -940,7 +941,7 @@ fn features() -> String {
         },
         "annotations": {
             "org.picos.version": env!("CARGO_PKG_VERSION"),
-            "org.picos.sandbox": "seccomp (picos's filter) + Landlock, on every container process"
+            "org.picos.sandbox": "seccomp (picos's filter and the spec's profile) + Landlock, on every container process"
         }
     })
     .to_string()

@@ -5,10 +5,10 @@
 //! the library OS applies it to every call the container's program makes,
 //! including those it serves without a host call (`kernel::seccomp`; the
 //! calls the profile allows whatever their arguments stay on the fast
-//! path). The kernel-enforced boundary stays picos's own filter
-//! (`sandbox`): the profile is not also installed in the kernel, so a
-//! program that takes over the runtime is held by that filter, not by the
-//! profile (docs/OCI.md).
+//! path). It is also installed in the kernel ([`kernel_copy`]), under
+//! picos's own filter (`sandbox`), so that a program that takes over the
+//! runtime is still held by it, but for the calls the runtime itself needs
+//! (docs/OCI.md, "Differences from runc").
 //!
 //! We compile it here rather than link libseccomp (the CLI is a static musl
 //! binary without C dependencies) or use seccompiler (one action for all
@@ -30,7 +30,9 @@
 use libcontainer::oci_spec::runtime::{
     LinuxSeccomp, LinuxSeccompAction, LinuxSeccompFilterFlag, LinuxSeccompOperator,
 };
+use picos_rt::host::own::OWN_CALLS;
 use picos_rt::kernel::seccomp::{self as rt, ret, Insn, ARCH_X86_64 as AUDIT_ARCH_X86_64};
+use picos_rt::sys::def::Support;
 use picos_rt::sys::table::TABLE;
 
 const LD_W_ABS: u16 = 0x20;
@@ -74,11 +76,24 @@ pub fn encode(prog: &[Insn], log: bool) -> Vec<u8> {
     out
 }
 
-/// The spec's profile as the runtime's encoded filters (empty: no
-/// profile, or one that allows everything).
-pub fn from_spec(profile: Option<&LinuxSeccomp>) -> Result<Vec<u8>, ProfileError> {
+/// A container's profile, as picos applies it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Profile {
+    /// The program's filters, in the runtime's encoding
+    /// (`LaunchConfig::seccomp`); empty for none.
+    pub program: Vec<u8>,
+    /// The kernel's copy ([`kernel_copy`]), installed before the runtime
+    /// starts; empty for none.
+    pub kernel: Vec<Insn>,
+    /// The profile asks for `SECCOMP_FILTER_FLAG_LOG`.
+    pub log: bool,
+}
+
+/// The spec's profile as picos applies it (nothing for no profile, or one
+/// that allows everything).
+pub fn from_spec(profile: Option<&LinuxSeccomp>) -> Result<Profile, ProfileError> {
     let Some(p) = profile else {
-        return Ok(Vec::new());
+        return Ok(Profile::default());
     };
     let prog = compile(p)?;
     // Nothing to refuse (every answer ALLOW): no filter, and no cost.
@@ -88,7 +103,7 @@ pub fn from_spec(profile: Option<&LinuxSeccomp>) -> Result<Vec<u8>, ProfileError
             .flatten()
             .all(|s| action(s.action(), None) == Ok(ret::ALLOW));
     if allows_all {
-        return Ok(Vec::new());
+        return Ok(Profile::default());
     }
     // SECCOMP_FILTER_FLAG_LOG is kept (as the runtime keeps a program's);
     // TSYNC says what is true anyway (every thread has the filters), and
@@ -98,7 +113,11 @@ pub fn from_spec(profile: Option<&LinuxSeccomp>) -> Result<Vec<u8>, ProfileError
         .iter()
         .flatten()
         .any(|f| matches!(f, LinuxSeccompFilterFlag::SeccompFilterFlagLog));
-    Ok(encode(&prog, log))
+    Ok(Profile {
+        program: encode(&prog, log),
+        kernel: kernel_copy(p)?,
+        log,
+    })
 }
 
 fn action(a: LinuxSeccompAction, errno: Option<u32>) -> Result<u32, ProfileError> {
@@ -125,6 +144,38 @@ struct Rule {
 
 /// Compiles `p` (see the module's doc for the semantics).
 pub fn compile(p: &LinuxSeccomp) -> Result<Vec<Insn>, ProfileError> {
+    compile_as(p, false)
+}
+
+/// The profile as the kernel enforces it for a container's process, under
+/// picos's own filter: `p`, but for the calls the runtime may make with
+/// other arguments than the program's, which it allows whatever `p` says.
+/// Those are the runtime's own calls (`host::own::OWN_CALLS`: memory,
+/// signals, threads, /proc, the code it writes, its `execve`, and the
+/// calls it makes in place of a program's), and a call `p` checks by its
+/// arguments that the runtime does not pass to the host unchanged (a
+/// mediated or emulated call, whose handler may change them). For every
+/// other call the kernel's answer to the runtime is the one the library OS
+/// gave the program: the same filter on the same call.
+///
+/// So a program that takes over the runtime (docs/SECURITY.md) can make
+/// the calls the profile allows, and the runtime's own calls, which
+/// picos's filter still bounds; no other.
+pub fn kernel_copy(p: &LinuxSeccomp) -> Result<Vec<Insn>, ProfileError> {
+    compile_as(p, true)
+}
+
+/// Is call `nr` passed to the host with the program's own arguments
+/// whenever the runtime passes it on?
+fn passed_unchanged(nr: u32) -> bool {
+    TABLE
+        .iter()
+        .find(|d| d.nr == nr)
+        .is_some_and(|d| matches!(d.support, Support::Host | Support::HostBlocking { .. }))
+}
+
+/// [`compile`], or with `kernel` [`kernel_copy`].
+fn compile_as(p: &LinuxSeccomp, kernel: bool) -> Result<Vec<Insn>, ProfileError> {
     if p.listener_path().is_some() {
         return Err(ProfileError::Listener);
     }
@@ -166,6 +217,20 @@ pub fn compile(p: &LinuxSeccomp) -> Result<Vec<Insn>, ProfileError> {
     // number: over a chain of 350 calls that took ~1.5 ms per execve).
     // Rules that decide nothing (the default's own answer, without
     // conditions) are left out when they are the call's only rules.
+    if kernel {
+        let allow = || Rule {
+            conds: Vec::new(),
+            ret: ret::ALLOW,
+        };
+        for &nr in OWN_CALLS {
+            by_nr.insert(nr as u32, vec![allow()]);
+        }
+        for (&nr, rules) in by_nr.iter_mut() {
+            if rules.iter().any(|r| !r.conds.is_empty()) && !passed_unchanged(nr) {
+                *rules = vec![allow()];
+            }
+        }
+    }
     let calls: Vec<(u32, Vec<Insn>)> = by_nr
         .iter()
         .filter(|(_, rules)| !rules.iter().all(|r| r.conds.is_empty() && r.ret == default))
@@ -514,7 +579,7 @@ mod tests {
         );
         assert_eq!(other, ret::KILL_PROCESS);
         // The encoding the runtime decodes.
-        let enc = from_spec(Some(&p)).unwrap();
+        let enc = from_spec(Some(&p)).unwrap().program;
         assert_eq!(enc.len(), 3 + 8 * prog.len() + 64);
         let n = rt::decode(&enc).unwrap();
         assert!(rt::allows_always(n, 0) && !rt::allows_always(n, 56));
@@ -618,7 +683,89 @@ mod tests {
             .default_action(LinuxSeccompAction::ScmpActAllow)
             .build()
             .unwrap();
-        assert_eq!(from_spec(Some(&allow_all)), Ok(Vec::new()));
-        assert_eq!(from_spec(None), Ok(Vec::new()));
+        assert_eq!(from_spec(Some(&allow_all)), Ok(Profile::default()));
+        assert_eq!(from_spec(None), Ok(Profile::default()));
+    }
+
+    /// The kernel's copy answers as the profile does, but for the
+    /// runtime's own calls (allowed) and for calls checked by their
+    /// arguments that the runtime may pass on with other ones (allowed).
+    #[test]
+    fn the_kernel_copy_keeps_the_runtimes_calls() {
+        let nr = |name: &str| TABLE.iter().find(|d| d.name == name).unwrap().nr;
+        let support = |name: &str| TABLE.iter().find(|d| d.name == name).unwrap().support;
+        // getpriority is passed on unchanged and is no call of the
+        // runtime's own; clone is mediated; mmap, execve and rt_sigreturn
+        // are the runtime's own; uname too (it asks the host for itself).
+        assert!(matches!(support("getpriority"), Support::Host));
+        assert!(!OWN_CALLS.contains(&(nr("getpriority") as usize)));
+        assert!(!OWN_CALLS.contains(&(nr("sysinfo") as usize)));
+        assert!(!passed_unchanged(nr("clone")));
+        for own in ["mmap", "execve", "rt_sigreturn", "uname", "openat2"] {
+            assert!(OWN_CALLS.contains(&(nr(own) as usize)), "{own}");
+        }
+        let ge = |i, v| (i, LinuxSeccompOperator::ScmpCmpGe, v, 0);
+        let p = LinuxSeccompBuilder::default()
+            .default_action(LinuxSeccompAction::ScmpActErrno)
+            .default_errno_ret(38u32)
+            .syscalls(vec![
+                syscall(
+                    &["getpriority", "read", "write", "exit_group"],
+                    LinuxSeccompAction::ScmpActAllow,
+                    None,
+                    vec![],
+                ),
+                syscall(
+                    &["getpriority"],
+                    LinuxSeccompAction::ScmpActErrno,
+                    Some(22),
+                    vec![ge(1, 5000)],
+                ),
+                syscall(
+                    &["clone"],
+                    LinuxSeccompAction::ScmpActAllow,
+                    None,
+                    vec![ge(0, 0)],
+                ),
+                syscall(
+                    &["uname", "sysinfo"],
+                    LinuxSeccompAction::ScmpActErrno,
+                    Some(18),
+                    vec![],
+                ),
+            ])
+            .build()
+            .unwrap();
+        let prog = compile(&p).unwrap();
+        let k = from_spec(Some(&p)).unwrap().kernel;
+        assert_eq!(k, kernel_copy(&p).unwrap());
+        let errno = |e: u32| ret::ERRNO | e;
+        let at = |a1: u64| [0, a1, 0, 0, 0, 0];
+        // The program's answers.
+        assert_eq!(run(&prog, nr("getpriority"), at(5000)), errno(22));
+        assert_eq!(run(&prog, nr("getpriority"), at(1)), ret::ALLOW);
+        assert_eq!(run(&prog, nr("uname"), at(0)), errno(18));
+        assert_eq!(run(&prog, nr("mmap"), at(0)), errno(38));
+        // The kernel's: the same for getpriority (checked by its
+        // arguments, passed on unchanged), sysinfo (refused), an unlisted
+        // call of no use to the runtime (the default), read.
+        assert_eq!(run(&k, nr("getpriority"), at(5000)), errno(22));
+        assert_eq!(run(&k, nr("getpriority"), at(1)), ret::ALLOW);
+        assert_eq!(run(&k, nr("sysinfo"), at(0)), errno(18));
+        assert_eq!(run(&k, nr("getcpu"), at(0)), errno(38));
+        assert_eq!(run(&k, nr("read"), at(0)), ret::ALLOW);
+        // The runtime's own, refused or left to the default for the
+        // program: allowed; so is clone, whose flags the runtime may
+        // change.
+        for own in [
+            "uname",
+            "mmap",
+            "execve",
+            "rt_sigreturn",
+            "openat2",
+            "clone",
+        ] {
+            assert_eq!(run(&k, nr(own), at(0)), ret::ALLOW, "{own}");
+        }
     }
 }

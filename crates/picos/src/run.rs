@@ -410,6 +410,12 @@ struct Plan {
     config: LaunchConfig,
     /// The sandbox's settings, if the program is to be confined.
     sandbox: Option<crate::manifest::SandboxSettings>,
+    /// A container's seccomp profile as the kernel enforces it
+    /// (`crate::oci_seccomp::kernel_copy`), installed last before the
+    /// runtime's `execve`; empty for none.
+    kernel_seccomp: Vec<picos_rt::kernel::seccomp::Insn>,
+    /// It asks for SECCOMP_FILTER_FLAG_LOG.
+    kernel_seccomp_log: bool,
 }
 
 /// The manifest of `picos run`: `-m`'s or the embedded default; with
@@ -529,6 +535,8 @@ fn plan(args: &RunArgs, manifest: Manifest) -> Result<Plan, RunError> {
         cwd,
         config,
         sandbox: manifest.sandbox.enable.then(|| manifest.sandbox.clone()),
+        kernel_seccomp: Vec::new(),
+        kernel_seccomp_log: false,
     })
 }
 
@@ -682,6 +690,15 @@ fn launch(p: Plan) -> Result<std::convert::Infallible, RunError> {
             eprintln!("picos: warning: {w}");
         }
     }
+    if !p.kernel_seccomp.is_empty() {
+        // Last: from here on only the runtime's own calls are sure to be
+        // allowed (`oci_seccomp::kernel_copy`), the execve among them.
+        crate::sandbox::bpf::install_rt(&p.kernel_seccomp, p.kernel_seccomp_log).map_err(|e| {
+            RunError::Sandbox(crate::sandbox::SandboxError::Setup(format!(
+                "the container's seccomp profile: {e}"
+            )))
+        })?;
+    }
     let e = exec(&path, &argv, &env);
     if image.source != crate::runtime_image::Source::Cache {
         return Err(RunError::Spawn(e));
@@ -727,18 +744,22 @@ fn exec(
 /// Becomes the picoprocess of a container's process (`crate::oci`), in
 /// the container's namespaces and root, under `manifest` (the host's tree
 /// as the container shows it, passed through; the sandbox on), with
-/// `seccomp` (the spec's profile, `crate::oci_seccomp`'s encoding) as the
-/// program's filters. Returns only if the program cannot be started.
+/// `seccomp` (the spec's profile, `crate::oci_seccomp`) as the
+/// program's filters and, but for the runtime's own calls, in the kernel.
+/// Returns only if the program cannot be started.
 pub fn launch_in_container(
     args: &RunArgs,
     manifest: Manifest,
     container: crate::sandbox::Container,
-    seccomp: Vec<u8>,
+    seccomp: crate::oci_seccomp::Profile,
 ) -> RunError {
     match plan(args, manifest).and_then(|mut p| {
         p.container = Some(container);
-        // The spec's seccomp profile, as the program's own filters.
-        p.config.seccomp = seccomp;
+        // The spec's seccomp profile, as the program's own filters, and in
+        // the kernel.
+        p.config.seccomp = seccomp.program;
+        p.kernel_seccomp = seccomp.kernel;
+        p.kernel_seccomp_log = seccomp.log;
         launch(p)
     }) {
         Ok(never) => match never {},

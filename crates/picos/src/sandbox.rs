@@ -24,7 +24,7 @@
 //! which cost 1.3 ms of start-up); seccompiler builds the same policy in
 //! the tests, as the reference it is checked against.
 
-mod bpf;
+pub(crate) mod bpf;
 
 use crate::manifest::{Mount, SandboxSettings};
 use landlock::{

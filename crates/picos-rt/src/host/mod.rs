@@ -13,6 +13,7 @@ pub mod abi;
 pub mod errno;
 pub mod fds;
 pub mod nr;
+pub mod own;
 pub mod vdso;
 
 use alloc::vec::Vec;

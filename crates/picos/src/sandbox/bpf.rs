@@ -274,6 +274,28 @@ pub fn program(max_nr: u32, mut verdict: impl FnMut(u32) -> Verdict) -> Vec<Insn
 
 /// Installs `prog` on the calling thread (no_new_privs must be set).
 pub fn install(prog: &[Insn]) -> std::io::Result<()> {
+    install_with(prog, 0)
+}
+
+/// Installs `prog` (in the runtime's instruction type, as
+/// `crate::oci_seccomp` compiles a container's profile), with
+/// SECCOMP_FILTER_FLAG_LOG if `log`.
+pub fn install_rt(prog: &[picos_rt::kernel::seccomp::Insn], log: bool) -> std::io::Result<()> {
+    const SECCOMP_FILTER_FLAG_LOG: libc::c_uint = 2;
+    let prog: Vec<Insn> = prog
+        .iter()
+        .map(|i| Insn {
+            code: i.code,
+            jt: i.jt,
+            jf: i.jf,
+            k: i.k,
+        })
+        .collect();
+    install_with(&prog, if log { SECCOMP_FILTER_FLAG_LOG } else { 0 })
+}
+
+/// seccomp(SECCOMP_SET_MODE_FILTER, `flags`, `prog`).
+fn install_with(prog: &[Insn], flags: libc::c_uint) -> std::io::Result<()> {
     #[repr(C)]
     struct Fprog {
         len: u16,
@@ -290,7 +312,7 @@ pub fn install(prog: &[Insn]) -> std::io::Result<()> {
         libc::syscall(
             libc::SYS_seccomp,
             SECCOMP_SET_MODE_FILTER,
-            0 as libc::c_uint,
+            flags,
             &fprog as *const Fprog,
         )
     };
