@@ -23,7 +23,7 @@ Rows (each skipped, with the reason, when its programs are not installed):
 
 Usage:
   tools/apps.py [--picos PATH] [--rounds N] [--seconds S] [--rows RE]
-                [--profile] [--container] [--variant NAME=ARGS]...
+                [--profile] [--container] [--cgroup] [--variant NAME=ARGS]...
                 [--json FILE]
 
 docs/BENCHMARKS.md ("Applications") has the latest figures and the
@@ -31,6 +31,7 @@ command that produced them.
 """
 
 import argparse
+import glob
 import json
 import math
 import os
@@ -136,6 +137,61 @@ class Container(Config):
         while self.names:
             subprocess.run(self.podman + ["rm", "-f", "-t", "0", self.names.pop()],
                            capture_output=True)
+
+
+# Moves the shell into cgroup NAME/ctr of every hierarchy (cgroup v1: each
+# controller's; v2: the unified one, with cpu, memory, pids and io enabled
+# where the root delegates them), two levels down as podman's cgroupfs
+# manager puts a container (libpod_parent/libpod-ID), then runs the command.
+CGROUP_SCRIPT = r"""
+name=$1; shift
+if [ -e /sys/fs/cgroup/cgroup.controllers ]; then
+  mkdir -p "/sys/fs/cgroup/$name/ctr" || exit 1
+  for c in cpu memory pids io; do
+    echo "+$c" > "/sys/fs/cgroup/$name/cgroup.subtree_control" 2>/dev/null
+  done
+  echo $$ > "/sys/fs/cgroup/$name/ctr/cgroup.procs" || exit 1
+else
+  for h in /sys/fs/cgroup/*/; do
+    case $h in */systemd/|*/unified/) continue;; esac
+    [ -e "${h}cgroup.procs" ] || continue
+    mkdir -p "$h$name/ctr" || exit 1
+    if [ -e "${h}cpuset.cpus" ]; then
+      for f in cpuset.cpus cpuset.mems; do
+        cat "$h$f" > "$h$name/$f" && cat "$h$f" > "$h$name/ctr/$f" || exit 1
+      done
+    fi
+    echo $$ > "$h$name/ctr/cgroup.procs" || exit 1
+  done
+fi
+exec "$@"
+"""
+
+
+class InCgroup(Config):
+    """A configuration (natively or under picos) run in a cgroup of its own
+    two levels down in every hierarchy, as a container's is, but without a
+    container: what the cgroup alone costs a row (`--cgroup`)."""
+
+    def __init__(self, name, inner):
+        super().__init__(name, [])
+        self.inner = inner
+        self.cgroup = f"picos-apps-{os.getpid()}-{name.replace(' ', '-')}"
+
+    def cmd(self, argv, user=None):
+        # The move needs root: runuser comes after it.
+        return (["/bin/sh", "-c", CGROUP_SCRIPT, "sh", self.cgroup]
+                + as_user(user, self.inner + argv))
+
+    def cleanup(self):
+        # Called once the server has stopped: the cgroups are empty.
+        for d in glob.glob(f"/sys/fs/cgroup/{self.cgroup}") + glob.glob(
+                f"/sys/fs/cgroup/*/{self.cgroup}"):
+            for sub in (f"{d}/ctr", d):
+                try:
+                    os.rmdir(sub)
+                except OSError:
+                    pass
 
 
 def container_rootfs(d):
@@ -398,6 +454,10 @@ def main():
                     help="also run each row in a podman container, with runc and with picos "
                          "as its runtime (needs root, podman and runc)")
     ap.add_argument("--runc", default="runc", help="the runc of --container")
+    ap.add_argument("--cgroup", action="store_true",
+                    help="also run natively and under picos each in a cgroup two levels down "
+                         "in every hierarchy, as a container's (needs root): what the cgroup "
+                         "alone costs each row")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
                     help="also measure `picos run ARGS --` as configuration NAME (ARGS split "
                          "as a shell would; e.g. 'picos sb=-m sandbox.toml'); repeatable")
@@ -415,6 +475,8 @@ def main():
     if not os.access(a.picos, os.X_OK):
         sys.exit(f"apps.py: {a.picos} is not an executable picos (build it: cargo build --release)")
     picos = os.path.abspath(a.picos)
+    if a.cgroup and os.geteuid() != 0:
+        sys.exit("apps.py: --cgroup needs root (it makes cgroups)")
     if a.container:
         if os.geteuid() != 0:
             sys.exit("apps.py: --container needs root (rootful podman)")
@@ -428,6 +490,9 @@ def main():
             configs.append(Config("picos --profile", [picos, "run", "--profile", "--"]))
         for name, args in variants:
             configs.append(Config(name, [picos, "run"] + args + ["--"]))
+        if a.cgroup:
+            configs.append(InCgroup("native cg", []))
+            configs.append(InCgroup("picos cg", [picos, "run", "--"]))
         podman = None
         if a.container:
             # A podman storage of its own (nothing is pulled: --rootfs).
