@@ -281,6 +281,65 @@ pub fn commands(cmd: Command) -> Command {
                 .arg(id()),
         )
         .subcommand(update_command())
+        .subcommand(
+            Command::new("events")
+                .about(
+                    "OCI runtime: a container's resource usage (runc's JSON): every \
+                     --interval until it stops, with an \"oom\" event for each OOM kill, or \
+                     once with --stats",
+                )
+                .arg(
+                    Arg::new("stats")
+                        .long("stats")
+                        .action(ArgAction::SetTrue)
+                        .help("Print the usage once and exit"),
+                )
+                .arg(
+                    Arg::new("interval")
+                        .long("interval")
+                        .value_name("DURATION")
+                        .default_value("5s")
+                        .value_parser(parse_interval)
+                        .help("Time between two reports (Go's format: 500ms, 5s, 1m30s)"),
+                )
+                .arg(id()),
+        )
+}
+
+/// A duration as runc's `--interval` takes it (Go's time.ParseDuration:
+/// numbers with the units ns, us, µs, ms, s, m, h, in sequence), positive.
+fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
+    let bad = || format!("{s:?}: expected a positive duration such as 500ms, 5s or 1m30s");
+    let mut total = 0f64;
+    let mut rest = s;
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let n = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        let value: f64 = rest[..n].parse().map_err(|_| bad())?;
+        rest = &rest[n..];
+        let u = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..u] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(bad()),
+        };
+        total += value * scale;
+        rest = &rest[u..];
+    }
+    if !(total > 0.0 && total.is_finite()) {
+        return Err(bad());
+    }
+    Ok(std::time::Duration::from_secs_f64(total))
 }
 
 /// The OCI runtime's global options (before the subcommand, as runc's).
@@ -1264,6 +1323,231 @@ fn update(g: &Globals, m: &ArgMatches) -> Result<ExitCode, OciError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A file of container `c`'s cgroup: `name` of controller `controller`
+/// (cgroup v1), or of the unified hierarchy (v2, where `v2_name` is the
+/// file's name if it differs).
+fn cgroup_file(c: &Container, controller: &str, name: &str, v2_name: &str) -> Option<String> {
+    let rel = c.spec().ok()?.cgroup_path;
+    let rel = rel.strip_prefix("/").unwrap_or(&rel).to_path_buf();
+    let base = Path::new("/sys/fs/cgroup");
+    let path = if base.join("cgroup.controllers").exists() {
+        base.join(rel).join(v2_name)
+    } else {
+        base.join(controller).join(rel).join(name)
+    };
+    std::fs::read_to_string(path).ok()
+}
+
+/// A cpuset list ("0-3,8") as its numbers.
+fn cpu_list(s: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.parse::<u64>(), b.parse::<u64>()) {
+                    out.extend(a..=b);
+                }
+            }
+            None => out.extend(part.parse::<u64>()),
+        }
+    }
+    out
+}
+
+/// How many times the kernel's OOM killer has killed in container `c`'s
+/// cgroup (`oom_kill` of memory.oom_control, v1, or memory.events, v2).
+fn oom_kills(c: &Container) -> u64 {
+    cgroup_file(c, "memory", "memory.oom_control", "memory.events")
+        .and_then(|t| {
+            t.lines().find_map(|l| {
+                l.strip_prefix("oom_kill ")
+                    .and_then(|v| v.trim().parse().ok())
+            })
+        })
+        .unwrap_or(0)
+}
+
+/// Container `c`'s resource usage as runc's `events` prints it (the
+/// `data` of a "stats" event: runc's types.Stats, with its field names and
+/// the fields it leaves out when zero).
+fn stats_json(c: &Container) -> Result<serde_json::Value, OciError> {
+    use libcgroups::common::CgroupManager;
+    use serde_json::{json, Map, Value};
+    let st = cgroup_manager(c)?
+        .stats()
+        .map_err(|e| cgroup_error(c, &e))?;
+    // Puts `v` under `k` unless it is zero or empty (Go's omitempty).
+    fn put(m: &mut Map<String, Value>, k: &str, v: Value) {
+        let empty = match &v {
+            Value::Number(n) => n.as_u64() == Some(0),
+            Value::Array(a) => a.is_empty(),
+            Value::Object(o) => o.is_empty(),
+            Value::Null => true,
+            _ => false,
+        };
+        if !empty {
+            m.insert(k.into(), v);
+        }
+    }
+    let u = &st.cpu.usage;
+    let mut usage = Map::new();
+    put(&mut usage, "total", json!(u.usage_total));
+    put(&mut usage, "percpu", json!(u.per_core_usage_total));
+    put(&mut usage, "percpu_kernel", json!(u.per_core_usage_kernel));
+    put(&mut usage, "percpu_user", json!(u.per_core_usage_user));
+    usage.insert("kernel".into(), json!(u.usage_kernel));
+    usage.insert("user".into(), json!(u.usage_user));
+    let t = &st.cpu.throttling;
+    let mut throttling = Map::new();
+    put(&mut throttling, "periods", json!(t.periods));
+    put(
+        &mut throttling,
+        "throttled_periods",
+        json!(t.throttled_periods),
+    );
+    put(&mut throttling, "throttled_time", json!(t.throttled_time));
+    let entry = |d: &libcgroups::stats::MemoryData| {
+        let mut m = Map::new();
+        m.insert("limit".into(), json!(d.limit));
+        put(&mut m, "usage", json!(d.usage));
+        put(&mut m, "max", json!(d.max_usage));
+        m.insert("failcnt".into(), json!(d.fail_count));
+        Value::Object(m)
+    };
+    let mem = &st.memory;
+    let mut memory = Map::new();
+    put(&mut memory, "cache", json!(mem.cache));
+    memory.insert("usage".into(), entry(&mem.memory));
+    memory.insert("swap".into(), entry(&mem.memswap));
+    memory.insert("kernel".into(), entry(&mem.kernel));
+    memory.insert("kernelTCP".into(), entry(&mem.kernel_tcp));
+    let raw: std::collections::BTreeMap<_, _> = mem.stats.iter().collect();
+    put(&mut memory, "raw", json!(raw));
+    let mut pids = Map::new();
+    put(&mut pids, "current", json!(st.pids.current));
+    put(&mut pids, "limit", json!(st.pids.limit));
+    let b = &st.blkio;
+    let mut blkio = Map::new();
+    for (k, list) in [
+        ("ioServiceBytesRecursive", &b.service_bytes),
+        ("ioServicedRecursive", &b.serviced),
+        ("ioQueueRecursive", &b.queued),
+        ("ioServiceTimeRecursive", &b.service_time),
+        ("ioWaitTimeRecursive", &b.wait_time),
+        ("ioMergedRecursive", &b.merged),
+        ("ioTimeRecursive", &b.time),
+        ("sectorsRecursive", &b.sectors),
+    ] {
+        let v: Vec<Value> = list
+            .iter()
+            .map(|e| {
+                let mut m = Map::new();
+                m.insert("major".into(), json!(e.major));
+                m.insert("minor".into(), json!(e.minor));
+                if let Some(op) = &e.op_type {
+                    m.insert("op".into(), json!(op));
+                }
+                m.insert("value".into(), json!(e.value));
+                Value::Object(m)
+            })
+            .collect();
+        put(&mut blkio, k, json!(v));
+    }
+    let mut hugetlb = Map::new();
+    for (size, h) in &st.hugetlb {
+        let mut m = Map::new();
+        put(&mut m, "usage", json!(h.usage));
+        put(&mut m, "max_usage", json!(h.max_usage));
+        m.insert("failcnt".into(), json!(h.fail_count));
+        hugetlb.insert(size.clone(), Value::Object(m));
+    }
+    let mut cpuset = Map::new();
+    let list = |name: &str, v2: &str| cgroup_file(c, "cpuset", name, v2).map(|t| cpu_list(&t));
+    if let Some(cpus) = list("cpuset.cpus", "cpuset.cpus.effective") {
+        cpuset.insert("cpus".into(), json!(cpus));
+    }
+    if let Some(mems) = list("cpuset.mems", "cpuset.mems.effective") {
+        cpuset.insert("mems".into(), json!(mems));
+    }
+    for (k, file) in [
+        ("cpu_exclusive", "cpuset.cpu_exclusive"),
+        ("mem_hardwall", "cpuset.mem_hardwall"),
+        ("mem_exclusive", "cpuset.mem_exclusive"),
+        ("memory_migrate", "cpuset.memory_migrate"),
+        ("memory_spread_page", "cpuset.memory_spread_page"),
+        ("memory_spread_slab", "cpuset.memory_spread_slab"),
+        ("memory_pressure", "cpuset.memory_pressure"),
+        ("sched_load_balance", "cpuset.sched_load_balance"),
+        (
+            "sched_relax_domain_level",
+            "cpuset.sched_relax_domain_level",
+        ),
+    ] {
+        // v1 only (v2 has no such files).
+        if let Some(v) =
+            cgroup_file(c, "cpuset", file, "").and_then(|t| t.trim().parse::<i64>().ok())
+        {
+            cpuset.insert(k.into(), json!(v));
+        }
+    }
+    Ok(json!({
+        "cpu": {"usage": usage, "throttling": throttling},
+        "cpuset": cpuset,
+        "memory": memory,
+        "pids": pids,
+        "blkio": blkio,
+        "hugetlb": hugetlb,
+        "intel_rdt": {},
+        "network_interfaces": null,
+    }))
+}
+
+/// runc's `events`: with `--stats`, one "stats" event; otherwise one every
+/// `--interval` and an "oom" event for each OOM kill seen in between,
+/// until the container stops. One JSON object per line.
+fn events(g: &Globals, m: &ArgMatches) -> Result<ExitCode, OciError> {
+    use libcontainer::container::ContainerStatus;
+    let id = m.get_one::<String>("id").expect("required");
+    let interval = *m
+        .get_one::<std::time::Duration>("interval")
+        .expect("has a default");
+    let c = g.load(id)?;
+    if matches!(c.status(), ContainerStatus::Stopped) {
+        return Err(OciError::Io(
+            format!("events of {id}"),
+            std::io::Error::other("the container is stopped"),
+        ));
+    }
+    let event = |c: &Container| -> Result<String, OciError> {
+        Ok(serde_json::json!({"type": "stats", "id": id, "data": stats_json(c)?}).to_string())
+    };
+    if m.get_flag("stats") {
+        println!("{}", event(&c)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut ooms = oom_kills(&c);
+    loop {
+        let c = match g.load(id) {
+            Ok(c) if !matches!(c.status(), ContainerStatus::Stopped) => c,
+            // Stopped or deleted: the stream ends, as runc's does.
+            _ => return Ok(ExitCode::SUCCESS),
+        };
+        let now = oom_kills(&c);
+        for _ in ooms..now {
+            println!("{}", serde_json::json!({"type": "oom", "id": id}));
+        }
+        ooms = ooms.max(now);
+        match event(&c) {
+            Ok(line) => println!("{line}"),
+            // The cgroup went away with the container.
+            Err(_) if g.load(id).is_err() => return Ok(ExitCode::SUCCESS),
+            Err(e) => return Err(e),
+        }
+        let _ = std::io::stdout().flush();
+        std::thread::sleep(interval);
+    }
+}
+
 /// runc's `ps`: `--format json` prints the pids (what containerd's shim
 /// reads); the table is ps(1)'s, with the lines of those pids only.
 fn ps(g: &Globals, m: &ArgMatches) -> Result<ExitCode, OciError> {
@@ -1352,6 +1636,7 @@ pub fn main(m: &ArgMatches) -> Option<ExitCode> {
             | "resume"
             | "ps"
             | "update"
+            | "events"
     ) {
         return None;
     }
@@ -1400,6 +1685,7 @@ pub fn main(m: &ArgMatches) -> Option<ExitCode> {
         "list" => list(&g),
         "ps" => ps(&g, sub),
         "update" => update(&g, sub),
+        "events" => events(&g, sub),
         "pause" => {
             g.load(id())?.pause()?;
             Ok(ExitCode::SUCCESS)
@@ -1464,6 +1750,22 @@ pub fn main_run(args: &[OsString]) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_intervals_and_cpu_lists_as_runc_reads_them() {
+        use std::time::Duration;
+        assert_eq!(parse_interval("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_interval("200ms"), Ok(Duration::from_millis(200)));
+        assert_eq!(parse_interval("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_interval("1.5h"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_interval("250us"), Ok(Duration::from_micros(250)));
+        for bad in ["", "5", "0s", "-1s", "5x", "s", "1.2.3s"] {
+            assert!(parse_interval(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(cpu_list("0-3,8\n"), [0, 1, 2, 3, 8]);
+        assert_eq!(cpu_list("1"), [1]);
+        assert!(cpu_list("\n").is_empty());
+    }
 
     #[test]
     fn update_values_as_runc_takes_them() {

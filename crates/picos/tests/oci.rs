@@ -758,6 +758,120 @@ fn profile_holds_around_the_runtime(p: &Podman, opt: &str) {
     }
 }
 
+/// The paths of the keys of a JSON value (objects only, down to `depth`
+/// levels).
+fn key_paths(v: &serde_json::Value, prefix: &str, depth: usize, out: &mut Vec<String>) {
+    if let (Some(m), true) = (v.as_object(), depth > 0) {
+        for (k, v) in m {
+            let p = format!("{prefix}/{k}");
+            out.push(p.clone());
+            key_paths(v, &p, depth - 1, out);
+        }
+    }
+}
+
+/// `events`, as runc's: `--stats` prints one "stats" event with runc's
+/// fields (compared with runc's own for a container of each), a stream
+/// ends when its container stops, and an OOM kill in the container is an
+/// "oom" event.
+#[test]
+fn events_report_usage_as_runc_does() {
+    let Some(p) = Podman::new() else { return };
+    let bb = busybox_root(p.dir.path());
+    p.import(&bb, "localhost/picos-bb");
+    let runtimes = [
+        (p.runc.as_path(), "/run/runc"),
+        (Path::new(PICOS), "/run/picos"),
+    ];
+    // The state directory of each runtime: its default (podman passes
+    // no --root).
+    let events = |runtime: &Path, root: &str, args: &[&str]| {
+        let mut c = Command::new(runtime);
+        c.args(["--root", root, "events"]).args(args);
+        output_within(&mut c, LIMIT)
+    };
+    let mut shapes = Vec::new();
+    for (i, (runtime, root)) in runtimes.iter().enumerate() {
+        let name = format!("picos-test-events-{i}");
+        p.detached_with(runtime, &name, &["localhost/picos-bb", "sleep", "60"]);
+        let id = text(&p.run(runtime, &["inspect", "--format", "{{.Id}}", &name]));
+        let out = events(runtime, root, &["--stats", id.trim()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["type"], "stats");
+        assert_eq!(v["id"], id.trim());
+        assert_eq!(v["data"]["pids"]["current"], 1, "{v}");
+        assert!(v["data"]["cpu"]["usage"]["total"].as_u64() > Some(0), "{v}");
+        assert!(
+            v["data"]["memory"]["usage"]["usage"].as_u64() > Some(0),
+            "{v}"
+        );
+        let mut keys = Vec::new();
+        key_paths(&v["data"], "", 3, &mut keys);
+        // memory.cache is left out when zero (runc's omitempty).
+        keys.retain(|k| k != "/memory/cache" && !k.starts_with("/memory/raw/"));
+        keys.sort();
+        shapes.push(keys);
+        // A stream ends when its container stops.
+        let stream = {
+            let (runtime, root, id) = (runtime.to_path_buf(), root.to_string(), id.clone());
+            std::thread::spawn(move || {
+                let mut c = Command::new(runtime);
+                c.args(["--root", &root, "events", "--interval", "200ms", id.trim()]);
+                output_within(&mut c, LIMIT)
+            })
+        };
+        std::thread::sleep(Duration::from_millis(700));
+        p.run(runtime, &["stop", "-t", "0", &name]);
+        let out = stream.join().unwrap();
+        let lines = text(&out);
+        assert!(
+            lines.lines().count() >= 2 && lines.lines().all(|l| l.contains("\"type\":\"stats\"")),
+            "{runtime:?}: {lines}"
+        );
+        p.run(runtime, &["rm", "-f", "-t", "0", &name]);
+    }
+    assert_eq!(
+        shapes[1], shapes[0],
+        "picos's fields (left), runc's (right)"
+    );
+
+    // An OOM kill: a container of 32 MiB whose tail(1) holds a line of
+    // 200 MiB; the stream has an "oom" event, with runc as with picos.
+    for (i, (runtime, root)) in runtimes.iter().enumerate() {
+        let name = format!("picos-test-events-oom-{i}");
+        p.detached_with(
+            runtime,
+            &name,
+            &[
+                "--memory",
+                "32m",
+                "--memory-swap",
+                "32m",
+                "localhost/picos-bb",
+                "sh",
+                "-c",
+                "sleep 1; head -c 200000000 /dev/zero | busybox tail -n 1 | wc -c; sleep 2",
+            ],
+        );
+        let id = text(&p.run(runtime, &["inspect", "--format", "{{.Id}}", &name]));
+        let out = events(runtime, root, &["--interval", "200ms", id.trim()]);
+        let lines = text(&out);
+        let oom: serde_json::Value = serde_json::json!({"type": "oom", "id": id.trim()});
+        assert!(
+            lines
+                .lines()
+                .any(|l| serde_json::from_str::<serde_json::Value>(l).ok() == Some(oom.clone())),
+            "{runtime:?}: {lines}"
+        );
+        p.run(runtime, &["rm", "-f", "-t", "0", &name]);
+    }
+}
+
 /// The runtime's own command line: errors are clear, and the state of a
 /// container that is not there is an error, not an empty answer.
 #[test]
@@ -1107,6 +1221,17 @@ fn containerd_runs_containers_with_picos() {
         .and_then(|l| l.split_whitespace().nth(1).map(String::from))
         .unwrap();
     assert!(listed.lines().any(|l| l.starts_with(&pid)), "{listed}");
+    // Its metrics, which the shim reads from the container's cgroup.
+    let out = c.ctr(&["task", "metrics", "p3"]);
+    assert!(
+        out.status.success()
+            && text(&out)
+                .lines()
+                .any(|l| l.split_whitespace().eq(["pids.current", "1"])),
+        "{}{}",
+        text(&out),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = c.ctr(&["task", "kill", "--signal", "KILL", "p3"]);
     assert!(
         out.status.success(),
