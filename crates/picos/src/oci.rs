@@ -44,6 +44,7 @@ use libcontainer::syscall::syscall::SyscallType;
 use libcontainer::workload::{Executor, ExecutorError, ExecutorValidationError};
 use std::ffi::OsString;
 use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -1323,19 +1324,24 @@ fn update(g: &Globals, m: &ArgMatches) -> Result<ExitCode, OciError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A file of container `c`'s cgroup: `name` of controller `controller`
-/// (cgroup v1), or of the unified hierarchy (v2, where `v2_name` is the
-/// file's name if it differs).
-fn cgroup_file(c: &Container, controller: &str, name: &str, v2_name: &str) -> Option<String> {
+/// Container `c`'s cgroup directory of controller `controller` (cgroup
+/// v1), or of the unified hierarchy (v2); and whether it is v2.
+fn cgroup_dir(c: &Container, controller: &str) -> Option<(PathBuf, bool)> {
     let rel = c.spec().ok()?.cgroup_path;
     let rel = rel.strip_prefix("/").unwrap_or(&rel).to_path_buf();
     let base = Path::new("/sys/fs/cgroup");
-    let path = if base.join("cgroup.controllers").exists() {
-        base.join(rel).join(v2_name)
+    Some(if base.join("cgroup.controllers").exists() {
+        (base.join(rel), true)
     } else {
-        base.join(controller).join(rel).join(name)
-    };
-    std::fs::read_to_string(path).ok()
+        (base.join(controller).join(rel), false)
+    })
+}
+
+/// A file of container `c`'s cgroup: `name` of controller `controller`
+/// (cgroup v1), or `v2_name` of the unified hierarchy (v2).
+fn cgroup_file(c: &Container, controller: &str, name: &str, v2_name: &str) -> Option<String> {
+    let (dir, v2) = cgroup_dir(c, controller)?;
+    std::fs::read_to_string(dir.join(if v2 { v2_name } else { name })).ok()
 }
 
 /// A cpuset list ("0-3,8") as its numbers.
@@ -1355,7 +1361,7 @@ fn cpu_list(s: &str) -> Vec<u64> {
 }
 
 /// How many times the kernel's OOM killer has killed in container `c`'s
-/// cgroup (`oom_kill` of memory.oom_control, v1, or memory.events, v2).
+/// cgroup (cgroup v2: `oom_kill` of memory.events).
 fn oom_kills(c: &Container) -> u64 {
     cgroup_file(c, "memory", "memory.oom_control", "memory.events")
         .and_then(|t| {
@@ -1365,6 +1371,109 @@ fn oom_kills(c: &Container) -> u64 {
             })
         })
         .unwrap_or(0)
+}
+
+/// Where a container's OOM kills are noticed as they happen, as runc
+/// notices them: an eventfd the kernel signals at each OOM of the
+/// cgroup's memory.oom_control (cgroup v1, through cgroup.event_control),
+/// or an inotify watch of its memory.events (v2).
+enum OomWatch {
+    V1 {
+        efd: OwnedFd,
+        _oom_control: std::fs::File,
+        event_control: PathBuf,
+    },
+    V2 {
+        inotify: OwnedFd,
+        seen: u64,
+    },
+}
+
+impl OomWatch {
+    fn new(c: &Container) -> Result<OomWatch, OciError> {
+        let fail = |what: &str, e: std::io::Error| {
+            OciError::Io(format!("{what} of the cgroup of {}", c.id()), e)
+        };
+        let (dir, v2) =
+            cgroup_dir(c, "memory").ok_or_else(|| cgroup_error(c, &"no cgroup path"))?;
+        if v2 {
+            use rustix::fs::inotify;
+            let inotify =
+                inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)
+                    .map_err(|e| fail("inotify", e.into()))?;
+            inotify::add_watch(
+                &inotify,
+                dir.join("memory.events"),
+                inotify::WatchFlags::MODIFY,
+            )
+            .map_err(|e| fail("memory.events", e.into()))?;
+            return Ok(OomWatch::V2 {
+                inotify,
+                seen: oom_kills(c),
+            });
+        }
+        let oom_control = std::fs::File::open(dir.join("memory.oom_control"))
+            .map_err(|e| fail("memory.oom_control", e))?;
+        let efd = rustix::event::eventfd(
+            0,
+            rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
+        )
+        .map_err(|e| fail("eventfd", e.into()))?;
+        let event_control = dir.join("cgroup.event_control");
+        std::fs::write(
+            &event_control,
+            format!("{} {}", efd.as_raw_fd(), oom_control.as_raw_fd()),
+        )
+        .map_err(|e| fail("cgroup.event_control", e))?;
+        Ok(OomWatch::V1 {
+            efd,
+            _oom_control: oom_control,
+            event_control,
+        })
+    }
+
+    fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            OomWatch::V1 { efd, .. } => efd.as_fd(),
+            OomWatch::V2 { inotify, .. } => inotify.as_fd(),
+        }
+    }
+
+    /// Waits up to `timeout` for OOM kills; returns how many came (None:
+    /// the cgroup is gone, with its container).
+    fn wait(&mut self, c: &Container, timeout: std::time::Duration) -> Option<u64> {
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
+        let ts = Timespec {
+            tv_sec: timeout.as_secs() as i64,
+            tv_nsec: timeout.subsec_nanos() as i64,
+        };
+        let fd = self.fd();
+        let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+        if !matches!(poll(&mut fds, Some(&ts)), Ok(n) if n > 0) {
+            return Some(0);
+        }
+        match self {
+            OomWatch::V1 {
+                efd, event_control, ..
+            } => {
+                let mut count = [0u8; 8];
+                let _ = rustix::io::read(&*efd, &mut count);
+                // The kernel also signals it when the cgroup is removed.
+                if !event_control.exists() {
+                    return None;
+                }
+                Some(u64::from_ne_bytes(count))
+            }
+            OomWatch::V2 { inotify, seen } => {
+                let mut buf = [0u8; 4096];
+                while rustix::io::read(&*inotify, &mut buf).is_ok_and(|n| n > 0) {}
+                let now = oom_kills(c);
+                let new = now.saturating_sub(*seen);
+                *seen = (*seen).max(now);
+                Some(new)
+            }
+        }
+    }
 }
 
 /// Container `c`'s resource usage as runc's `events` prints it (the
@@ -1503,8 +1612,9 @@ fn stats_json(c: &Container) -> Result<serde_json::Value, OciError> {
 }
 
 /// runc's `events`: with `--stats`, one "stats" event; otherwise one every
-/// `--interval` and an "oom" event for each OOM kill seen in between,
-/// until the container stops. One JSON object per line.
+/// `--interval` and an "oom" event at each OOM kill in between (noticed as
+/// it happens: [`OomWatch`]), until the container stops. One JSON object
+/// per line.
 fn events(g: &Globals, m: &ArgMatches) -> Result<ExitCode, OciError> {
     use libcontainer::container::ContainerStatus;
     let id = m.get_one::<String>("id").expect("required");
@@ -1525,26 +1635,42 @@ fn events(g: &Globals, m: &ArgMatches) -> Result<ExitCode, OciError> {
         println!("{}", event(&c)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let mut ooms = oom_kills(&c);
+    let mut watch = OomWatch::new(&c)?;
+    let running = || match g.load(id) {
+        Ok(c) if !matches!(c.status(), ContainerStatus::Stopped) => Some(c),
+        _ => None,
+    };
+    let mut out = std::io::stdout().lock();
     loop {
-        let c = match g.load(id) {
-            Ok(c) if !matches!(c.status(), ContainerStatus::Stopped) => c,
-            // Stopped or deleted: the stream ends, as runc's does.
-            _ => return Ok(ExitCode::SUCCESS),
+        // Stopped or deleted: the stream ends, as runc's does.
+        let Some(c) = running() else {
+            return Ok(ExitCode::SUCCESS);
         };
-        let now = oom_kills(&c);
-        for _ in ooms..now {
-            println!("{}", serde_json::json!({"type": "oom", "id": id}));
-        }
-        ooms = ooms.max(now);
         match event(&c) {
-            Ok(line) => println!("{line}"),
+            Ok(line) => {
+                let _ = writeln!(out, "{line}");
+            }
             // The cgroup went away with the container.
-            Err(_) if g.load(id).is_err() => return Ok(ExitCode::SUCCESS),
+            Err(_) if running().is_none() => return Ok(ExitCode::SUCCESS),
             Err(e) => return Err(e),
         }
-        let _ = std::io::stdout().flush();
-        std::thread::sleep(interval);
+        let _ = out.flush();
+        let until = std::time::Instant::now() + interval;
+        loop {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match watch.wait(&c, left) {
+                None => return Ok(ExitCode::SUCCESS),
+                Some(n) => {
+                    for _ in 0..n {
+                        let _ = writeln!(out, "{}", serde_json::json!({"type": "oom", "id": id}));
+                    }
+                    let _ = out.flush();
+                }
+            }
+        }
     }
 }
 

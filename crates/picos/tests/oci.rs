@@ -817,21 +817,15 @@ fn events_report_usage_as_runc_does() {
         keys.sort();
         shapes.push(keys);
         // A stream ends when its container stops.
-        let stream = {
-            let (runtime, root, id) = (runtime.to_path_buf(), root.to_string(), id.clone());
-            std::thread::spawn(move || {
-                let mut c = Command::new(runtime);
-                c.args(["--root", &root, "events", "--interval", "200ms", id.trim()]);
-                output_within(&mut c, LIMIT)
-            })
-        };
-        std::thread::sleep(Duration::from_millis(700));
+        let mut stream = EventStream::start(runtime, root, id.trim());
+        assert!(stream
+            .next()
+            .is_some_and(|l| l.contains("\"type\":\"stats\"")));
         p.run(runtime, &["stop", "-t", "0", &name]);
-        let out = stream.join().unwrap();
-        let lines = text(&out);
+        let rest = stream.rest();
         assert!(
-            lines.lines().count() >= 2 && lines.lines().all(|l| l.contains("\"type\":\"stats\"")),
-            "{runtime:?}: {lines}"
+            rest.iter().all(|l| l.contains("\"type\":\"stats\"")),
+            "{runtime:?}: {rest:?}"
         );
         p.run(runtime, &["rm", "-f", "-t", "0", &name]);
     }
@@ -841,7 +835,9 @@ fn events_report_usage_as_runc_does() {
     );
 
     // An OOM kill: a container of 32 MiB whose tail(1) holds a line of
-    // 200 MiB; the stream has an "oom" event, with runc as with picos.
+    // 200 MB once the stream has started (its first line) and said so
+    // (the file /tmp/go); the stream has an "oom" event, with runc as with
+    // picos, and ends with the container.
     for (i, (runtime, root)) in runtimes.iter().enumerate() {
         let name = format!("picos-test-events-oom-{i}");
         p.detached_with(
@@ -855,20 +851,76 @@ fn events_report_usage_as_runc_does() {
                 "localhost/picos-bb",
                 "sh",
                 "-c",
-                "sleep 1; head -c 200000000 /dev/zero | busybox tail -n 1 | wc -c; sleep 2",
+                "until [ -e /tmp/go ]; do sleep 0.1; done; \
+                 head -c 200000000 /dev/zero | busybox tail -n 1 | wc -c",
             ],
         );
         let id = text(&p.run(runtime, &["inspect", "--format", "{{.Id}}", &name]));
-        let out = events(runtime, root, &["--interval", "200ms", id.trim()]);
-        let lines = text(&out);
+        let mut stream = EventStream::start(runtime, root, id.trim());
+        assert!(stream.next().is_some());
+        let out = p.run(runtime, &["exec", &name, "touch", "/tmp/go"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines = stream.rest();
         let oom: serde_json::Value = serde_json::json!({"type": "oom", "id": id.trim()});
         assert!(
             lines
-                .lines()
+                .iter()
                 .any(|l| serde_json::from_str::<serde_json::Value>(l).ok() == Some(oom.clone())),
-            "{runtime:?}: {lines}"
+            "{runtime:?}: {lines:?}"
         );
         p.run(runtime, &["rm", "-f", "-t", "0", &name]);
+    }
+}
+
+/// `RUNTIME --root ROOT events --interval 200ms ID`, read line by line;
+/// killed if it is still running after [`LIMIT`] (a hang).
+struct EventStream {
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+    child: std::process::Child,
+    done: std::sync::mpsc::Sender<()>,
+}
+
+impl EventStream {
+    fn start(runtime: &Path, root: &str, id: &str) -> EventStream {
+        use std::io::BufRead;
+        let mut child = Command::new(runtime)
+            .args(["--root", root, "events", "--interval", "200ms", id])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let (done, rx) = std::sync::mpsc::channel::<()>();
+        let pid = child.id() as i32;
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(LIMIT) {
+                // SAFETY: kill(2) has no memory effects; the child is not
+                // reaped until `rest` has read the stream to its end,
+                // which this kill brings about.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        });
+        EventStream { lines, child, done }
+    }
+
+    /// The next line, None at the end.
+    fn next(&mut self) -> Option<String> {
+        self.lines.next().map(|l| l.unwrap())
+    }
+
+    /// The lines to the end of the stream; it must exit with 0.
+    fn rest(mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Some(l) = self.next() {
+            out.push(l);
+        }
+        let st = self.child.wait().unwrap();
+        let _ = self.done.send(());
+        assert!(st.success(), "events ended with {st} (killed: a hang)");
+        out
     }
 }
 
