@@ -13,12 +13,11 @@
  * below the stack pointer.
  */
 #define _GNU_SOURCE
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
+
+#include "../sandbox/runtime_text.h"
 
 static char buf[4096];
 
@@ -30,36 +29,8 @@ int main(int argc, char **argv) {
     long a[7] = {0};
     for (int i = 1; i < argc && i < 8; i++)
         a[i - 1] = strcmp(argv[i], "buf") == 0 ? (long)buf : strtol(argv[i], NULL, 0);
-    /* The runtime's text: picos hides it from a process's own maps, not
-     * (today) from a child's, which has it where its parent has it. */
-    pid_t child = fork();
-    if (child == 0) {
-        pause();
-        _exit(0);
-    }
-    char p[64], line[512];
-    snprintf(p, sizeof p, "/proc/%d/maps", (int)child);
-    FILE *f = fopen(p, "r");
-    int mapped = 0;
-    unsigned char *gadget = NULL;
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        char perms[8];
-        if (!strstr(line, "picos-rt") || sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3)
-            continue;
-        mapped = 1;
-        if (gadget || perms[0] != 'r' || perms[2] != 'x')
-            continue;
-        for (unsigned char *q = (unsigned char *)lo; q + 3 <= (unsigned char *)hi; q++)
-            if (q[0] == 0x0f && q[1] == 0x05 && q[2] == 0xc3) {
-                gadget = q;
-                break;
-            }
-    }
-    if (f)
-        fclose(f);
-    kill(child, SIGKILL);
-    waitpid(child, NULL, 0);
+    unsigned char *gadget;
+    int mapped = runtime_text(&gadget);
     if (mapped && !gadget) {
         fprintf(stderr, "bypass: the runtime is mapped but has no `syscall; ret`\n");
         return 2;

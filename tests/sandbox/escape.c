@@ -55,6 +55,8 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "runtime_text.h"
+
 #define PTRACE_SEIZE_compat() 0x4206
 
 static const char *out, *abstract_name, *pathsock;
@@ -100,43 +102,12 @@ static long sc6(long nr, long a1, long a2, long a3, long a4, long a5, long a6) {
 #define sc_n(nr, a, b, c, d, e, f, ...) \
     sc6(nr, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
 
-/* The runtime's text and a `syscall; ret` in it. picos shows a process
- * its own maps without the runtime, but (today) not a child's: a forked
- * child has the runtime where its parent has it. */
-static FILE *child_maps(pid_t *child) {
-    *child = fork();
-    if (*child == 0) {
-        pause();
-        _exit(0);
-    }
-    char p[64];
-    snprintf(p, sizeof p, "/proc/%d/maps", (int)*child);
-    return fopen(p, "r");
-}
-
+/* Is the runtime mapped? With `want_gadget`, also finds `gadget`. */
 static int runtime_mapped(int want_gadget) {
-    pid_t child;
-    FILE *f = child_maps(&child);
-    int found = 0;
-    char line[512];
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        char perms[8];
-        if (!strstr(line, "picos-rt") || sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3)
-            continue;
-        found = 1;
-        if (!want_gadget || gadget || perms[0] != 'r' || perms[2] != 'x')
-            continue;
-        for (unsigned char *q = (unsigned char *)lo; q + 3 <= (unsigned char *)hi; q++)
-            if (q[0] == 0x0f && q[1] == 0x05 && q[2] == 0xc3) {
-                gadget = q;
-                break;
-            }
-    }
-    if (f)
-        fclose(f);
-    kill(child, SIGKILL);
-    waitpid(child, NULL, 0);
+    unsigned char *g = NULL;
+    int found = runtime_text(want_gadget ? &g : NULL);
+    if (want_gadget && !gadget)
+        gadget = g;
     return found;
 }
 
