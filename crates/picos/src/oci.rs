@@ -352,7 +352,8 @@ fn globals(cmd: Command) -> Command {
             .value_parser(clap::value_parser!(PathBuf))
             .help(
                 "OCI runtime: where containers' state is kept (default /run/picos, or \
-                 $XDG_RUNTIME_DIR/picos for a user other than root)",
+                 $XDG_RUNTIME_DIR/picos for a user other than root and in a rootless \
+                 engine's user namespace)",
             ),
     )
     .arg(
@@ -585,18 +586,33 @@ fn rfc3339_now() -> String {
 }
 
 /// `/run/picos` for root; `$XDG_RUNTIME_DIR/picos` (else
-/// `/tmp/picos-UID`) for another user.
+/// `/tmp/picos-UID`) for another user, and for root of a user namespace
+/// other than the host's root (rootless podman runs its runtime as uid 0
+/// of its own namespace): runc's rule.
 fn default_root() -> PathBuf {
+    let xdg = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty());
     if rustix::process::geteuid().is_root() {
-        return PathBuf::from("/run/picos");
+        let rootless = xdg.is_some()
+            && in_user_namespace()
+            && std::env::var_os("USER").is_none_or(|u| u != "root");
+        if !rootless {
+            return PathBuf::from("/run/picos");
+        }
     }
-    match std::env::var_os("XDG_RUNTIME_DIR") {
-        Some(d) if !d.is_empty() => PathBuf::from(d).join("picos"),
-        _ => PathBuf::from(format!(
+    match xdg {
+        Some(d) => PathBuf::from(d).join("picos"),
+        None => PathBuf::from(format!(
             "/tmp/picos-{}",
             rustix::process::geteuid().as_raw()
         )),
     }
+}
+
+/// Does this process run in a user namespace other than the initial one
+/// (its uid map is not the whole range mapped to itself)?
+fn in_user_namespace() -> bool {
+    std::fs::read_to_string("/proc/self/uid_map")
+        .is_ok_and(|m| m.split_whitespace().collect::<Vec<_>>() != ["0", "0", "4294967295"])
 }
 
 /// The spec's seccomp profile, which the library OS applies to the
