@@ -1353,11 +1353,11 @@ fn cgroup_dir(c: &Container, controller: &str) -> Option<(PathBuf, bool)> {
     })
 }
 
-/// A file of container `c`'s cgroup: `name` of controller `controller`
-/// (cgroup v1), or `v2_name` of the unified hierarchy (v2).
-fn cgroup_file(c: &Container, controller: &str, name: &str, v2_name: &str) -> Option<String> {
-    let (dir, v2) = cgroup_dir(c, controller)?;
-    std::fs::read_to_string(dir.join(if v2 { v2_name } else { name })).ok()
+/// A file of a cgroup directory ([`cgroup_dir`]): `name` on cgroup v1,
+/// `v2_name` on v2 (None: a file v2 does not have).
+fn cgroup_file(dir: &(PathBuf, bool), name: &str, v2_name: Option<&str>) -> Option<String> {
+    let name = if dir.1 { v2_name? } else { name };
+    std::fs::read_to_string(dir.0.join(name)).ok()
 }
 
 /// A cpuset list ("0-3,8") as its numbers.
@@ -1376,10 +1376,11 @@ fn cpu_list(s: &str) -> Vec<u64> {
     out
 }
 
-/// How many times the kernel's OOM killer has killed in container `c`'s
-/// cgroup (cgroup v2: `oom_kill` of memory.events).
-fn oom_kills(c: &Container) -> u64 {
-    cgroup_file(c, "memory", "memory.oom_control", "memory.events")
+/// How many times the kernel's OOM killer has killed in a cgroup, from
+/// its `memory.events` (cgroup v2).
+fn oom_kills(memory_events: &Path) -> u64 {
+    std::fs::read_to_string(memory_events)
+        .ok()
         .and_then(|t| {
             t.lines().find_map(|l| {
                 l.strip_prefix("oom_kill ")
@@ -1401,6 +1402,7 @@ enum OomWatch {
     },
     V2 {
         inotify: OwnedFd,
+        memory_events: PathBuf,
         seen: u64,
     },
 }
@@ -1417,15 +1419,13 @@ impl OomWatch {
             let inotify =
                 inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)
                     .map_err(|e| fail("inotify", e.into()))?;
-            inotify::add_watch(
-                &inotify,
-                dir.join("memory.events"),
-                inotify::WatchFlags::MODIFY,
-            )
-            .map_err(|e| fail("memory.events", e.into()))?;
+            let memory_events = dir.join("memory.events");
+            inotify::add_watch(&inotify, &memory_events, inotify::WatchFlags::MODIFY)
+                .map_err(|e| fail("memory.events", e.into()))?;
             return Ok(OomWatch::V2 {
                 inotify,
-                seen: oom_kills(c),
+                seen: oom_kills(&memory_events),
+                memory_events,
             });
         }
         let oom_control = std::fs::File::open(dir.join("memory.oom_control"))
@@ -1457,7 +1457,7 @@ impl OomWatch {
 
     /// Waits up to `timeout` for OOM kills; returns how many came (None:
     /// the cgroup is gone, with its container).
-    fn wait(&mut self, c: &Container, timeout: std::time::Duration) -> Option<u64> {
+    fn wait(&mut self, timeout: std::time::Duration) -> Option<u64> {
         use rustix::event::{poll, PollFd, PollFlags, Timespec};
         let ts = Timespec {
             tv_sec: timeout.as_secs() as i64,
@@ -1480,10 +1480,14 @@ impl OomWatch {
                 }
                 Some(u64::from_ne_bytes(count))
             }
-            OomWatch::V2 { inotify, seen } => {
+            OomWatch::V2 {
+                inotify,
+                memory_events,
+                seen,
+            } => {
                 let mut buf = [0u8; 4096];
                 while rustix::io::read(&*inotify, &mut buf).is_ok_and(|n| n > 0) {}
-                let now = oom_kills(c);
+                let now = oom_kills(memory_events);
                 let new = now.saturating_sub(*seen);
                 *seen = (*seen).max(now);
                 Some(new)
@@ -1586,15 +1590,18 @@ fn stats_json(c: &Container) -> Result<serde_json::Value, OciError> {
         m.insert("failcnt".into(), json!(h.fail_count));
         hugetlb.insert(size.clone(), Value::Object(m));
     }
+    // The cpuset files (the container's state read once for all of them).
+    let dir = cgroup_dir(c, "cpuset");
+    let file = |name: &str, v2: Option<&str>| dir.as_ref().and_then(|d| cgroup_file(d, name, v2));
     let mut cpuset = Map::new();
-    let list = |name: &str, v2: &str| cgroup_file(c, "cpuset", name, v2).map(|t| cpu_list(&t));
+    let list = |name: &str, v2: &str| file(name, Some(v2)).map(|t| cpu_list(&t));
     if let Some(cpus) = list("cpuset.cpus", "cpuset.cpus.effective") {
         cpuset.insert("cpus".into(), json!(cpus));
     }
     if let Some(mems) = list("cpuset.mems", "cpuset.mems.effective") {
         cpuset.insert("mems".into(), json!(mems));
     }
-    for (k, file) in [
+    for (k, name) in [
         ("cpu_exclusive", "cpuset.cpu_exclusive"),
         ("mem_hardwall", "cpuset.mem_hardwall"),
         ("mem_exclusive", "cpuset.mem_exclusive"),
@@ -1609,9 +1616,7 @@ fn stats_json(c: &Container) -> Result<serde_json::Value, OciError> {
         ),
     ] {
         // v1 only (v2 has no such files).
-        if let Some(v) =
-            cgroup_file(c, "cpuset", file, "").and_then(|t| t.trim().parse::<i64>().ok())
-        {
+        if let Some(v) = file(name, None).and_then(|t| t.trim().parse::<i64>().ok()) {
             cpuset.insert(k.into(), json!(v));
         }
     }
@@ -1677,7 +1682,7 @@ fn events(g: &Globals, m: &ArgMatches) -> Result<ExitCode, OciError> {
             if left.is_zero() {
                 break;
             }
-            match watch.wait(&c, left) {
+            match watch.wait(left) {
                 None => return Ok(ExitCode::SUCCESS),
                 Some(n) => {
                     for _ in 0..n {

@@ -693,7 +693,7 @@ fn launch(p: Plan) -> Result<std::convert::Infallible, RunError> {
     if !p.kernel_seccomp.is_empty() {
         // Last: from here on only the runtime's own calls are sure to be
         // allowed (`oci_seccomp::kernel_copy`), the execve among them.
-        crate::sandbox::bpf::install_rt(&p.kernel_seccomp, p.kernel_seccomp_log).map_err(|e| {
+        crate::sandbox::bpf::install(&p.kernel_seccomp, p.kernel_seccomp_log).map_err(|e| {
             RunError::Sandbox(crate::sandbox::SandboxError::Setup(format!(
                 "the container's seccomp profile: {e}"
             )))

@@ -1049,7 +1049,7 @@ pub fn apply(policy: &Policy<'_>) -> Result<Applied, SandboxError> {
         weaker.get_or_insert_with(|| "Landlock is not enforced".into());
     }
     let prog = seccomp_program(settings.net_udp);
-    bpf::install(&prog).map_err(|e| setup("seccomp", e))?;
+    bpf::install(&prog, false).map_err(|e| setup("seccomp", e))?;
     Ok(Applied { weaker })
 }
 

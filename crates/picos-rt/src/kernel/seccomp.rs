@@ -22,7 +22,9 @@
 use crate::host::errno::Errno;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-/// One instruction of a classic BPF program (`struct sock_filter`).
+/// One instruction of a classic BPF program (`struct sock_filter`, whose
+/// layout it has: the CLI hands slices of these to seccomp(2)).
+#[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Insn {
     pub code: u16,

@@ -13,15 +13,9 @@
 //! `ret`), so every call whose answer does not depend on its arguments is
 //! cached.
 
-/// A classic BPF instruction (`struct sock_filter`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Insn {
-    pub code: u16,
-    pub jt: u8,
-    pub jf: u8,
-    pub k: u32,
-}
+/// A classic BPF instruction (`struct sock_filter`): the runtime's, which
+/// also runs the programs' filters and compiles a container's profile.
+pub use picos_rt::kernel::seccomp::Insn;
 
 const LD_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
 const JA: u16 = 0x05; // BPF_JMP | BPF_JA
@@ -272,30 +266,10 @@ pub fn program(max_nr: u32, mut verdict: impl FnMut(u32) -> Verdict) -> Vec<Insn
     out
 }
 
-/// Installs `prog` on the calling thread (no_new_privs must be set).
-pub fn install(prog: &[Insn]) -> std::io::Result<()> {
-    install_with(prog, 0)
-}
-
-/// Installs `prog` (in the runtime's instruction type, as
-/// `crate::oci_seccomp` compiles a container's profile), with
+/// Installs `prog` on the calling thread (no_new_privs must be set), with
 /// SECCOMP_FILTER_FLAG_LOG if `log`.
-pub fn install_rt(prog: &[picos_rt::kernel::seccomp::Insn], log: bool) -> std::io::Result<()> {
+pub fn install(prog: &[Insn], log: bool) -> std::io::Result<()> {
     const SECCOMP_FILTER_FLAG_LOG: libc::c_uint = 2;
-    let prog: Vec<Insn> = prog
-        .iter()
-        .map(|i| Insn {
-            code: i.code,
-            jt: i.jt,
-            jf: i.jf,
-            k: i.k,
-        })
-        .collect();
-    install_with(&prog, if log { SECCOMP_FILTER_FLAG_LOG } else { 0 })
-}
-
-/// seccomp(SECCOMP_SET_MODE_FILTER, `flags`, `prog`).
-fn install_with(prog: &[Insn], flags: libc::c_uint) -> std::io::Result<()> {
     #[repr(C)]
     struct Fprog {
         len: u16,
@@ -312,7 +286,7 @@ fn install_with(prog: &[Insn], flags: libc::c_uint) -> std::io::Result<()> {
         libc::syscall(
             libc::SYS_seccomp,
             SECCOMP_SET_MODE_FILTER,
-            flags,
+            if log { SECCOMP_FILTER_FLAG_LOG } else { 0 },
             &fprog as *const Fprog,
         )
     };
