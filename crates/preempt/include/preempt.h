@@ -51,6 +51,7 @@ typedef struct preempt_cont preempt_cont_t;
 #define PREEMPT_EPANIC (-5)   /* the function panicked (Rust code only) */
 #define PREEMPT_ENOTINFN (-6) /* preempt_pause outside a preemptible function */
 #define PREEMPT_ETHREAD (-7)  /* continuation belongs to another thread */
+#define PREEMPT_ELIBSET (-8)  /* libsets could not be made or used */
 
 /* Budget meaning "no limit". */
 #define PREEMPT_NO_TIMEOUT UINT64_MAX
@@ -100,6 +101,33 @@ struct preempt_stats {
     uint64_t pooled_stacks;
 };
 void preempt_stats(struct preempt_stats *out);
+
+/* Libsets (docs/PREEMPT.md, "Libsets"): from now on every preemptible
+ * function runs against its own copy of the program's shared libraries, so
+ * it can be preempted inside non-reentrant library code (strtok, stdio, a
+ * library's globals) while the caller uses its own copy; preempt_cancel
+ * restores the copy's globals. Calls to the shared functions (malloc family,
+ * pthread_create, fork, exit, dlopen, setenv, setlocale, ...) run in the
+ * originals with preemption deferred; `shared` (NULL or NULL-terminated)
+ * names more. Call once, early, before other threads start. Returns 0, or
+ * PREEMPT_ELIBSET (preempt_libsets_error() says why: e.g. a static program
+ * has no libraries to copy). */
+int preempt_libsets_enable(const char *const *shared);
+const char *preempt_libsets_error(void);
+
+struct preempt_libsets_info {
+    uint64_t libraries;        /* libraries each libset copies */
+    uint64_t stubs;            /* library functions the program calls via a stub */
+    uint64_t shared;           /* shared functions found */
+    uint64_t created;          /* libsets made so far */
+    uint64_t in_use;           /* held by launched, unfinished functions */
+    uint64_t bytes_per_libset; /* private memory of one libset */
+};
+/* The libset the calling thread runs in (0: the original libraries). */
+int preempt_libset_current(void);
+
+/* Fills *out; returns 1 if libsets are enabled, else 0. */
+int preempt_libsets_info(struct preempt_libsets_info *out);
 
 /* The real-time signal the timers use. */
 int preempt_signal(void);

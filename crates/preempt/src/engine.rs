@@ -37,7 +37,7 @@
 
 use crate::alloc::{self, Tracker};
 use crate::stack::{self, Stack};
-use crate::{arch, sys, Error};
+use crate::{arch, libset, sys, Error};
 use core::cell::Cell;
 use core::marker::PhantomData;
 use core::ptr;
@@ -326,7 +326,15 @@ pub(crate) struct RawCont {
     /// Where `entry` writes `Option<thread::Result<T>>`.
     out: *mut u8,
     closure: *mut u8,
+    /// Its libset (0: none, libsets not enabled).
+    libset: u32,
+    /// Return addresses of the shared calls it is inside (libset::dispatch).
+    shared_depth: u32,
+    shared_ret: [usize; SHARED_DEPTH],
 }
+
+/// Shared calls (libsets) nested inside one another, at most.
+const SHARED_DEPTH: usize = 32;
 
 /// Why a function is not running.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -421,11 +429,24 @@ where
             return Err(Error::AllocatorNotInstalled);
         }
     }
-    let stack = stack::get()?;
+    let libset = if libset::enabled() {
+        libset::acquire()?
+    } else {
+        0
+    };
+    let stack = match stack::get() {
+        Ok(s) => s,
+        Err(e) => {
+            libset::release(libset, false);
+            return Err(e);
+        }
+    };
     bump(&st.launches, 1);
     // SAFETY: `stack` is unused; new_cont lays out the closure, the header
     // and the first frame at its top.
     let raw = unsafe { new_cont::<F, T>(st, stack, f) };
+    // SAFETY: `raw` is the fresh header.
+    unsafe { (*raw).libset = libset };
     // SAFETY: `raw` is a fresh continuation of this thread.
     match unsafe { drive::<T>(st, raw, timeout_us) } {
         Ok(Step::Done(v)) => Ok(Outcome::Done(v)),
@@ -442,6 +463,7 @@ where
                 ptr::drop_in_place((*raw).closure.cast::<F>());
                 stack::put(ptr::read(&(*raw).stack));
             }
+            libset::release(libset, false);
             Err(Error::Os(e))
         }
         Err(e) => Err(e),
@@ -481,6 +503,9 @@ where
                 reason: R_PAUSED,
                 out: ptr::null_mut(),
                 closure: clo_addr as *mut u8,
+                libset: 0,
+                shared_depth: 0,
+                shared_ret: [0; SHARED_DEPTH],
             },
         );
     }
@@ -591,11 +616,19 @@ unsafe fn run_slice(
     unsafe {
         (*raw).out = out;
         st.current.store(raw, RELAXED);
+        if (*raw).libset != 0 {
+            libset::set_cur(libset::table_off((*raw).libset));
+        }
         compiler_fence(Ordering::SeqCst);
         st.in_fn.store(true, RELAXED);
         arch::switch(st.caller_sp.as_ptr(), (*raw).sp);
     }
     compiler_fence(Ordering::SeqCst);
+    // SAFETY: `raw` is still live (a finished function's header is read
+    // before its stack is recycled, in `finish`).
+    if unsafe { (*raw).libset } != 0 {
+        libset::set_cur(0);
+    }
     st.in_fn.store(false, RELAXED);
     let reason = st.reason.load(RELAXED);
     if armed {
@@ -686,8 +719,10 @@ unsafe fn finish(raw: *mut RawCont) {
     // SAFETY: the header is read before the stack it lives on is recycled.
     unsafe {
         let stack = ptr::read(&(*raw).stack);
+        let k = (*raw).libset;
         stack.tracker.disown_all();
         stack::put(stack);
+        libset::release(k, false);
     }
 }
 
@@ -859,6 +894,7 @@ unsafe fn cancel_raw(raw: *mut RawCont, free: bool) -> usize {
     unsafe {
         let stack = ptr::read(&(*raw).stack);
         let owner = (*raw).owner;
+        libset::release((*raw).libset, true);
         let n = if free {
             stack.tracker.free_all()
         } else {
@@ -1048,4 +1084,79 @@ pub(crate) fn np_exit_c() {
             np_leave(Some(st));
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// Shared calls from a library copy (libset::dispatch)
+
+thread_local! {
+    /// Return addresses of shared calls made outside a preemptible function
+    /// (a copy's code run by the caller: exit handlers, the final flush).
+    static SHARED_TL: [Cell<usize>; SHARED_DEPTH] = const { [const { Cell::new(0) }; SHARED_DEPTH] };
+    static SHARED_TL_DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+#[cold]
+fn shared_overflow() -> ! {
+    let msg = b"preempt: shared calls nested too deep in a libset\n";
+    // SAFETY: writes a static message to standard error.
+    unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
+    std::process::abort()
+}
+
+/// The running function's header, if a preemptible function is what runs.
+fn running(st: Option<&'static ThreadState>) -> Option<*mut RawCont> {
+    let st = st?;
+    st.in_fn.load(RELAXED).then(|| st.current.load(RELAXED))
+}
+
+/// A copy calls a shared function: enter a non-preemptible region and keep
+/// the return address (depth first, then the slot, so that a signal
+/// handler's shared call in between uses the next slot).
+pub(crate) fn shared_enter(ret: usize) {
+    let st = np_enter();
+    if let Some(raw) = running(st) {
+        // SAFETY: the running function's header, used by this thread only.
+        unsafe {
+            let d = (*raw).shared_depth as usize;
+            if d >= SHARED_DEPTH {
+                shared_overflow();
+            }
+            (*raw).shared_depth = d as u32 + 1;
+            compiler_fence(Ordering::SeqCst);
+            (*raw).shared_ret[d] = ret;
+        }
+        return;
+    }
+    let d = SHARED_TL_DEPTH.get();
+    if d >= SHARED_DEPTH {
+        shared_overflow();
+    }
+    SHARED_TL_DEPTH.set(d + 1);
+    compiler_fence(Ordering::SeqCst);
+    SHARED_TL.with(|s| s[d].set(ret));
+}
+
+/// The shared function returned: the return address, after leaving the
+/// region (which takes a preemption deferred meanwhile).
+pub(crate) fn shared_leave() -> usize {
+    let st = state_opt();
+    let ret = if let Some(raw) = running(st) {
+        // SAFETY: as in shared_enter.
+        unsafe {
+            let d = (*raw).shared_depth as usize - 1;
+            let r = (*raw).shared_ret[d];
+            compiler_fence(Ordering::SeqCst);
+            (*raw).shared_depth = d as u32;
+            r
+        }
+    } else {
+        let d = SHARED_TL_DEPTH.get() - 1;
+        let r = SHARED_TL.with(|s| s[d].get());
+        compiler_fence(Ordering::SeqCst);
+        SHARED_TL_DEPTH.set(d);
+        r
+    };
+    np_leave(st);
+    ret
 }

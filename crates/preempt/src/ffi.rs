@@ -26,6 +26,7 @@ pub const PREEMPT_ESYS: c_int = -4;
 pub const PREEMPT_EPANIC: c_int = -5;
 pub const PREEMPT_ENOTINFN: c_int = -6;
 pub const PREEMPT_ETHREAD: c_int = -7;
+pub const PREEMPT_ELIBSET: c_int = -8;
 
 fn code_of(e: &Error) -> c_int {
     match e {
@@ -36,6 +37,7 @@ fn code_of(e: &Error) -> c_int {
         Error::WrongThread => PREEMPT_ETHREAD,
         Error::Os(libc::ENOMEM) => PREEMPT_ENOMEM,
         Error::Os(_) | Error::AllocatorNotInstalled | Error::TooManyThreads => PREEMPT_ESYS,
+        Error::Libset(_) => PREEMPT_ELIBSET,
     }
 }
 
@@ -65,8 +67,16 @@ pub unsafe extern "C" fn preempt_launch(
         return PREEMPT_EINVAL;
     }
     let arg = arg as usize;
-    // SAFETY: the C caller vouches for f(arg).
-    let r = engine::launch(move || unsafe { f(arg as *mut c_void) }, timeout_us);
+    // SAFETY: the C caller vouches for f(arg). With libsets, a function that
+    // lies in a copied library runs from the function's own copy of it.
+    let r = engine::launch(
+        move || unsafe {
+            let f: unsafe extern "C" fn(*mut c_void) =
+                core::mem::transmute(crate::libset::translate_current(f as usize));
+            f(arg as *mut c_void)
+        },
+        timeout_us,
+    );
     match r {
         Ok(Outcome::Done(())) => {
             // SAFETY: `out` is writable (checked non-null; contract).
@@ -260,7 +270,99 @@ pub extern "C" fn preempt_strerror(code: c_int) -> *const c_char {
         PREEMPT_EPANIC => b"the function panicked\0",
         PREEMPT_ENOTINFN => b"not inside a preemptible function\0",
         PREEMPT_ETHREAD => b"continuation belongs to another thread\0",
+        PREEMPT_ELIBSET => b"library copies (libsets) could not be made or used\0",
         _ => b"unknown code\0",
     };
     s.as_ptr().cast()
+}
+
+/// `struct preempt_libsets_info`.
+#[repr(C)]
+pub struct PreemptLibsetsInfo {
+    pub libraries: u64,
+    pub stubs: u64,
+    pub shared: u64,
+    pub created: u64,
+    pub in_use: u64,
+    pub bytes_per_libset: u64,
+}
+
+thread_local! {
+    static LIBSET_ERROR: core::cell::RefCell<std::ffi::CString> =
+        core::cell::RefCell::new(std::ffi::CString::default());
+}
+
+/// Turns libsets on (see `preempt::libset::enable`). `shared`: NULL or a
+/// NULL-terminated array of more function names to keep shared. Returns 0
+/// or PREEMPT_ELIBSET / PREEMPT_ESYS (`preempt_libsets_error` says why).
+///
+/// # Safety
+/// `shared` is NULL or a NULL-terminated array of C strings.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn preempt_libsets_enable(shared: *const *const c_char) -> c_int {
+    let mut names: Vec<String> = Vec::new();
+    if !shared.is_null() {
+        let mut p = shared;
+        // SAFETY: per the contract.
+        unsafe {
+            while !(*p).is_null() {
+                names.push(std::ffi::CStr::from_ptr(*p).to_string_lossy().into_owned());
+                p = p.add(1);
+            }
+        }
+    }
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    match crate::libset::enable(&refs) {
+        Ok(_) => 0,
+        Err(e) => {
+            let msg = std::ffi::CString::new(e.to_string().replace('\0', " ")).unwrap_or_default();
+            LIBSET_ERROR.with(|m| *m.borrow_mut() = msg);
+            code_of(&e)
+        }
+    }
+}
+
+/// Why this thread's last `preempt_libsets_enable` failed ("" if none).
+/// Valid until the next call on this thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn preempt_libsets_error() -> *const c_char {
+    LIBSET_ERROR.with(|m| m.borrow().as_ptr())
+}
+
+/// Fills `*out` (0 if libsets are not enabled). Returns 1 if they are.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn preempt_libsets_info(out: *mut PreemptLibsetsInfo) -> c_int {
+    let i = crate::libset::info();
+    if !out.is_null() {
+        let v = match &i {
+            Some(i) => PreemptLibsetsInfo {
+                libraries: i.libraries.len() as u64,
+                stubs: i.stubs as u64,
+                shared: i.shared as u64,
+                created: i.created as u64,
+                in_use: i.in_use as u64,
+                bytes_per_libset: i.bytes_per_libset as u64,
+            },
+            None => PreemptLibsetsInfo {
+                libraries: 0,
+                stubs: 0,
+                shared: 0,
+                created: 0,
+                in_use: 0,
+                bytes_per_libset: 0,
+            },
+        };
+        // SAFETY: writable per the contract.
+        unsafe { *out = v };
+    }
+    i.is_some() as c_int
+}
+
+/// The libset the calling thread runs in (0: the original libraries).
+#[unsafe(no_mangle)]
+pub extern "C" fn preempt_libset_current() -> c_int {
+    crate::libset::current() as c_int
 }

@@ -42,6 +42,7 @@ mod alloc;
 mod arch;
 mod engine;
 pub mod ffi;
+pub mod libset;
 mod stack;
 mod sys;
 
@@ -84,6 +85,9 @@ pub enum Error {
     TooManyThreads,
     /// A system call failed (errno).
     Os(i32),
+    /// Library copies could not be made or used ([`libset`]); what went
+    /// wrong.
+    Libset(String),
 }
 
 impl Error {
@@ -118,6 +122,7 @@ impl fmt::Display for Error {
                 write!(f, "the global allocator is not preempt::PreemptAlloc (enable preempt's `global-allocator` feature, or install it with #[global_allocator])")
             }
             Error::TooManyThreads => write!(f, "too many threads use preemptible functions"),
+            Error::Libset(m) => write!(f, "libsets: {m}"),
             Error::Os(e) => write!(
                 f,
                 "system call failed: {}",

@@ -1,0 +1,346 @@
+/* Libsets under test (tests/libsets.rs builds and runs this with glibc):
+ *
+ *   libsets_test          all the checks below; prints "all ok"
+ *   libsets_test control  the strtok check without libsets: exits 3 when it
+ *                         sees the corruption libsets prevent (so the check
+ *                         can fail)
+ *
+ * Linked with libcounter.so (tests/c/counter.c), a library with globals. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "preempt.h"
+
+int counter_next(void);
+int counter_get(void);
+int counter_constructed(void);
+int counter_log(const char *s);
+
+#define CHECK(c)                                                              \
+    do {                                                                      \
+        if (!(c)) {                                                           \
+            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);      \
+            exit(1);                                                          \
+        }                                                                     \
+    } while (0)
+
+static uint64_t timeouts(void) {
+    struct preempt_stats s;
+    preempt_stats(&s);
+    return s.timeouts + s.deferred;
+}
+
+/* ---- strtok, preempted while the caller uses it too ------------------- */
+
+static const char *WORDS[] = {"alpha", "beta", "gamma", "delta",
+                              "epsilon", "zeta", "eta", "theta"};
+
+struct tok {
+    volatile int stop;
+    int bad;
+    long rounds;
+};
+
+static void tok_fn(void *p) {
+    struct tok *a = p;
+    while (!a->stop) {
+        char buf[] = "alpha,beta,gamma,delta,epsilon,zeta,eta,theta";
+        int n = 0;
+        for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+            if (n >= 8 || strcmp(t, WORDS[n]) != 0) {
+                a->bad++;
+                return;
+            }
+            n++;
+        }
+        if (n != 8) {
+            a->bad++;
+            return;
+        }
+        a->rounds++;
+    }
+}
+
+/* The caller's own tokenizing, between slices. */
+static int caller_tokens(void) {
+    char buf[] = "1 2 3 4 5";
+    int n = 0;
+    for (char *t = strtok(buf, " "); t; t = strtok(NULL, " ")) {
+        if (t[0] != '1' + n || t[1])
+            return -1;
+        n++;
+    }
+    return n == 5 ? 0 : -1;
+}
+
+/* Runs tok_fn under 10 µs budgets until `want` preemptions; returns the
+ * function's corruption count (the caller's own is fatal). */
+static int strtok_run(uint64_t want, int *caller_bad) {
+    struct tok a = {0};
+    preempt_cont_t *c;
+    uint64_t t0 = timeouts();
+    int r = preempt_launch(tok_fn, &a, 10, &c);
+    while (r == PREEMPT_TIMEOUT) {
+        if (caller_tokens() != 0)
+            (*caller_bad)++;
+        if (timeouts() - t0 >= want || a.bad)
+            a.stop = 1;
+        r = preempt_resume(&c, 10);
+    }
+    CHECK(r == PREEMPT_DONE);
+    printf("strtok: %lu preemptions, %ld rounds, %d corrupted\n",
+           (unsigned long)(timeouts() - t0), a.rounds, a.bad);
+    return a.bad;
+}
+
+/* ---- printf to a FILE, preempted while the caller prints to its own --- */
+
+struct pr {
+    volatile int stop;
+    const char *path;
+    long lines;
+};
+
+static void print_fn(void *p) {
+    struct pr *a = p;
+    FILE *f = fopen(a->path, "w");
+    if (!f)
+        return;
+    while (!a->stop) {
+        fprintf(f, "fn %ld %s %d %.3f\n", a->lines, "abcdefghijklmnop", 12345,
+                3.25);
+        a->lines++;
+    }
+    fclose(f);
+}
+
+static long check_lines(const char *path, const char *tag) {
+    FILE *f = fopen(path, "r");
+    CHECK(f);
+    char line[256], want[256];
+    long n = 0;
+    while (fgets(line, sizeof line, f)) {
+        snprintf(want, sizeof want, "%s %ld %s %d %.3f\n", tag, n,
+                 "abcdefghijklmnop", 12345, 3.25);
+        if (strcmp(line, want) != 0) {
+            fprintf(stderr, "%s line %ld: %s", path, n, line);
+            CHECK(0);
+        }
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+static void printf_run(uint64_t want) {
+    char fn_path[] = "/tmp/preempt-libsets-fn-XXXXXX";
+    char me_path[] = "/tmp/preempt-libsets-me-XXXXXX";
+    int fd1 = mkstemp(fn_path), fd2 = mkstemp(me_path);
+    CHECK(fd1 >= 0 && fd2 >= 0);
+    close(fd1);
+    FILE *mine = fdopen(fd2, "w");
+    CHECK(mine);
+    struct pr a = {0, fn_path, 0};
+    long me = 0;
+    preempt_cont_t *c;
+    uint64_t t0 = timeouts();
+    int r = preempt_launch(print_fn, &a, 10, &c);
+    while (r == PREEMPT_TIMEOUT) {
+        fprintf(mine, "me %ld %s %d %.3f\n", me++, "abcdefghijklmnop", 12345,
+                3.25);
+        if (timeouts() - t0 >= want)
+            a.stop = 1;
+        r = preempt_resume(&c, 10);
+    }
+    CHECK(r == PREEMPT_DONE);
+    fclose(mine);
+    long n1 = check_lines(fn_path, "fn"), n2 = check_lines(me_path, "me");
+    CHECK(n1 == a.lines && n2 == me);
+    printf("printf: %lu preemptions, %ld + %ld lines intact\n",
+           (unsigned long)(timeouts() - t0), n1, n2);
+    unlink(fn_path);
+    unlink(me_path);
+}
+
+/* ---- a library's globals: separate per libset, restored by cancel ----- */
+
+struct cnt {
+    int n;
+    int seen;
+    int constructed;
+    int libset;
+};
+
+static void count_fn(void *p) {
+    struct cnt *a = p;
+    a->libset = preempt_libset_current();
+    a->constructed = counter_constructed();
+    for (int i = 0; i < a->n; i++)
+        counter_next();
+    counter_log("x");
+    a->seen = counter_get();
+    preempt_pause();
+    counter_next();
+    a->seen = counter_get();
+}
+
+static void globals_run(void) {
+    CHECK(counter_next() == 1); /* the caller's copy */
+    struct cnt a = {5}, b = {3};
+    preempt_cont_t *ca, *cb;
+    CHECK(preempt_launch(count_fn, &a, PREEMPT_NO_TIMEOUT, &ca) == PREEMPT_PAUSED);
+    CHECK(preempt_launch(count_fn, &b, PREEMPT_NO_TIMEOUT, &cb) == PREEMPT_PAUSED);
+    CHECK(a.libset >= 1 && b.libset >= 1 && a.libset != b.libset);
+    CHECK(a.constructed == 42 && b.constructed == 42);
+    CHECK(a.seen == 5 && b.seen == 3);
+    CHECK(counter_get() == 1);
+    CHECK(preempt_resume(&ca, PREEMPT_NO_TIMEOUT) == PREEMPT_DONE);
+    CHECK(a.seen == 6);
+    CHECK(counter_get() == 1);
+    /* Cancel b: its libset's globals go back to their state at load. */
+    CHECK(preempt_cancel(cb) == 0);
+    struct cnt d = {0};
+    preempt_cont_t *cd;
+    CHECK(preempt_launch(count_fn, &d, PREEMPT_NO_TIMEOUT, &cd) == PREEMPT_PAUSED);
+    CHECK(d.libset == b.libset); /* the pool gives back the last released */
+    CHECK(d.seen == 0 && d.constructed == 42);
+    CHECK(preempt_resume(&cd, PREEMPT_NO_TIMEOUT) == PREEMPT_DONE);
+    CHECK(d.seen == 1);
+    /* A function that returned leaves its libset as it was. */
+    struct cnt e = {0};
+    CHECK(preempt_launch(count_fn, &e, PREEMPT_NO_TIMEOUT, &cd) == PREEMPT_PAUSED);
+    CHECK(e.libset == d.libset && e.seen == 1);
+    CHECK(preempt_cancel(cd) == 0);
+    CHECK(counter_get() == 1);
+    printf("globals: separate per libset, restored by cancel\n");
+}
+
+/* ---- 64 functions alive at once, each in the middle of strtok ---------- */
+
+#define ALIVE 64
+
+struct mid {
+    int id;
+    int bad;
+    int done;
+};
+
+static void mid_fn(void *p) {
+    struct mid *a = p;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%d:a:%d:b:%d:c", a->id, a->id, a->id);
+    char want[64];
+    int n = 0;
+    for (char *t = strtok(buf, ":"); t; t = strtok(NULL, ":")) {
+        if (n % 2 == 0)
+            snprintf(want, sizeof want, "%d", a->id);
+        else
+            snprintf(want, sizeof want, "%c", "abc"[n / 2]);
+        if (strcmp(t, want) != 0)
+            a->bad++;
+        n++;
+        preempt_pause(); /* in the middle of the strtok sequence */
+    }
+    if (n != 6)
+        a->bad++;
+    a->done = 1;
+}
+
+static void alive_run(void) {
+    struct mid m[ALIVE];
+    preempt_cont_t *c[ALIVE];
+    for (int i = 0; i < ALIVE; i++) {
+        m[i] = (struct mid){i, 0, 0};
+        CHECK(preempt_launch(mid_fn, &m[i], PREEMPT_NO_TIMEOUT, &c[i]) == PREEMPT_PAUSED);
+    }
+    struct preempt_libsets_info info;
+    CHECK(preempt_libsets_info(&info) == 1);
+    CHECK(info.in_use == ALIVE && info.created >= ALIVE);
+    int live = ALIVE;
+    while (live) {
+        for (int i = 0; i < ALIVE; i++) {
+            if (!c[i])
+                continue;
+            int r = preempt_resume(&c[i], PREEMPT_NO_TIMEOUT);
+            CHECK(r == PREEMPT_PAUSED || r == PREEMPT_DONE);
+            if (r == PREEMPT_DONE)
+                live--;
+        }
+    }
+    for (int i = 0; i < ALIVE; i++)
+        CHECK(m[i].done && m[i].bad == 0);
+    printf("alive: %d functions in the middle of strtok at once, %lu libsets, "
+           "%lu KiB each\n",
+           ALIVE, (unsigned long)info.created,
+           (unsigned long)(info.bytes_per_libset / 1024));
+}
+
+/* ---- launches from 8 threads at once ---------------------------------- */
+
+static void *thread_main(void *p) {
+    long *bad = p;
+    for (int i = 0; i < 200; i++) {
+        struct tok a = {0};
+        preempt_cont_t *c;
+        int r = preempt_launch(tok_fn, &a, 20, &c);
+        int rounds = 0;
+        while (r == PREEMPT_TIMEOUT) {
+            if (caller_tokens() != 0)
+                (*bad)++;
+            if (++rounds >= 5)
+                a.stop = 1;
+            r = preempt_resume(&c, 20);
+        }
+        if (r != PREEMPT_DONE || a.bad)
+            (*bad)++;
+    }
+    return NULL;
+}
+
+static void threads_run(void) {
+    pthread_t t[8];
+    long bad[8] = {0};
+    for (int i = 0; i < 8; i++)
+        CHECK(pthread_create(&t[i], NULL, thread_main, &bad[i]) == 0);
+    for (int i = 0; i < 8; i++) {
+        CHECK(pthread_join(t[i], NULL) == 0);
+        CHECK(bad[i] == 0);
+    }
+    printf("threads: 8 threads x 200 launches\n");
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc > 1 && strcmp(argv[1], "control") == 0) {
+        int caller_bad = 0;
+        int bad = strtok_run(20000, &caller_bad);
+        if (bad || caller_bad) {
+            printf("corrupted without libsets\n");
+            return 3;
+        }
+        return 0;
+    }
+    if (preempt_libsets_enable(NULL) != 0) {
+        fprintf(stderr, "preempt_libsets_enable: %s\n", preempt_libsets_error());
+        return 1;
+    }
+    struct preempt_libsets_info info;
+    CHECK(preempt_libsets_info(&info) == 1);
+    printf("libsets: %lu libraries, %lu stubs, %lu shared functions\n",
+           (unsigned long)info.libraries, (unsigned long)info.stubs,
+           (unsigned long)info.shared);
+    globals_run();
+    int caller_bad = 0;
+    CHECK(strtok_run(100000, &caller_bad) == 0);
+    CHECK(caller_bad == 0);
+    printf_run(100000);
+    alive_run();
+    threads_run();
+    printf("all ok\n");
+    return 0;
+}
