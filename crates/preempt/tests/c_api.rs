@@ -8,6 +8,8 @@
 //! And the C libraries as cargo-c installs them (shared and static, the
 //! header, preempt.pc), used through pkg-config with gcc.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -262,6 +264,31 @@ fn c_api_through_pkg_config() {
         ldd.contains(&*libdir.join("libpreempt.so").to_string_lossy()),
         "not linked against the installed libpreempt.so:\n{ldd}"
     );
+
+    // Libsets with the shared library (its TLS word is initial-exec TLS in
+    // a shared object; the object itself is never copied).
+    let so = common::glibc::counter_lib(tmp);
+    let exe = tmp.join("preempt_libsets_test_pkgconfig");
+    let rpath = format!("-Wl,-rpath,{}", so.parent().unwrap().display());
+    let status = Command::new("gcc")
+        .args(["-O2", "-Wall", "-Werror"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/libsets_test.c"))
+        .args(pkg_config(&prefix, &["--cflags", "--libs"]))
+        .arg(&so)
+        .arg(rpath)
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "gcc libsets_test.c with libpreempt.so failed"
+    );
+    let stdout = run_c(
+        Command::new(&exe).env("LD_LIBRARY_PATH", &libdir),
+        "libsets test (shared libpreempt)",
+    );
+    assert!(stdout.contains("all ok"));
 
     // Static: installed alone (`--library-type staticlib`, as a
     // distribution's -dev package of a static library would be), so that

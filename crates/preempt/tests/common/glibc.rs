@@ -1,0 +1,126 @@
+//! Builds C programs against glibc with gcc and the crate's static library
+//! for x86_64-unknown-linux-gnu (libsets need a dynamically linked program:
+//! a static one has no shared libraries to copy). Shared by
+//! tests/libsets.rs and benches/libsets.rs.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The libraries the Rust staticlib needs on glibc
+/// (`cargo rustc -- --print native-static-libs`).
+pub const NATIVE_LIBS: &[&str] = &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"];
+
+pub fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `cargo` in the workspace's root, without the outer build's flags.
+fn cargo_in_root() -> Command {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut c = Command::new(cargo);
+    c.current_dir(crate_dir().join("../.."))
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR");
+    c
+}
+
+/// libpreempt.a for glibc, with the allocator installed, built once into
+/// `dir/preempt-gnu`.
+pub fn staticlib(dir: &Path) -> PathBuf {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let target_dir = dir.join("preempt-gnu");
+        let out = cargo_in_root()
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "preempt",
+                "--lib",
+                "--features",
+                "global-allocator",
+                "--target",
+                "x86_64-unknown-linux-gnu",
+                "--target-dir",
+            ])
+            .arg(&target_dir)
+            .output()
+            .expect("cargo");
+        assert!(
+            out.status.success(),
+            "building libpreempt.a for glibc failed (rustup target add x86_64-unknown-linux-gnu):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lib = target_dir.join("x86_64-unknown-linux-gnu/release/libpreempt.a");
+        assert!(lib.exists(), "{} missing", lib.display());
+        lib
+    })
+    .clone()
+}
+
+/// gcc with the given arguments; panics with its output if it fails.
+pub fn gcc(args: &[&std::ffi::OsStr]) {
+    let out = Command::new("gcc")
+        .args(args)
+        .output()
+        .expect("gcc not found (Debian: gcc; .ci/run installs it)");
+    assert!(
+        out.status.success(),
+        "gcc {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// tests/c/counter.c as `dir/libcounter.so`.
+pub fn counter_lib(dir: &Path) -> PathBuf {
+    static SO: OnceLock<PathBuf> = OnceLock::new();
+    SO.get_or_init(|| build_counter_lib(dir)).clone()
+}
+
+fn build_counter_lib(dir: &Path) -> PathBuf {
+    let so = dir.join("libcounter.so");
+    let src = crate_dir().join("tests/c/counter.c");
+    gcc(&[
+        "-O2".as_ref(),
+        "-shared".as_ref(),
+        "-fPIC".as_ref(),
+        src.as_os_str(),
+        "-o".as_ref(),
+        so.as_os_str(),
+    ]);
+    so
+}
+
+/// Builds C program `src` (relative to the crate) into `dir/out`, linked
+/// with libcounter.so (found at run time through an rpath) and
+/// libpreempt.a for glibc.
+pub fn program(dir: &Path, src: &str, out: &str) -> PathBuf {
+    counter_lib(dir);
+    let exe = dir.join(out);
+    let src = crate_dir().join(src);
+    let include = crate_dir().join("include");
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    let libdir = format!("-L{}", dir.display());
+    let lib = staticlib(dir);
+    let mut args: Vec<&std::ffi::OsStr> = vec![
+        "-O2".as_ref(),
+        "-Wall".as_ref(),
+        "-Werror".as_ref(),
+        "-I".as_ref(),
+        include.as_os_str(),
+        src.as_os_str(),
+        "-o".as_ref(),
+        exe.as_os_str(),
+        libdir.as_ref(),
+        rpath.as_ref(),
+        "-lcounter".as_ref(),
+        lib.as_os_str(),
+    ];
+    args.extend(NATIVE_LIBS.iter().map(|s| std::ffi::OsStr::new(*s)));
+    gcc(&args);
+    exe
+}
