@@ -22,3 +22,28 @@ int counter_log(const char *s) {
     return log_len;
 }
 const char *counter_log_text(void) { return log_buf; }
+
+/* For benches/libsets.rs. */
+#include <malloc.h>
+
+/* n read-modify-writes of a global (volatile: each is a memory access). */
+void counter_spin(long n) {
+    volatile int *c = &counter;
+    for (long i = 0; i < n; i++)
+        *c += 1;
+}
+
+/* n calls of a shared function (malloc_usable_size(NULL) returns 0). */
+long counter_shared(long n) {
+    long s = 0;
+    for (long i = 0; i < n; i++)
+        s += malloc_usable_size(0);
+    return s;
+}
+
+/* 256 functions, for the cost of a first call (lazy binding). */
+#define L1(n) int lazy_##n(void) { return n; }
+#define L4(n) L1(n##0) L1(n##1) L1(n##2) L1(n##3)
+#define L16(n) L4(n##0) L4(n##1) L4(n##2) L4(n##3)
+#define L64(n) L16(n##0) L16(n##1) L16(n##2) L16(n##3)
+L64(0) L64(1) L64(2) L64(3)

@@ -1,0 +1,3 @@
+#![allow(dead_code)]
+
+pub mod stats;
