@@ -42,6 +42,38 @@ fn c_program_without_libsets_is_corrupted() {
     assert!(out.contains("corrupted without libsets"));
 }
 
+/// The Rust example (examples/libsets.rs), built for glibc as its
+/// documentation says: strtok and rand per libset, cancel restores rand's
+/// state (it asserts each, and prints "ok").
+#[test]
+fn rust_example_with_libsets() {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(glibc::crate_dir().join("../.."))
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .args([
+            "run",
+            "--release",
+            "-p",
+            "preempt",
+            "--example",
+            "libsets",
+            "--target",
+            "x86_64-unknown-linux-gnu",
+            "--target-dir",
+        ])
+        .arg(tmp().join("preempt-gnu"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the example failed");
+    assert!(stdout.contains("function's tokens: [\"alpha\", \"beta\", \"gamma\"]"));
+    assert!(stdout.ends_with("ok\n"));
+}
+
 /// A static program has no shared libraries to copy: `enable` says so and
 /// changes nothing.
 #[cfg(target_env = "musl")]
