@@ -32,6 +32,41 @@ fn c_program_with_libsets() {
     assert!(out.contains("globals: separate per libset, restored by cancel"));
 }
 
+/// C++ (built with g++): exceptions thrown and unwound inside a function's
+/// own copies of libstdc++ and libgcc_s while it is preempted every 20 µs
+/// and the caller throws too; iostreams and std::string.
+#[test]
+fn cxx_program_with_libsets() {
+    let exe = tmp().join("libsets_cxx");
+    let src = glibc::crate_dir().join("tests/c/libsets_cxx.cc");
+    let include = glibc::crate_dir().join("include");
+    let lib = glibc::staticlib(tmp());
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "-O2".into(),
+        "-Wall".into(),
+        "-Werror".into(),
+        "-I".into(),
+        include.into(),
+        src.into(),
+        "-o".into(),
+        exe.clone().into(),
+        lib.into(),
+    ];
+    args.extend(glibc::NATIVE_LIBS.iter().map(|s| s.into()));
+    let out = Command::new("g++")
+        .args(&args)
+        .output()
+        .expect("g++ not found (Debian: g++; .ci/run installs it)");
+    assert!(
+        out.status.success(),
+        "g++ failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (code, out) = run(&exe, &[]);
+    assert_eq!(code, Some(0), "libsets_cxx failed");
+    assert!(out.contains("all ok"));
+}
+
 /// The same strtok check without libsets sees the corruption libsets
 /// prevent, so the check above can fail.
 #[test]

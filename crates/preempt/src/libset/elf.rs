@@ -11,6 +11,7 @@ use core::ffi::CStr;
 pub(crate) const PT_LOAD: u32 = 1;
 pub(crate) const PT_DYNAMIC: u32 = 2;
 pub(crate) const PT_TLS: u32 = 7;
+pub(crate) const PT_GNU_EH_FRAME: u32 = 0x6474_e550;
 pub(crate) const PT_GNU_RELRO: u32 = 0x6474_e552;
 pub(crate) const PF_X: u32 = 1;
 pub(crate) const PF_W: u32 = 2;

@@ -767,6 +767,7 @@ impl State {
             self.init(j, o, bases[j]);
         }
         dispatch::set_cur(prev);
+        self.register_frames(&bases);
         // Its initial state, for cancel.
         let mut saved = Vec::new();
         for (j, o) in self.objs.iter().enumerate() {
@@ -984,6 +985,52 @@ impl State {
         if let Some((at, v)) = stdin_vt {
             // SAFETY: puts back the word changed by accept_foreign_files.
             unsafe { ptr::write_volatile(at as *mut usize, v) };
+        }
+    }
+
+    /// Tells the libset's own unwinder (its copy of libgcc_s, which the
+    /// copies' `_Unwind_*` calls go to) where the copies' unwind tables
+    /// are: the dynamic loader, which the unwinder otherwise asks, knows
+    /// nothing of copies. Without it a C++ exception (or a Rust panic)
+    /// thrown through a copy's code could not be unwound.
+    fn register_frames(&self, bases: &[usize]) {
+        let Some((g, i)) = self.find_for_copy(b"__register_frame_info", None) else {
+            return;
+        };
+        if self.objs[g].kind != Kind::Copy {
+            return;
+        }
+        let reg = bases[g] + self.objs[g].dynm.sym(i).st_value as usize;
+        // SAFETY: libgcc's `void __register_frame_info(const void *, struct object *)`.
+        let reg: unsafe extern "C" fn(*const u8, *mut u8) = unsafe { core::mem::transmute(reg) };
+        for (j, o) in self.objs.iter().enumerate() {
+            if o.kind != Kind::Copy {
+                continue;
+            }
+            let Some(h) = o
+                .dynm
+                .phdrs
+                .iter()
+                .find(|p| p.p_type == elf::PT_GNU_EH_FRAME)
+            else {
+                continue;
+            };
+            let hdr = bases[j] + h.p_vaddr as usize;
+            // SAFETY: the copy's .eh_frame_hdr: version 1, then the encoding
+            // of the pointer to .eh_frame, which follows at offset 4.
+            let eh_frame = unsafe {
+                let b = core::slice::from_raw_parts(hdr as *const u8, 8);
+                if b[0] != 1 || b[1] != 0x1b {
+                    continue; // not DW_EH_PE_pcrel | DW_EH_PE_sdata4
+                }
+                let rel = i32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+                (hdr as isize + 4 + rel as isize) as *const u8
+            };
+            // libgcc's `struct object` is 7 words in this version; it is
+            // never freed (nor is the copy).
+            let ob = Box::leak(Box::new([0usize; 16]));
+            // SAFETY: the copy's .eh_frame, and storage for the unwinder.
+            unsafe { reg(eh_frame, ob.as_mut_ptr().cast()) };
         }
     }
 
