@@ -186,6 +186,9 @@ struct Libset {
     saved: Vec<(usize, Vec<u8>)>,
     /// The copy's `fflush`, if it has a C library.
     fflush: Option<unsafe extern "C" fn(*mut c_void) -> c_int>,
+    /// The copy's `fcloseall` (glibc: its exit-time `_IO_cleanup`, which
+    /// flushes without taking the streams' locks).
+    cleanup: Option<unsafe extern "C" fn() -> c_int>,
 }
 
 struct State {
@@ -781,26 +784,31 @@ impl State {
                 saved.push((start, bytes.to_vec()));
             }
         }
-        let fflush = self
-            .objs
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| o.kind == Kind::Copy)
-            .find_map(|(j, o)| {
-                o.dynm
-                    .lookup(b"fflush", None)
-                    .map(|i| bases[j] + o.dynm.sym(i).st_value as usize)
-            })
-            // SAFETY: the copy's `int fflush(FILE *)`.
-            .map(|a| unsafe {
-                core::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void) -> c_int>(a)
-            });
+        let in_copies = |name: &[u8]| {
+            self.objs
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| o.kind == Kind::Copy)
+                .find_map(|(j, o)| {
+                    o.dynm
+                        .lookup(name, None)
+                        .map(|i| bases[j] + o.dynm.sym(i).st_value as usize)
+                })
+        };
+        // SAFETY: the copy's `int fflush(FILE *)`.
+        let fflush = in_copies(b"fflush").map(|a| unsafe {
+            core::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void) -> c_int>(a)
+        });
+        // SAFETY: the copy's `int fcloseall(void)`.
+        let cleanup = in_copies(b"fcloseall")
+            .map(|a| unsafe { core::mem::transmute::<usize, unsafe extern "C" fn() -> c_int>(a) });
         let own: usize = saved.iter().map(|(_, v)| 2 * v.len()).sum::<usize>() + self.stride;
         self.bytes_per_libset.store(own, Ordering::Relaxed);
         Ok(Libset {
             bases,
             saved,
             fflush,
+            cleanup,
         })
     }
 
@@ -1305,11 +1313,23 @@ fn flush(st: &State, k: u32, ls: &Libset) {
     }
 }
 
+/// At exit, each libset's C library does what the original's does at
+/// exit: write out what its streams hold, without taking their locks (a
+/// function suspended on another thread may hold one).
 extern "C" fn flush_all() {
     let Some(st) = STATE.get() else { return };
     for k in 1..st.sets.len() {
         if let Some((st, ls)) = set(k as u32) {
-            flush(st, k as u32, ls);
+            match ls.cleanup {
+                Some(f) => {
+                    let prev = dispatch::cur();
+                    dispatch::set_cur(k * st.stride);
+                    // SAFETY: the copy's fcloseall().
+                    unsafe { f() };
+                    dispatch::set_cur(prev);
+                }
+                None => flush(st, k as u32, ls),
+            }
         }
     }
 }

@@ -7,6 +7,7 @@
  *
  * Linked with libcounter.so (tests/c/counter.c), a library with globals. */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -220,6 +221,52 @@ static void globals_run(void) {
     printf("globals: separate per libset, restored by cancel\n");
 }
 
+/* ---- what cancel does not restore ------------------------------------ */
+
+struct file_job {
+    char path[64];
+    int fd;
+    void *block;
+};
+
+static void file_fn(void *p) {
+    struct file_job *a = p;
+    FILE *f = fopen(a->path, "w"); /* the libset's stdio: its own FILE */
+    a->fd = fileno(f);
+    fprintf(f, "buffered, never written\n");
+    a->block = malloc(64); /* the shared heap */
+    memset(a->block, 7, 64);
+    preempt_pause();
+}
+
+static void cancel_limits_run(void) {
+    struct file_job a;
+    snprintf(a.path, sizeof a.path, "/tmp/preempt-libsets-%d", (int)getpid());
+    preempt_cont_t *c;
+    CHECK(preempt_launch(file_fn, &a, PREEMPT_NO_TIMEOUT, &c) == PREEMPT_PAUSED);
+    CHECK(preempt_cancel(c) == 0);
+    /* Its libset's stdio is back to its state at load, so the stream is
+     * forgotten: what it buffered is lost, its descriptor stays open, and
+     * its block from the shared heap stays allocated. */
+    FILE *f = fopen(a.path, "r");
+    CHECK(f && fgetc(f) == EOF);
+    fclose(f);
+    CHECK(fcntl(a.fd, F_GETFD) >= 0);
+    CHECK(((unsigned char *)a.block)[63] == 7);
+    close(a.fd);
+    free(a.block);
+    unlink(a.path);
+    printf("cancel: stream forgotten (buffer lost, descriptor open), heap block kept\n");
+}
+
+/* ---- a libset's stdout: flushed when its function returns, and at exit */
+
+static void say(void *p) {
+    printf("%s\n", (const char *)p); /* the libset's own stdout */
+    if (strstr(p, "suspended"))
+        preempt_pause();
+}
+
 /* ---- 64 functions alive at once, each in the middle of strtok ---------- */
 
 #define ALIVE 64
@@ -254,13 +301,15 @@ static void mid_fn(void *p) {
 static void alive_run(void) {
     struct mid m[ALIVE];
     preempt_cont_t *c[ALIVE];
+    struct preempt_libsets_info before;
+    CHECK(preempt_libsets_info(&before) == 1);
     for (int i = 0; i < ALIVE; i++) {
         m[i] = (struct mid){i, 0, 0};
         CHECK(preempt_launch(mid_fn, &m[i], PREEMPT_NO_TIMEOUT, &c[i]) == PREEMPT_PAUSED);
     }
     struct preempt_libsets_info info;
     CHECK(preempt_libsets_info(&info) == 1);
-    CHECK(info.in_use == ALIVE && info.created >= ALIVE);
+    CHECK(info.in_use == before.in_use + ALIVE && info.created >= ALIVE);
     int live = ALIVE;
     while (live) {
         for (int i = 0; i < ALIVE; i++) {
@@ -334,7 +383,12 @@ int main(int argc, char **argv) {
     printf("libsets: %lu libraries, %lu stubs, %lu shared functions\n",
            (unsigned long)info.libraries, (unsigned long)info.stubs,
            (unsigned long)info.shared);
+    preempt_cont_t *c;
+    CHECK(preempt_launch(say, "printed by a function", PREEMPT_NO_TIMEOUT, &c) == PREEMPT_DONE);
+    CHECK(preempt_launch(say, "printed by a suspended function", PREEMPT_NO_TIMEOUT, &c) ==
+          PREEMPT_PAUSED);
     globals_run();
+    cancel_limits_run();
     int caller_bad = 0;
     CHECK(strtok_run(100000, &caller_bad) == 0);
     CHECK(caller_bad == 0);
