@@ -12,18 +12,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
-/// `cargo` run in the workspace's root, without what the outer `cargo
-/// test` was given (flags, target directory) leaking into its build.
-fn cargo_in_root(cargo: &std::ffi::OsStr) -> Command {
-    let mut c = Command::new(cargo);
-    c.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_TARGET_DIR");
-    c
-}
+use common::glibc::cargo_in_root;
 
 /// Runs C test program `cmd` to its end, shows its output, checks that it
 /// succeeded (`what` names it); its standard output.
@@ -35,42 +25,17 @@ fn run_c(cmd: &mut Command, what: &str) -> String {
     stdout
 }
 
-/// libpreempt.a, built as docs/PREEMPT.md says (with the
+/// libpreempt.a for musl, built as docs/PREEMPT.md says (with the
 /// `global-allocator` feature) into a target directory of its own, once per
 /// test run. Not the libpreempt.a next to this test binary: a plain `cargo
 /// build -p preempt` leaves one there without the feature (it is off by
 /// default), whose `preempt_launch` fails.
 fn staticlib() -> PathBuf {
-    static LIB: OnceLock<PathBuf> = OnceLock::new();
-    LIB.get_or_init(|| {
-        let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("preempt-a");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let out = cargo_in_root(&cargo)
-            .args([
-                "build",
-                "--release",
-                "-p",
-                "preempt",
-                "--lib",
-                "--features",
-                "global-allocator",
-                "--target",
-                "x86_64-unknown-linux-musl",
-                "--target-dir",
-            ])
-            .arg(&target_dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "building libpreempt.a failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let lib = target_dir.join("x86_64-unknown-linux-musl/release/libpreempt.a");
-        assert!(lib.exists(), "{} missing", lib.display());
-        lib
-    })
-    .clone()
+    common::glibc::staticlib_for(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "preempt-a",
+        "x86_64-unknown-linux-musl",
+    )
 }
 
 /// The Rust toolchain's LLVM libunwind for musl: the staticlib refers to
@@ -176,10 +141,10 @@ fn pkg_config(prefix: &Path, args: &[&str]) -> Vec<String> {
 
 /// `cargo cinstall -p preempt` for glibc into `tmp/name` (a prefix),
 /// with `extra` arguments; the prefix.
-fn cinstall(cargo: &std::ffi::OsStr, tmp: &Path, name: &str, extra: &[&str]) -> PathBuf {
+fn cinstall(tmp: &Path, name: &str, extra: &[&str]) -> PathBuf {
     let prefix = tmp.join(name);
     let _ = std::fs::remove_dir_all(&prefix);
-    let out = cargo_in_root(cargo)
+    let out = cargo_in_root()
         .args([
             "cinstall",
             "--release",
@@ -231,9 +196,11 @@ fn gcc_with_pkg_config(src: &Path, exe: &Path, prefix: &Path, pc_args: &[&str]) 
 /// static one installed alone.
 #[test]
 fn c_api_through_pkg_config() {
-    let Some(cargo) = cargo_c() else { return };
+    if cargo_c().is_none() {
+        return;
+    }
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let prefix = cinstall(&cargo, tmp, "preempt-prefix", &[]);
+    let prefix = cinstall(tmp, "preempt-prefix", &[]);
     for f in [
         "include/preempt.h",
         "lib/pkgconfig/preempt.pc",
@@ -295,7 +262,6 @@ fn c_api_through_pkg_config() {
     // -lpreempt is libpreempt.a; pkg-config --static adds the libraries the
     // Rust code needs (Libs.private).
     let prefix = cinstall(
-        &cargo,
         tmp,
         "preempt-prefix-static",
         &["--library-type", "staticlib"],

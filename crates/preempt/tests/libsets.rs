@@ -96,12 +96,7 @@ fn c_program_without_libsets_is_corrupted() {
 /// state (it asserts each, and prints "ok").
 #[test]
 fn rust_example_with_libsets() {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let out = Command::new(cargo)
-        .current_dir(glibc::crate_dir().join("../.."))
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_TARGET_DIR")
+    let out = glibc::cargo_in_root()
         .args([
             "run",
             "--release",

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// The libraries the Rust staticlib needs on glibc
 /// (`cargo rustc -- --print native-static-libs`).
@@ -18,7 +18,7 @@ pub fn crate_dir() -> PathBuf {
 }
 
 /// `cargo` in the workspace's root, without the outer build's flags.
-fn cargo_in_root() -> Command {
+pub fn cargo_in_root() -> Command {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut c = Command::new(cargo);
     c.current_dir(crate_dir().join("../.."))
@@ -28,38 +28,46 @@ fn cargo_in_root() -> Command {
     c
 }
 
-/// libpreempt.a for glibc, with the allocator installed, built once into
-/// `dir/preempt-gnu`.
+/// libpreempt.a for `target`, with the allocator installed (without it
+/// `preempt_launch` fails), built once per test binary into a target
+/// directory of its own under `dir` (`dir/<name>`).
+pub fn staticlib_for(dir: &Path, name: &str, target: &str) -> PathBuf {
+    static LIBS: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+    let mut libs = LIBS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, p)) = libs.iter().find(|(t, _)| t == target) {
+        return p.clone();
+    }
+    let target_dir = dir.join(name);
+    let out = cargo_in_root()
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "preempt",
+            "--lib",
+            "--features",
+            "global-allocator",
+            "--target",
+            target,
+            "--target-dir",
+        ])
+        .arg(&target_dir)
+        .output()
+        .expect("cargo");
+    assert!(
+        out.status.success(),
+        "building libpreempt.a for {target} failed (rustup target add {target}):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lib = target_dir.join(target).join("release/libpreempt.a");
+    assert!(lib.exists(), "{} missing", lib.display());
+    libs.push((target.to_string(), lib.clone()));
+    lib
+}
+
+/// libpreempt.a for glibc, in `dir/preempt-gnu`.
 pub fn staticlib(dir: &Path) -> PathBuf {
-    static LIB: OnceLock<PathBuf> = OnceLock::new();
-    LIB.get_or_init(|| {
-        let target_dir = dir.join("preempt-gnu");
-        let out = cargo_in_root()
-            .args([
-                "build",
-                "--release",
-                "-p",
-                "preempt",
-                "--lib",
-                "--features",
-                "global-allocator",
-                "--target",
-                "x86_64-unknown-linux-gnu",
-                "--target-dir",
-            ])
-            .arg(&target_dir)
-            .output()
-            .expect("cargo");
-        assert!(
-            out.status.success(),
-            "building libpreempt.a for glibc failed (rustup target add x86_64-unknown-linux-gnu):\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let lib = target_dir.join("x86_64-unknown-linux-gnu/release/libpreempt.a");
-        assert!(lib.exists(), "{} missing", lib.display());
-        lib
-    })
-    .clone()
+    staticlib_for(dir, "preempt-gnu", "x86_64-unknown-linux-gnu")
 }
 
 /// gcc with the given arguments; panics with its output if it fails.
