@@ -59,11 +59,11 @@ int main() {
         }
         if (++slices == 20000)
             w.stop = true;
-        r = preempt_resume(&c, 20);
+        r = preempt_resume(&c, w.stop ? PREEMPT_NO_TIMEOUT : 20);
     }
     std::cout << "caller: " << slices << " slices, " << mine << " caught; function: "
               << w.caught << " caught, " << w.bad << " wrong" << std::endl;
-    if (r != PREEMPT_DONE || w.bad != 0 || w.caught != 2 * w.rounds || mine != slices)
+    if (r != PREEMPT_DONE || w.bad != 0 || w.caught != 2 * w.rounds || mine != slices || w.rounds == 0)
         return 1;
     std::cout << "all ok" << std::endl;
     return 0;
