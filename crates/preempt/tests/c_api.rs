@@ -38,24 +38,7 @@ fn staticlib() -> PathBuf {
     )
 }
 
-/// The Rust toolchain's LLVM libunwind for musl: the staticlib refers to
-/// `_Unwind_*` but does not bundle it (Rust's own musl link adds it).
-fn libunwind() -> PathBuf {
-    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let out = Command::new(rustc)
-        .args(["--print", "sysroot"])
-        .output()
-        .expect("rustc --print sysroot");
-    let sysroot = String::from_utf8(out.stdout).unwrap();
-    let p = Path::new(sysroot.trim())
-        .join("lib/rustlib/x86_64-unknown-linux-musl/lib/self-contained/libunwind.a");
-    assert!(
-        p.exists(),
-        "{} missing (rustup target add x86_64-unknown-linux-musl)",
-        p.display()
-    );
-    p
-}
+use common::glibc::libunwind;
 
 fn build(src: &str, out: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"));

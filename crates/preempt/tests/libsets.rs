@@ -81,6 +81,47 @@ fn cxx_program_with_libsets() {
     assert!(out.contains("all ok"));
 }
 
+/// A dynamically linked musl program (musl-gcc, without -static): its own
+/// library is copied, preempted while it counts, restored by cancel; musl's
+/// C library is the dynamic loader and is not copied.
+#[test]
+fn musl_program_with_libsets() {
+    let dir = tmp().join("musl");
+    std::fs::create_dir_all(&dir).unwrap();
+    let so = dir.join("libcounter.so");
+    let cc = "musl-gcc";
+    let src = glibc::crate_dir().join("tests/c/counter.c");
+    let status = Command::new(cc)
+        .args(["-O2", "-shared", "-fPIC"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&so)
+        .status()
+        .expect("musl-gcc not found: install musl-tools (.ci/run does)");
+    assert!(status.success(), "musl-gcc -shared failed");
+    let exe = dir.join("libsets_musl");
+    let lib = glibc::staticlib_for(tmp(), "preempt-a", "x86_64-unknown-linux-musl");
+    // -no-pie: the workspace builds its musl code with the static
+    // relocation model (.cargo/config.toml).
+    let status = Command::new(cc)
+        .args(["-no-pie", "-O2", "-Wall", "-Werror", "-I"])
+        .arg(glibc::crate_dir().join("include"))
+        .arg(glibc::crate_dir().join("tests/c/libsets_musl.c"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(format!("-L{}", dir.display()))
+        .arg(format!("-Wl,-rpath,{}", dir.display()))
+        .arg("-lcounter")
+        .arg(lib)
+        .arg(glibc::libunwind())
+        .status()
+        .unwrap();
+    assert!(status.success(), "musl-gcc libsets_musl.c failed");
+    let (code, out) = run(&exe, &[]);
+    assert_eq!(code, Some(0), "libsets_musl failed");
+    assert!(out.contains("all ok"));
+}
+
 /// The same strtok check without libsets sees the corruption libsets
 /// prevent, so the check above can fail.
 #[test]

@@ -1,7 +1,7 @@
-//! Builds C programs against glibc with gcc and the crate's static library
-//! for x86_64-unknown-linux-gnu (libsets need a dynamically linked program:
-//! a static one has no shared libraries to copy). Shared by
-//! tests/libsets.rs and benches/libsets.rs.
+//! Builds the crate's static library for a target, and C programs against
+//! glibc with gcc (libsets need a dynamically linked program: a static one
+//! has no shared libraries to copy). Shared by tests/libsets.rs,
+//! tests/c_api.rs and benches/libsets.rs.
 
 #![allow(dead_code)]
 
@@ -68,6 +68,25 @@ pub fn staticlib_for(dir: &Path, name: &str, target: &str) -> PathBuf {
 /// libpreempt.a for glibc, in `dir/preempt-gnu`.
 pub fn staticlib(dir: &Path) -> PathBuf {
     staticlib_for(dir, "preempt-gnu", "x86_64-unknown-linux-gnu")
+}
+
+/// The Rust toolchain's LLVM libunwind for musl: the staticlib refers to
+/// `_Unwind_*` but does not bundle it (Rust's own musl link adds it).
+pub fn libunwind() -> PathBuf {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = Command::new(rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .expect("rustc --print sysroot");
+    let sysroot = String::from_utf8(out.stdout).unwrap();
+    let p = Path::new(sysroot.trim())
+        .join("lib/rustlib/x86_64-unknown-linux-musl/lib/self-contained/libunwind.a");
+    assert!(
+        p.exists(),
+        "{} missing (rustup target add x86_64-unknown-linux-musl)",
+        p.display()
+    );
+    p
 }
 
 /// gcc with the given arguments; panics with its output if it fails.
