@@ -113,6 +113,10 @@ void preempt_stats(struct preempt_stats *out);
  * PREEMPT_ELIBSET (preempt_libsets_error() says why: e.g. a static program
  * has no libraries to copy). */
 int preempt_libsets_enable(const char *const *shared);
+/* Why the last preempt_libsets_enable, or preempt_launch that returned
+ * PREEMPT_ELIBSET (no libset could be made: e.g. a library replaced on
+ * disk since it was loaded, or all MAX_LIBSETS held), failed on this
+ * thread. */
 const char *preempt_libsets_error(void);
 
 struct preempt_libsets_info {

@@ -92,6 +92,7 @@ pub unsafe extern "C" fn preempt_launch(
         Err(e) => {
             // SAFETY: as above.
             unsafe { *out = ptr::null_mut() };
+            note_libset_error(&e);
             code_of(&e)
         }
     }
@@ -315,15 +316,22 @@ pub unsafe extern "C" fn preempt_libsets_enable(shared: *const *const c_char) ->
     match crate::libset::enable(&refs) {
         Ok(_) => 0,
         Err(e) => {
-            let msg = std::ffi::CString::new(e.to_string().replace('\0', " ")).unwrap_or_default();
-            LIBSET_ERROR.with(|m| *m.borrow_mut() = msg);
+            note_libset_error(&e);
             code_of(&e)
         }
     }
 }
 
-/// Why this thread's last `preempt_libsets_enable` failed ("" if none).
-/// Valid until the next call on this thread.
+fn note_libset_error(e: &Error) {
+    if let Error::Libset(m) = e {
+        let msg = std::ffi::CString::new(m.replace('\0', " ")).unwrap_or_default();
+        LIBSET_ERROR.with(|m| *m.borrow_mut() = msg);
+    }
+}
+
+/// Why this thread's last `preempt_libsets_enable`, or `preempt_launch`
+/// that returned PREEMPT_ELIBSET, failed ("" if none). Valid until the next
+/// such failure on this thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn preempt_libsets_error() -> *const c_char {
     LIBSET_ERROR.with(|m| m.borrow().as_ptr())

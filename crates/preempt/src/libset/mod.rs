@@ -597,6 +597,7 @@ fn setup(extra_shared: &[&str]) -> Result<State, Error> {
     for &(got, t) in &sites {
         // SAFETY: a GOT (or data) word of the program, from its relocations.
         let cur = unsafe { *(got as *const usize) };
+        // SAFETY: libset 0's table entry t, written above.
         let orig = unsafe { *((st.table0 + 8 * t) as *const usize) };
         let o = &st.objs[st.targets[t].obj];
         let sym_addr = o.dynm.base + o.dynm.sym(st.targets[t].sym).st_value as usize;
@@ -696,20 +697,35 @@ impl State {
     /// every copied library, fills its dispatch table.
     fn make(&self, k: usize) -> Result<Libset, Error> {
         let mut bases = Vec::with_capacity(self.objs.len());
-        let mut fds = Vec::new();
         for o in &self.objs {
             if o.kind != Kind::Copy {
                 bases.push(o.dynm.base);
                 continue;
             }
-            let (base, fd) = map_copy(o)?;
-            fds.push(fd);
-            bases.push(base);
+            match map_copy(o) {
+                Ok(base) => bases.push(base),
+                Err(e) => {
+                    self.unmap(&bases);
+                    return Err(e);
+                }
+            }
         }
-        for fd in fds {
-            // SAFETY: our own descriptors.
-            unsafe { libc::close(fd) };
+        self.fill(k, bases)
+    }
+
+    /// Unmaps the copies made so far (`bases` of the first objects).
+    fn unmap(&self, bases: &[usize]) {
+        for (o, &b) in self.objs.iter().zip(bases) {
+            if o.kind == Kind::Copy {
+                // SAFETY: the copy's own reservation, made by map_copy and
+                // not yet used by anything.
+                unsafe { libc::munmap((b + o.lo) as *mut c_void, o.hi - o.lo) };
+            }
         }
+    }
+
+    /// Relocates and initialises the copies mapped at `bases` as libset k.
+    fn fill(&self, k: usize, bases: Vec<usize>) -> Result<Libset, Error> {
         let mut ifuncs: Vec<(usize, usize)> = Vec::new();
         for (j, o) in self.objs.iter().enumerate() {
             if o.kind != Kind::Copy {
@@ -718,7 +734,10 @@ impl State {
             let b = bases[j];
             apply_relr(o.dynm.relr, b);
             for r in o.dynm.rela.iter().chain(o.dynm.jmprel.iter()) {
-                self.relocate(j, o, r, &bases, &mut ifuncs)?;
+                if let Err(e) = self.relocate(j, o, r, &bases, &mut ifuncs) {
+                    self.unmap(&bases);
+                    return Err(e);
+                }
             }
         }
         for (at, resolver) in ifuncs {
@@ -767,7 +786,7 @@ impl State {
             if o.kind != Kind::Copy {
                 continue;
             }
-            self.init(j, o, bases[j]);
+            self.init(o, bases[j]);
         }
         dispatch::set_cur(prev);
         self.register_frames(&bases);
@@ -838,7 +857,7 @@ impl State {
                     put((b as i64 + addend) as u64);
                     return Ok(());
                 }
-                match self.resolve(j, o, r.sym(), bases)? {
+                match self.resolve(o, r.sym(), bases)? {
                     Resolved::Addr(v) => put((v as i64 + addend) as u64),
                     Resolved::Ifunc(res) => ifuncs.push((at, res)),
                 }
@@ -881,7 +900,7 @@ impl State {
     }
 
     /// Where a copy's symbol reference `s` of object `j` goes.
-    fn resolve(&self, j: usize, o: &Obj, s: usize, bases: &[usize]) -> Result<Resolved, Error> {
+    fn resolve(&self, o: &Obj, s: usize, bases: &[usize]) -> Result<Resolved, Error> {
         let name = o.dynm.sym_name(s);
         let want = o.dynm.wanted_version(s);
         if let Some(w) = self.shared_wrapper(name) {
@@ -905,7 +924,6 @@ impl State {
                 String::from_utf8_lossy(name)
             )));
         };
-        let _ = j;
         let dsym = self.objs[d].dynm.sym(i);
         let base = if global {
             self.objs[d].dynm.base
@@ -952,7 +970,7 @@ impl State {
         Ok(self.objs[d].dynm.sym(i).st_value)
     }
 
-    fn init(&self, _j: usize, o: &Obj, base: usize) {
+    fn init(&self, o: &Obj, base: usize) {
         let shift = |a: usize| base + (a - o.dynm.base);
         let argv = self.argv.as_ptr();
         let env = environ_now();
@@ -1125,9 +1143,59 @@ fn writable_ranges(o: &Obj) -> Vec<(usize, usize)> {
     v
 }
 
-/// Maps a fresh copy of `o` from its file. Returns its bias and the
-/// descriptor (closed by the caller).
-fn map_copy(o: &Obj) -> Result<(usize, c_int), Error> {
+/// Checks, before mapping it, that the file at `o`'s path is the one that
+/// is loaded: long enough for every segment (mapping past its end would
+/// fault), and with the same first page.
+fn same_file(o: &Obj, fd: c_int) -> Result<(), Error> {
+    let differs = || {
+        err(format!(
+            "{}: the file differs from the library loaded (replaced on disk since?)",
+            o.name
+        ))
+    };
+    // SAFETY: `st` is written by fstat.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: our own descriptor.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(Error::Os(crate::sys::errno()));
+    }
+    let need = o
+        .dynm
+        .phdrs
+        .iter()
+        .filter(|p| p.p_type == elf::PT_LOAD)
+        .map(|p| p.p_offset + p.p_filesz)
+        .max()
+        .unwrap_or(0);
+    if (st.st_size as u64) < need {
+        return Err(differs());
+    }
+    let Some(p) = o
+        .dynm
+        .phdrs
+        .iter()
+        .find(|p| p.p_type == elf::PT_LOAD && p.p_offset == 0)
+    else {
+        return Ok(());
+    };
+    let n = (p.p_filesz as usize).min(page());
+    let mut buf = vec![0u8; n];
+    // SAFETY: reads n bytes into `buf`.
+    let got = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), n, 0) };
+    if got != n as isize {
+        return Err(differs());
+    }
+    // SAFETY: the loaded original's first segment holds at least n bytes.
+    let loaded =
+        unsafe { core::slice::from_raw_parts((o.dynm.base + p.p_vaddr as usize) as *const u8, n) };
+    if loaded != &buf[..] {
+        return Err(differs());
+    }
+    Ok(())
+}
+
+/// Maps a fresh copy of `o` from its file. Returns its bias.
+fn map_copy(o: &Obj) -> Result<usize, Error> {
     let path = std::ffi::CString::new(o.name.as_bytes()).map_err(|_| err("bad library path"))?;
     // SAFETY: a NUL-terminated path.
     let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
@@ -1138,11 +1206,11 @@ fn map_copy(o: &Obj) -> Result<(usize, c_int), Error> {
             std::io::Error::last_os_error()
         )));
     }
-    let fail = |e: Error| {
+    if let Err(e) = same_file(o, fd) {
         // SAFETY: our own descriptor.
         unsafe { libc::close(fd) };
-        e
-    };
+        return Err(e);
+    }
     let span = o.hi - o.lo;
     // SAFETY: a fresh reservation for the copy.
     let res = unsafe {
@@ -1156,8 +1224,19 @@ fn map_copy(o: &Obj) -> Result<(usize, c_int), Error> {
         )
     };
     if res == libc::MAP_FAILED {
-        return Err(fail(Error::Os(crate::sys::errno())));
+        let e = Error::Os(crate::sys::errno());
+        // SAFETY: our own descriptor.
+        unsafe { libc::close(fd) };
+        return Err(e);
     }
+    let fail = |e: Error| {
+        // SAFETY: our own descriptor and reservation.
+        unsafe {
+            libc::close(fd);
+            libc::munmap(res, span);
+        }
+        e
+    };
     let base = res as usize - o.lo;
     for p in o.dynm.phdrs.iter().filter(|p| p.p_type == elf::PT_LOAD) {
         let start = page_down(p.p_vaddr as usize);
@@ -1221,30 +1300,9 @@ fn map_copy(o: &Obj) -> Result<(usize, c_int), Error> {
             }
         }
     }
-    // The file must be the one that is loaded: compare the first page.
-    let first = o
-        .dynm
-        .phdrs
-        .iter()
-        .find(|p| p.p_type == elf::PT_LOAD && p.p_offset == 0);
-    if let Some(p) = first {
-        let n = (p.p_filesz as usize).min(page());
-        // SAFETY: both mappings hold at least n bytes of the first segment.
-        let same = unsafe {
-            libc::memcmp(
-                (o.dynm.base + p.p_vaddr as usize) as *const c_void,
-                (base + p.p_vaddr as usize) as *const c_void,
-                n,
-            ) == 0
-        };
-        if !same {
-            return Err(fail(err(format!(
-                "{}: the file differs from the library loaded (replaced on disk?)",
-                o.name
-            ))));
-        }
-    }
-    Ok((base, fd))
+    // SAFETY: our own descriptor; the mappings keep the file.
+    unsafe { libc::close(fd) };
+    Ok(base)
 }
 
 /// Takes a libset for a function about to be launched: a free one, or a
