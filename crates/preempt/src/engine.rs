@@ -617,7 +617,7 @@ unsafe fn run_slice(
         (*raw).out = out;
         st.current.store(raw, RELAXED);
         if (*raw).libset != 0 {
-            libset::set_cur(libset::table_off((*raw).libset));
+            libset::enter((*raw).libset);
         }
         compiler_fence(Ordering::SeqCst);
         st.in_fn.store(true, RELAXED);
@@ -626,8 +626,9 @@ unsafe fn run_slice(
     compiler_fence(Ordering::SeqCst);
     // SAFETY: `raw` is still live (a finished function's header is read
     // before its stack is recycled, in `finish`).
-    if unsafe { (*raw).libset } != 0 {
-        libset::set_cur(0);
+    let k = unsafe { (*raw).libset };
+    if k != 0 {
+        libset::leave(k);
     }
     st.in_fn.store(false, RELAXED);
     let reason = st.reason.load(RELAXED);

@@ -122,29 +122,45 @@ fn musl_program_with_libsets() {
     assert!(out.contains("all ok"));
 }
 
-/// A library replaced on disk since it was loaded: the launch that needs a
-/// new libset fails with PREEMPT_ELIBSET saying why, and nothing is lost
-/// (the next launch, with the file back, works).
+/// A dlopen'ed library with thread-locals: `enable` refuses it, saying
+/// why. A library replaced on disk since it was loaded: the launch that
+/// needs a new libset fails with PREEMPT_ELIBSET saying why, and nothing is
+/// lost (the next launch, with the file back, works).
 #[test]
-fn replaced_library_is_refused() {
+fn unusable_libraries_are_refused() {
     let exe = glibc::program(tmp(), "tests/c/libsets_errors.c", "libsets_errors");
     let dir = tmp().join("errors");
     std::fs::create_dir_all(&dir).unwrap();
-    let lib = dir.join("libcounter2.so");
-    std::fs::copy(glibc::counter_lib(tmp()), &lib).unwrap();
-    // Another library: any different shared object will do.
-    let other = dir.join("other.so");
-    let src = dir.join("other.c");
-    std::fs::write(&src, "int other_fn(void) { return 1; }\n").unwrap();
-    glibc::gcc(&[
-        "-shared".as_ref(),
-        "-fPIC".as_ref(),
-        src.as_os_str(),
-        "-o".as_ref(),
-        other.as_os_str(),
-    ]);
-    let (code, out) = run(&exe, &[lib.to_str().unwrap(), other.to_str().unwrap()]);
+    let tls_lib = dir.join("libcounter2.so");
+    std::fs::copy(glibc::counter_lib(tmp()), &tls_lib).unwrap();
+    // Two different libraries without thread-locals.
+    let mut libs = Vec::new();
+    for (name, body) in [
+        ("lib1", "int one(void) { return 1; }"),
+        ("lib2", "int two(void) { return 2; }"),
+    ] {
+        let src = dir.join(format!("{name}.c"));
+        let so = dir.join(format!("{name}.so"));
+        std::fs::write(&src, format!("{body}\n")).unwrap();
+        glibc::gcc(&[
+            "-shared".as_ref(),
+            "-fPIC".as_ref(),
+            src.as_os_str(),
+            "-o".as_ref(),
+            so.as_os_str(),
+        ]);
+        libs.push(so);
+    }
+    let (code, out) = run(
+        &exe,
+        &[
+            tls_lib.to_str().unwrap(),
+            libs[0].to_str().unwrap(),
+            libs[1].to_str().unwrap(),
+        ],
+    );
     assert_eq!(code, Some(0), "libsets_errors failed");
+    assert!(out.contains("not in static TLS"));
     assert!(out.contains("differs from the library loaded"));
     assert!(out.contains("all ok"));
 }

@@ -30,8 +30,6 @@ use elf::{Dynamic, Phdr, Rela, Version};
 use libc::{c_char, c_int, c_void};
 use std::sync::{Mutex, OnceLock};
 
-pub(crate) use dispatch::set_cur;
-
 /// Functions that always run in the original libraries, with preemption
 /// deferred until they return: they keep process-wide state that must stay
 /// one (the heap, threads and their keys, exit handlers, the loader's
@@ -189,6 +187,9 @@ struct Libset {
     /// The copy's `fcloseall` (glibc: its exit-time `_IO_cleanup`, which
     /// flushes without taking the streams' locks).
     cleanup: Option<unsafe extern "C" fn() -> c_int>,
+    /// The function's own TLS blocks of the copied libraries while it is
+    /// not running (`tls_size` bytes; only its holder touches it).
+    tls: *mut u8,
 }
 
 struct State {
@@ -206,8 +207,32 @@ struct State {
     pool: Mutex<Pool>,
     bytes_per_libset: AtomicUsize,
     argv: [*const c_char; 2],
+    /// The copied libraries' TLS blocks that each function has its own of.
+    tls: Vec<TlsBlock>,
+    /// Their total size.
+    tls_size: usize,
 }
 
+/// A copied library's TLS block: where it is in every thread's static TLS,
+/// and its initialisation image.
+struct TlsBlock {
+    obj: usize,
+    /// Offset of the block from the thread pointer.
+    tpoff: isize,
+    memsz: usize,
+    filesz: usize,
+    /// The image's address relative to the bias.
+    vaddr: usize,
+    /// Where the block is kept in a libset's or a thread's save area.
+    at: usize,
+}
+
+// SAFETY: the raw pointers in State (argv, the libsets) and Libset (its TLS
+// area) point at data that lives for the rest of the process; a libset's
+// TLS area is touched only by the thread whose function holds it.
+unsafe impl Send for Libset {}
+// SAFETY: as above.
+unsafe impl Sync for Libset {}
 // SAFETY: the raw pointers in State (argv, the libsets) point at data that
 // lives for the rest of the process and is only read after publication.
 unsafe impl Send for State {}
@@ -434,7 +459,12 @@ fn setup(extra_shared: &[&str]) -> Result<State, Error> {
             hi: page_up(hi),
             relro,
             tls_modid: s.tls_modid,
-            tls_tpoff: (has_tls && s.tls_data != 0).then(|| s.tls_data as isize - tp),
+            // A block in static TLS lies just below the thread pointer (x86-64
+            // TLS variant II); a dlopen'd library's block is allocated on
+            // the heap when first used, or not yet (0).
+            tls_tpoff: (has_tls && s.tls_data != 0)
+                .then(|| s.tls_data as isize - tp)
+                .filter(|&off| (-(1 << 20)..0).contains(&off)),
         });
     }
     if !objs.iter().any(|o| o.kind == Kind::Copy) {
@@ -464,9 +494,38 @@ fn setup(extra_shared: &[&str]) -> Result<State, Error> {
         pool: Mutex::new(Pool::default()),
         bytes_per_libset: AtomicUsize::new(0),
         argv: [ptr::null(), ptr::null()],
+        tls: Vec::new(),
+        tls_size: 0,
     };
     // SAFETY: reads the C library's current program name (a C string or NULL).
     st.argv[0] = unsafe { program_invocation_name() };
+
+    // TLS blocks each function has its own of: the copied libraries' that
+    // no shared function uses (not the C library's, whose per-thread
+    // allocator caches, errno and locale the shared functions run on).
+    for (j, o) in st.objs.iter().enumerate() {
+        if o.kind != Kind::Copy || o.dynm.lookup(b"malloc", None).is_some() {
+            continue;
+        }
+        let Some(t) = o.dynm.phdrs.iter().find(|p| p.p_type == elf::PT_TLS) else {
+            continue;
+        };
+        let Some(tpoff) = o.tls_tpoff else {
+            return Err(err(format!(
+                "{}: its TLS is not in static TLS, which a copy needs",
+                o.name
+            )));
+        };
+        st.tls.push(TlsBlock {
+            obj: j,
+            tpoff,
+            memsz: t.p_memsz as usize,
+            filesz: t.p_filesz as usize,
+            vaddr: t.p_vaddr as usize,
+            at: st.tls_size,
+        });
+        st.tls_size += (t.p_memsz as usize).next_multiple_of(16);
+    }
 
     // The shared functions, resolved in the originals.
     let names: Vec<&'static [u8]> = SHARED
@@ -780,14 +839,20 @@ impl State {
             unsafe { *((table + 8 * i) as *mut usize) = a };
         }
         // Initialisers, dependencies first (the reverse of load order).
+        // The initialisers run on a TLS of the libset's own (what they store
+        // there is dropped: each function starts from the images).
+        let tls = Box::leak(vec![0u8; self.tls_size].into_boxed_slice()).as_mut_ptr();
+        self.tls_init(tls, &bases);
         let prev = dispatch::cur();
         dispatch::set_cur(k * self.stride);
+        self.tls_swap(tls, true);
         for (j, o) in self.objs.iter().enumerate().rev() {
             if o.kind != Kind::Copy {
                 continue;
             }
             self.init(o, bases[j]);
         }
+        self.tls_swap(tls, false);
         dispatch::set_cur(prev);
         self.register_frames(&bases);
         // Its initial state, for cancel.
@@ -821,13 +886,15 @@ impl State {
         // SAFETY: the copy's `int fcloseall(void)`.
         let cleanup = in_copies(b"fcloseall")
             .map(|a| unsafe { core::mem::transmute::<usize, unsafe extern "C" fn() -> c_int>(a) });
-        let own: usize = saved.iter().map(|(_, v)| 2 * v.len()).sum::<usize>() + self.stride;
+        let own: usize =
+            saved.iter().map(|(_, v)| 2 * v.len()).sum::<usize>() + self.stride + self.tls_size;
         self.bytes_per_libset.store(own, Ordering::Relaxed);
         Ok(Libset {
             bases,
             saved,
             fflush,
             cleanup,
+            tls,
         })
     }
 
@@ -1012,6 +1079,53 @@ impl State {
             // SAFETY: puts back the word changed by accept_foreign_files.
             unsafe { ptr::write_volatile(at as *mut usize, v) };
         }
+    }
+
+    /// Fills a TLS save area with the blocks' images (as a new thread gets
+    /// them), from the copies at `bases`.
+    fn tls_init(&self, area: *mut u8, bases: &[usize]) {
+        for b in &self.tls {
+            // SAFETY: `area` holds tls_size bytes; the image lies in the
+            // copy's mapped segment.
+            unsafe {
+                let dst = area.add(b.at);
+                ptr::copy_nonoverlapping((bases[b.obj] + b.vaddr) as *const u8, dst, b.filesz);
+                ptr::write_bytes(dst.add(b.filesz), 0, b.memsz - b.filesz);
+            }
+        }
+    }
+
+    /// Exchanges this thread's TLS blocks of the copied libraries with
+    /// `area` (`into`: save the thread's in the thread's save area and load
+    /// `area`'s; else the reverse).
+    fn tls_swap(&self, area: *mut u8, into: bool) {
+        if self.tls_size == 0 {
+            return;
+        }
+        let tp = thread_pointer();
+        TLS_SAVE.with(|save| {
+            // SAFETY: this thread's own save area, used only here and not
+            // re-entered (the swaps happen outside signal handlers).
+            let save = unsafe { &mut *save.get() };
+            if save.len() < self.tls_size {
+                save.resize(self.tls_size, 0);
+            }
+            for b in &self.tls {
+                let live = (tp as isize + b.tpoff) as *mut u8;
+                // SAFETY: the block is in this thread's static TLS (checked
+                // at enable); both areas hold tls_size bytes.
+                unsafe {
+                    let (keep, load) = (save.as_mut_ptr().add(b.at), area.add(b.at));
+                    if into {
+                        ptr::copy_nonoverlapping(live, keep, b.memsz);
+                        ptr::copy_nonoverlapping(load, live, b.memsz);
+                    } else {
+                        ptr::copy_nonoverlapping(live, load, b.memsz);
+                        ptr::copy_nonoverlapping(keep, live, b.memsz);
+                    }
+                }
+            }
+        });
     }
 
     /// Tells the libset's own unwinder (its copy of libgcc_s, which the
@@ -1312,6 +1426,10 @@ pub(crate) fn acquire() -> Result<u32, Error> {
     let mut pool = st.pool.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(k) = pool.free.pop() {
         pool.in_use += 1;
+        drop(pool);
+        if let Some((st, ls)) = set(k) {
+            st.tls_init(ls.tls, &ls.bases);
+        }
         return Ok(k);
     }
     if pool.created as usize >= MAX_LIBSETS {
@@ -1327,13 +1445,25 @@ pub(crate) fn acquire() -> Result<u32, Error> {
     Ok(k as u32)
 }
 
-/// The table offset of libset `k`, the value of the current-libset word
-/// while its function runs.
-pub(crate) fn table_off(k: u32) -> usize {
-    match STATE.get() {
-        Some(st) => k as usize * st.stride,
-        None => 0,
-    }
+thread_local! {
+    /// The caller's TLS blocks of the copied libraries while a function runs.
+    static TLS_SAVE: core::cell::UnsafeCell<Vec<u8>> = const { core::cell::UnsafeCell::new(Vec::new()) };
+}
+
+/// The caller is about to switch into a function of libset `k`: make `k`
+/// current and give the thread the function's TLS blocks.
+pub(crate) fn enter(k: u32) {
+    let Some((st, ls)) = set(k) else { return };
+    dispatch::set_cur(k as usize * st.stride);
+    st.tls_swap(ls.tls, true);
+}
+
+/// Back from a function of libset `k`: keep its TLS blocks, give the caller
+/// its own back, and make the originals current.
+pub(crate) fn leave(k: u32) {
+    let Some((st, ls)) = set(k) else { return };
+    st.tls_swap(ls.tls, false);
+    dispatch::set_cur(0);
 }
 
 fn set(k: u32) -> Option<(&'static State, &'static Libset)> {

@@ -11,6 +11,11 @@ __attribute__((constructor)) static void counter_init(void) {
     initialised_by_constructor = 42;
 }
 
+/* Thread-local: each function has its own block of it (libsets), starting
+ * from this image. */
+__thread int counter_tls = 100;
+int counter_tls_next(void) { return ++counter_tls; }
+
 int counter_next(void) { return ++counter; }
 int counter_get(void) { return counter; }
 int counter_constructed(void) { return initialised_by_constructor; }

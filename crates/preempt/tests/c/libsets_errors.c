@@ -1,12 +1,16 @@
-/* Libset errors (tests/libsets.rs): a library replaced on disk after it was
- * loaded cannot be copied, and the launch that needs a new libset fails
- * with PREEMPT_ELIBSET and says why; once the file is back, launches work.
+/* Libset errors (tests/libsets.rs):
+ *  - a library dlopen'ed with thread-locals (not in static TLS) cannot be
+ *    copied: enable fails, says why, and changes nothing;
+ *  - a library replaced on disk after it was loaded cannot be copied: the
+ *    launch that needs a new libset fails with PREEMPT_ELIBSET and says
+ *    why; once the file is back, launches work.
  *
- *   libsets_errors LIB OTHER
+ *   libsets_errors TLSLIB LIB OTHER
  *
- * LIB: a copy of libcounter.so, loaded here with dlopen (before enable, so
- * it is copied); OTHER: a different shared library, renamed over LIB for a
- * moment. Prints "all ok". */
+ * TLSLIB: a copy of libcounter.so (it has a thread-local); LIB: a library
+ * without, loaded here with dlopen (before enable, so it is copied);
+ * OTHER: a different shared library, renamed over LIB for a moment.
+ * Prints "all ok". */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -26,7 +30,15 @@
 static void fn(void *p) { *(int *)p = preempt_libset_current(); }
 
 int main(int argc, char **argv) {
-    CHECK(argc == 3);
+    CHECK(argc == 4);
+    void *h = dlopen(argv[1], RTLD_NOW);
+    CHECK(h);
+    CHECK(preempt_libsets_enable(NULL) == PREEMPT_ELIBSET);
+    printf("enable: %s\n", preempt_libsets_error());
+    CHECK(strstr(preempt_libsets_error(), "not in static TLS"));
+    CHECK(preempt_libsets_info(NULL) == 0);
+    CHECK(dlclose(h) == 0);
+    argv++;
     char saved[4096];
     snprintf(saved, sizeof saved, "%s.saved", argv[1]);
     CHECK(dlopen(argv[1], RTLD_NOW));

@@ -21,6 +21,7 @@ int counter_next(void);
 int counter_get(void);
 int counter_constructed(void);
 int counter_log(const char *s);
+int counter_tls_next(void);
 
 #define CHECK(c)                                                              \
     do {                                                                      \
@@ -179,12 +180,14 @@ struct cnt {
     int seen;
     int constructed;
     int libset;
+    int tls_first, tls_after;
 };
 
 static void count_fn(void *p) {
     struct cnt *a = p;
     a->libset = preempt_libset_current();
     a->constructed = counter_constructed();
+    a->tls_first = counter_tls_next();
     for (int i = 0; i < a->n; i++)
         counter_next();
     counter_log("x");
@@ -192,10 +195,12 @@ static void count_fn(void *p) {
     preempt_pause();
     counter_next();
     a->seen = counter_get();
+    a->tls_after = counter_tls_next();
 }
 
 static void globals_run(void) {
     CHECK(counter_next() == 1); /* the caller's copy */
+    CHECK(counter_tls_next() == 101); /* the caller's thread-local */
     struct cnt a = {5}, b = {3};
     preempt_cont_t *ca, *cb;
     CHECK(preempt_launch(count_fn, &a, PREEMPT_NO_TIMEOUT, &ca) == PREEMPT_PAUSED);
@@ -204,9 +209,13 @@ static void globals_run(void) {
     CHECK(a.constructed == 42 && b.constructed == 42);
     CHECK(a.seen == 5 && b.seen == 3);
     CHECK(counter_get() == 1);
+    /* Thread-locals of a copied library: each function its own, from the
+     * image. */
+    CHECK(a.tls_first == 101 && b.tls_first == 101);
+    CHECK(counter_tls_next() == 102);
     CHECK(preempt_resume(&ca, PREEMPT_NO_TIMEOUT) == PREEMPT_DONE);
-    CHECK(a.seen == 6);
-    CHECK(counter_get() == 1);
+    CHECK(a.seen == 6 && a.tls_after == 102);
+    CHECK(counter_get() == 1 && counter_tls_next() == 103);
     /* Cancel b: its libset's globals go back to their state at load. */
     CHECK(preempt_cancel(cb) == 0);
     struct cnt d = {0};
@@ -222,7 +231,7 @@ static void globals_run(void) {
     CHECK(e.libset == d.libset && e.seen == 1);
     CHECK(preempt_cancel(cd) == 0);
     CHECK(counter_get() == 1);
-    printf("globals: separate per libset, restored by cancel\n");
+    printf("globals: separate per libset, restored by cancel; thread-locals per function\n");
 }
 
 /* ---- what cancel does not restore ------------------------------------ */
