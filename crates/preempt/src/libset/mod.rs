@@ -187,6 +187,9 @@ struct Libset {
     /// The copy's `fcloseall` (glibc: its exit-time `_IO_cleanup`, which
     /// flushes without taking the streams' locks).
     cleanup: Option<unsafe extern "C" fn() -> c_int>,
+    /// The copy's `_IO_list_all` (its list of open streams), if its C
+    /// library is glibc's, whose FILE layout `needs_flush` reads.
+    list_all: Option<usize>,
     /// The function's own TLS blocks of the copied libraries while it is
     /// not running (`tls_size` bytes; only its holder touches it).
     tls: *mut u8,
@@ -886,6 +889,17 @@ impl State {
         // SAFETY: the copy's `int fcloseall(void)`.
         let cleanup = in_copies(b"fcloseall")
             .map(|a| unsafe { core::mem::transmute::<usize, unsafe extern "C" fn() -> c_int>(a) });
+        let list_all = self.objs.iter().enumerate().find_map(|(j, o)| {
+            let glibc = o.kind == Kind::Copy
+                && o.dynm.lookup(b"__libc_early_init", None).is_some()
+                && o.dynm
+                    .lookup(b"_IO_2_1_stdin_", None)
+                    .is_some_and(|i| o.dynm.sym(i).st_size == GLIBC_FILE_PLUS);
+            glibc
+                .then(|| o.dynm.lookup(b"_IO_list_all", None))
+                .flatten()
+                .map(|i| bases[j] + o.dynm.sym(i).st_value as usize)
+        });
         let own: usize =
             saved.iter().map(|(_, v)| 2 * v.len()).sum::<usize>() + self.stride + self.tls_size;
         self.bytes_per_libset.store(own, Ordering::Relaxed);
@@ -894,6 +908,7 @@ impl State {
             saved,
             fflush,
             cleanup,
+            list_all,
             tls,
         })
     }
@@ -1491,7 +1506,41 @@ pub(crate) fn release(k: u32, cancelled: bool) {
     pool.free.push(k);
 }
 
+/// glibc's `struct _IO_FILE_plus` (the FILE, then its jump table).
+const GLIBC_FILE_PLUS: u64 = 0xe0;
+
+/// Does any of the libset's streams hold output? (glibc's own test in
+/// `_IO_flush_all_lockp`, read without its locks: only the libset's holder
+/// uses its streams.) Conservatively yes for wide streams, long lists, or
+/// a C library that is not glibc's.
+fn needs_flush(ls: &Libset) -> bool {
+    const WRITE_BASE: usize = 0x20;
+    const WRITE_PTR: usize = 0x28;
+    const CHAIN: usize = 0x68;
+    const MODE: usize = 0xc0;
+    let Some(list) = ls.list_all else { return true };
+    // SAFETY: the copy's `_IO_list_all` and the FILEs chained from it, in
+    // glibc's layout (checked when the libset was made).
+    unsafe {
+        let mut f = *(list as *const usize);
+        for _ in 0..64 {
+            if f == 0 {
+                return false;
+            }
+            let word = |off: usize| *((f + off) as *const usize);
+            if *((f + MODE) as *const i32) > 0 || word(WRITE_PTR) > word(WRITE_BASE) {
+                return true;
+            }
+            f = word(CHAIN);
+        }
+    }
+    true
+}
+
 fn flush(st: &State, k: u32, ls: &Libset) {
+    if !needs_flush(ls) {
+        return;
+    }
     if let Some(f) = ls.fflush {
         let prev = dispatch::cur();
         dispatch::set_cur(k as usize * st.stride);
