@@ -24,6 +24,12 @@
 //!
 //! # A shared call
 //!
+//! The functions of `SHARED` take no arguments on the stack, and their
+//! wrapper (`__preempt_shared_call_direct`) simply calls them between
+//! `preempt_np_enter()` and `preempt_np_exit()` in a frame of its own. The
+//! functions a program adds may take stack arguments, so theirs uses a
+//! return hook instead:
+//!
 //! A copy's calls to a shared function (the malloc family, thread and
 //! process creation, the loader, exit: `SHARED` in mod.rs) go to a
 //! per-function wrapper, `movabs $target, %r11; movabs
@@ -126,13 +132,81 @@ global_asm!(
     "pop rax",
     "jmp r11",
     ".size __preempt_shared_ret, . - __preempt_shared_ret",
+    //
+    // The direct form, for shared functions that take no arguments on the
+    // stack (all of `SHARED`): a frame of its own and a real call, so the
+    // return-address predictor stays right.
+    ".p2align 4",
+    ".globl __preempt_shared_call_direct",
+    ".hidden __preempt_shared_call_direct",
+    ".type __preempt_shared_call_direct, @function",
+    "__preempt_shared_call_direct:",
+    // rsp = 8 mod 16; r11 = target.
+    "push rbp",
+    "mov rbp, rsp",
+    "push r11",
+    "push rdi",
+    "push rsi",
+    "push rdx",
+    "push rcx",
+    "push r8",
+    "push r9",
+    "push rax",
+    // rsp = 0 mod 16.
+    "sub rsp, 128",
+    "movdqu [rsp], xmm0",
+    "movdqu [rsp + 16], xmm1",
+    "movdqu [rsp + 32], xmm2",
+    "movdqu [rsp + 48], xmm3",
+    "movdqu [rsp + 64], xmm4",
+    "movdqu [rsp + 80], xmm5",
+    "movdqu [rsp + 96], xmm6",
+    "movdqu [rsp + 112], xmm7",
+    "call {np_enter}",
+    "movdqu xmm0, [rsp]",
+    "movdqu xmm1, [rsp + 16]",
+    "movdqu xmm2, [rsp + 32]",
+    "movdqu xmm3, [rsp + 48]",
+    "movdqu xmm4, [rsp + 64]",
+    "movdqu xmm5, [rsp + 80]",
+    "movdqu xmm6, [rsp + 96]",
+    "movdqu xmm7, [rsp + 112]",
+    "add rsp, 128",
+    "pop rax",
+    "pop r9",
+    "pop r8",
+    "pop rcx",
+    "pop rdx",
+    "pop rsi",
+    "pop rdi",
+    // rsp = rbp - 8 = 8 mod 16: realign for the call.
+    "sub rsp, 8",
+    "call qword ptr [rbp - 8]",
+    "push rax",
+    "push rdx",
+    "sub rsp, 32",
+    "movdqu [rsp], xmm0",
+    "movdqu [rsp + 16], xmm1",
+    "call {np_exit}",
+    "movdqu xmm0, [rsp]",
+    "movdqu xmm1, [rsp + 16]",
+    "add rsp, 32",
+    "pop rdx",
+    "pop rax",
+    "mov rsp, rbp",
+    "pop rbp",
+    "ret",
+    ".size __preempt_shared_call_direct, . - __preempt_shared_call_direct",
     enter = sym super::preempt_shared_enter,
     leave = sym super::preempt_shared_leave,
+    np_enter = sym crate::ffi::preempt_np_enter,
+    np_exit = sym crate::ffi::preempt_np_exit,
 );
 
 unsafe extern "C" {
     fn __preempt_libset_tpoff() -> isize;
     fn __preempt_shared_call();
+    fn __preempt_shared_call_direct();
     fn __preempt_shared_ret();
 }
 
@@ -198,13 +272,20 @@ pub(crate) fn write_stub(at: &mut [u8], at_addr: usize, tpoff: i32, table0_slot:
     at[..STUB_SIZE].copy_from_slice(&code);
 }
 
-/// Writes the wrapper of shared function `target` at `at`.
-pub(crate) fn write_wrapper(at: &mut [u8], target: usize) {
+/// Writes the wrapper of shared function `target` at `at`: the direct form
+/// (`direct`: the function takes no arguments on the stack) or the one with
+/// a return hook (any function).
+pub(crate) fn write_wrapper(at: &mut [u8], target: usize, direct: bool) {
+    let via = if direct {
+        __preempt_shared_call_direct as *const () as usize
+    } else {
+        shared_call_addr()
+    };
     let mut code = [0xccu8; WRAPPER_SIZE];
     code[..2].copy_from_slice(&[0x49, 0xbb]);
     code[2..10].copy_from_slice(&(target as u64).to_le_bytes());
     code[10..12].copy_from_slice(&[0x49, 0xba]);
-    code[12..20].copy_from_slice(&(shared_call_addr() as u64).to_le_bytes());
+    code[12..20].copy_from_slice(&(via as u64).to_le_bytes());
     code[20..23].copy_from_slice(&[0x41, 0xff, 0xe2]);
     at[..WRAPPER_SIZE].copy_from_slice(&code);
 }

@@ -172,6 +172,8 @@ struct Target {
 
 struct Shared {
     name: &'static [u8],
+    /// One of `SHARED` (no stack arguments: the direct wrapper).
+    builtin: bool,
     /// The original's entry (an ifunc already resolved).
     target: usize,
     wrapper: usize,
@@ -559,6 +561,7 @@ fn setup(extra_shared: &[&str]) -> Result<State, Error> {
         }
         st.shared.push(Shared {
             name,
+            builtin: SHARED.iter().any(|b| b.as_bytes() == name),
             target,
             wrapper: 0,
         });
@@ -635,7 +638,7 @@ fn setup(extra_shared: &[&str]) -> Result<State, Error> {
         at += dispatch::STUB_SIZE;
     }
     for s in st.shared.iter_mut() {
-        dispatch::write_wrapper(&mut code_bytes[at..], s.target);
+        dispatch::write_wrapper(&mut code_bytes[at..], s.target, s.builtin);
         s.wrapper = code + at;
         at += dispatch::WRAPPER_SIZE;
     }

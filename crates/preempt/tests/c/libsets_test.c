@@ -83,6 +83,19 @@ static int caller_tokens(void) {
     return n == 5 ? 0 : -1;
 }
 
+/* The same with strtok_r: for callers on several threads, which share the
+ * original strtok's state (it is not thread-safe, libsets or not). */
+static int caller_tokens_r(void) {
+    char buf[] = "1 2 3 4 5", *save;
+    int n = 0;
+    for (char *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+        if (t[0] != '1' + n || t[1])
+            return -1;
+        n++;
+    }
+    return n == 5 ? 0 : -1;
+}
+
 /* Runs tok_fn under 10 µs budgets until `want` preemptions; returns the
  * function's corruption count (the caller's own is fatal). */
 static int strtok_run(uint64_t want, int *caller_bad) {
@@ -343,6 +356,9 @@ static void alive_run(void) {
 }
 
 /* ---- launches from 8 threads at once ---------------------------------- */
+/* Each thread's functions use strtok, each in its own libset; the threads'
+ * own code uses strtok_r (the original strtok's state is one for the whole
+ * process). */
 
 static void *thread_main(void *p) {
     long *bad = p;
@@ -352,14 +368,19 @@ static void *thread_main(void *p) {
         int r = preempt_launch(tok_fn, &a, 20, &c);
         int rounds = 0;
         while (r == PREEMPT_TIMEOUT) {
-            if (caller_tokens() != 0)
+            if (caller_tokens_r() != 0) {
+                fprintf(stderr, "thread: the caller's strtok_r was corrupted\n");
                 (*bad)++;
+            }
             if (++rounds >= 5)
                 a.stop = 1;
             r = preempt_resume(&c, a.stop ? PREEMPT_NO_TIMEOUT : 20);
         }
-        if (r != PREEMPT_DONE || a.bad)
+        if (r != PREEMPT_DONE || a.bad) {
+            fprintf(stderr, "thread: launch %d: %s, function corrupted %d times\n", i,
+                    preempt_strerror(r), a.bad);
             (*bad)++;
+        }
     }
     return NULL;
 }
