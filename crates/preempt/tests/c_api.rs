@@ -240,6 +240,21 @@ fn c_api_through_pkg_config() {
     );
     assert!(stdout.contains("all ok"));
 
+    // The C example of libsets, built as its comment says.
+    let exe = tmp.join("preempt_libsets_example");
+    gcc_with_pkg_config(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/c/libsets.c"),
+        &exe,
+        &prefix,
+        &["--cflags", "--libs"],
+    );
+    let stdout = run_c(
+        Command::new(&exe).env("LD_LIBRARY_PATH", &libdir),
+        "libsets example",
+    );
+    assert!(stdout.contains("report in "));
+    assert!(stdout.contains("ada:90 brian:75 carla:82 dmitri:67 eve:99 (5 rows)"));
+
     // Static: installed alone (`--library-type staticlib`, as a
     // distribution's -dev package of a static library would be), so that
     // -lpreempt is libpreempt.a; pkg-config --static adds the libraries the

@@ -265,6 +265,19 @@ static void file_fn(void *p) {
     preempt_pause();
 }
 
+static pthread_t started;
+
+static void *late(void *p) {
+    usleep(20000);
+    *(volatile int *)p = 1;
+    return NULL;
+}
+
+static void thread_fn(void *p) {
+    CHECK(pthread_create(&started, NULL, late, p) == 0);
+    preempt_pause();
+}
+
 static void cancel_limits_run(void) {
     struct file_job a;
     snprintf(a.path, sizeof a.path, "/tmp/preempt-libsets-%d", (int)getpid());
@@ -282,7 +295,13 @@ static void cancel_limits_run(void) {
     close(a.fd);
     free(a.block);
     unlink(a.path);
-    printf("cancel: stream forgotten (buffer lost, descriptor open), heap block kept\n");
+    /* A thread the function started runs on after the cancel. */
+    static volatile int ran;
+    CHECK(preempt_launch(thread_fn, (void *)&ran, PREEMPT_NO_TIMEOUT, &c) == PREEMPT_PAUSED);
+    CHECK(preempt_cancel(c) == 0);
+    CHECK(pthread_join(started, NULL) == 0 && ran == 1);
+    printf("cancel: stream forgotten (buffer lost, descriptor open), heap block kept, "
+           "thread runs on\n");
 }
 
 /* ---- a libset's stdout: flushed when its function returns, and at exit */
