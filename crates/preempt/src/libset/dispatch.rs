@@ -289,3 +289,55 @@ pub(crate) fn write_wrapper(at: &mut [u8], target: usize, direct: bool) {
     code[20..23].copy_from_slice(&[0x41, 0xff, 0xe2]);
     at[..WRAPPER_SIZE].copy_from_slice(&code);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stub_encoding() {
+        let mut b = [0u8; STUB_SIZE];
+        write_stub(&mut b, 0x1000, -0x10, 0x3000);
+        // mov %fs:-0x10,%r11 ; lea 0x3000(%rip),%r10 ; jmp *(%r10,%r11)
+        let rel = (0x3000i64 - (0x1000 + 16)) as i32;
+        let mut want = vec![0x64, 0x4c, 0x8b, 0x1c, 0x25];
+        want.extend_from_slice(&(-0x10i32).to_le_bytes());
+        want.extend_from_slice(&[0x4c, 0x8d, 0x15]);
+        want.extend_from_slice(&rel.to_le_bytes());
+        want.extend_from_slice(&[0x43, 0xff, 0x24, 0x1a]);
+        assert_eq!(&b[..20], &want[..]);
+        assert!(b[20..].iter().all(|&x| x == 0xcc));
+    }
+
+    #[test]
+    fn wrapper_encoding() {
+        let mut b = [0u8; WRAPPER_SIZE];
+        write_wrapper(&mut b, 0x1122_3344_5566_7788, false);
+        assert_eq!(&b[..2], &[0x49, 0xbb]); // movabs $target, %r11
+        assert_eq!(&b[2..10], &0x1122_3344_5566_7788u64.to_le_bytes());
+        assert_eq!(&b[10..12], &[0x49, 0xba]); // movabs $via, %r10
+        assert_eq!(&b[12..20], &(shared_call_addr() as u64).to_le_bytes());
+        assert_eq!(&b[20..23], &[0x41, 0xff, 0xe2]); // jmp *%r10
+        write_wrapper(&mut b, 1, true);
+        assert_ne!(&b[12..20], &(shared_call_addr() as u64).to_le_bytes());
+    }
+
+    #[test]
+    fn current_libset_word_is_per_thread() {
+        set_cur(0x40);
+        assert_eq!(cur(), 0x40);
+        std::thread::spawn(|| assert_eq!(cur(), 0)).join().unwrap();
+        set_cur(0);
+        assert_eq!(cur(), 0);
+        // The stubs read it at %fs:tpoff.
+        let tpoff = cur_tpoff();
+        set_cur(0x1234);
+        let tp: usize;
+        // SAFETY: %fs:0 is the thread pointer.
+        unsafe { asm!("mov {}, qword ptr fs:[0]", out(reg) tp) };
+        // SAFETY: the word the stubs read, in this thread's static TLS.
+        let v = unsafe { *((tp as isize + tpoff) as *const usize) };
+        set_cur(0);
+        assert_eq!(v, 0x1234);
+    }
+}

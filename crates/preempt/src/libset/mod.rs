@@ -1609,3 +1609,22 @@ extern "C" fn preempt_shared_enter(ret: usize) -> usize {
 extern "C" fn preempt_shared_leave() -> usize {
     crate::engine::shared_leave()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relr_decoding() {
+        // An address entry for word 0, then a bitmap for the 63 words
+        // after it: bit i marks word i (1, 3 and 63 here).
+        let mut mem = [0usize; 70];
+        let base = mem.as_mut_ptr() as usize;
+        let relr = [0u64, 1 | (1 << 1) | (1 << 3) | (1 << 63)];
+        // The entry addresses are relative to the bias, which is `base`.
+        apply_relr(&relr, base);
+        let touched: Vec<usize> = (0..70).filter(|&i| mem[i] != 0).collect();
+        assert_eq!(touched, [0, 1, 3, 63]);
+        assert!(touched.iter().all(|&i| mem[i] == base));
+    }
+}
