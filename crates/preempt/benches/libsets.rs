@@ -100,7 +100,7 @@ fn main() {
         ),
         (
             "shared_in_fn",
-            "call of a shared function from a copy, with its return hook",
+            "call of a shared function from a copy (its wrapper defers preemption)",
             "21 / 25",
             "≤ 15 (total)",
         ),
