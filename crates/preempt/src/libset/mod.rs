@@ -161,11 +161,32 @@ struct Obj {
     tls_tpoff: Option<isize>,
 }
 
+impl Obj {
+    /// The address of symbol `i` in this object's image at bias `base` (the
+    /// original's or a copy's).
+    fn addr(&self, i: usize, base: usize) -> usize {
+        base + self.dynm.sym(i).st_value as usize
+    }
+
+    /// The entry of function `i` at bias `base`, an ifunc resolved.
+    ///
+    /// # Safety
+    /// The image at `base` is relocated (so its resolvers can run).
+    unsafe fn func(&self, i: usize, base: usize) -> usize {
+        let a = self.addr(i, base);
+        if self.dynm.sym(i).kind() == elf::STT_GNU_IFUNC {
+            // SAFETY: a resolver of a relocated image, per the contract.
+            unsafe { call_resolver(a) }
+        } else {
+            a
+        }
+    }
+}
+
 /// A function the program calls in a copied library.
 struct Target {
     obj: usize,
     sym: usize,
-    ifunc: bool,
     /// Index in `State::shared` if it is a shared function.
     shared: Option<usize>,
 }
@@ -204,7 +225,6 @@ struct State {
     copied_vars: Vec<&'static [u8]>,
     targets: Vec<Target>,
     shared: Vec<Shared>,
-    extra_shared: Vec<Vec<u8>>,
     /// Libset 0's dispatch table; libset k's is at `table0 + k * stride`.
     table0: usize,
     stride: usize,
@@ -376,12 +396,7 @@ pub fn info() -> Option<Info> {
     let st = STATE.get()?;
     let pool = st.pool.lock().unwrap_or_else(|e| e.into_inner());
     Some(Info {
-        libraries: st
-            .objs
-            .iter()
-            .filter(|o| o.kind == Kind::Copy)
-            .map(|o| o.name.clone())
-            .collect(),
+        libraries: st.copies().map(|(_, o)| o.name.clone()).collect(),
         stubs: st.targets.len(),
         shared: st.shared.len(),
         created: pool.created as usize,
@@ -408,6 +423,9 @@ fn setup(extra_shared: &[&str]) -> Result<State, Error> {
             .to_string_lossy()
             .into_owned()
     });
+    let interp_real = interp
+        .as_deref()
+        .and_then(|p| std::fs::canonicalize(p).ok());
     let mut objs = Vec::new();
     for (i, s) in seen.iter().enumerate() {
         // SAFETY: the loader's own records of a loaded object.
@@ -419,9 +437,8 @@ fn setup(extra_shared: &[&str]) -> Result<State, Error> {
             }
             continue;
         };
-        let is_interp = interp.as_deref().is_some_and(|p| {
-            p == s.name || std::fs::canonicalize(p).ok() == std::fs::canonicalize(&s.name).ok()
-        });
+        let is_interp = interp.as_deref() == Some(s.name.as_str())
+            || (interp_real.is_some() && std::fs::canonicalize(&s.name).ok() == interp_real);
         let kind = if i == 0 {
             Kind::Exe
         } else if s.name.is_empty()
@@ -490,7 +507,6 @@ fn setup(extra_shared: &[&str]) -> Result<State, Error> {
         copied_vars,
         targets: Vec::new(),
         shared: Vec::new(),
-        extra_shared: extra_shared.iter().map(|s| s.as_bytes().to_vec()).collect(),
         table0: 0,
         stride: 0,
         sets: (0..=MAX_LIBSETS)
@@ -533,13 +549,14 @@ fn setup(extra_shared: &[&str]) -> Result<State, Error> {
     }
 
     // The shared functions, resolved in the originals.
+    // (The program's names are kept for good, as the wrappers are.)
     let names: Vec<&'static [u8]> = SHARED
         .iter()
         .map(|s| s.as_bytes())
         .chain(
-            st.extra_shared
+            extra_shared
                 .iter()
-                .map(|v| &*Box::leak(v.clone().into_boxed_slice())),
+                .map(|s| &*Box::leak(s.as_bytes().to_vec().into_boxed_slice())),
         )
         .collect();
     for name in names {
@@ -549,16 +566,13 @@ fn setup(extra_shared: &[&str]) -> Result<State, Error> {
         if st.objs[j].kind != Kind::Copy {
             continue;
         }
-        let s = st.objs[j].dynm.sym(i);
-        if s.kind() != elf::STT_FUNC && s.kind() != elf::STT_GNU_IFUNC {
+        let o = &st.objs[j];
+        let kind = o.dynm.sym(i).kind();
+        if kind != elf::STT_FUNC && kind != elf::STT_GNU_IFUNC {
             continue;
         }
-        let mut target = st.objs[j].dynm.base + s.st_value as usize;
-        if s.kind() == elf::STT_GNU_IFUNC {
-            // SAFETY: an ifunc resolver of a relocated original, called as
-            // the loader calls it.
-            target = unsafe { call_resolver(target) };
-        }
+        // SAFETY: the original, relocated by the loader.
+        let target = unsafe { o.func(i, o.dynm.base) };
         st.shared.push(Shared {
             name,
             builtin: SHARED.iter().any(|b| b.as_bytes() == name),
@@ -583,9 +597,8 @@ fn setup(extra_shared: &[&str]) -> Result<State, Error> {
         if st.objs[j].kind != Kind::Copy {
             continue;
         }
-        let s = st.objs[j].dynm.sym(i);
-        let ifunc = s.kind() == elf::STT_GNU_IFUNC;
-        if s.kind() != elf::STT_FUNC && !ifunc {
+        let kind = st.objs[j].dynm.sym(i).kind();
+        if kind != elf::STT_FUNC && kind != elf::STT_GNU_IFUNC {
             continue;
         }
         let t = match st.targets.iter().position(|t| t.obj == j && t.sym == i) {
@@ -595,7 +608,6 @@ fn setup(extra_shared: &[&str]) -> Result<State, Error> {
                 st.targets.push(Target {
                     obj: j,
                     sym: i,
-                    ifunc,
                     shared,
                 });
                 st.targets.len() - 1
@@ -645,13 +657,9 @@ fn setup(extra_shared: &[&str]) -> Result<State, Error> {
     // Libset 0's table: the originals.
     for (i, t) in st.targets.iter().enumerate() {
         let o = &st.objs[t.obj];
-        let mut a = o.dynm.base + o.dynm.sym(t.sym).st_value as usize;
-        if t.ifunc {
-            // SAFETY: as for the shared functions above.
-            a = unsafe { call_resolver(a) };
-        }
-        // SAFETY: inside libset 0's table.
-        unsafe { *((st.table0 + 8 * i) as *mut usize) = a };
+        // SAFETY: the original, relocated by the loader; then inside libset
+        // 0's table.
+        unsafe { *((st.table0 + 8 * i) as *mut usize) = o.func(t.sym, o.dynm.base) };
     }
     // SAFETY: the code part of our own reservation.
     if unsafe { libc::mprotect(region, code_len, libc::PROT_READ | libc::PROT_EXEC) } != 0 {
@@ -665,7 +673,7 @@ fn setup(extra_shared: &[&str]) -> Result<State, Error> {
         // SAFETY: libset 0's table entry t, written above.
         let orig = unsafe { *((st.table0 + 8 * t) as *const usize) };
         let o = &st.objs[st.targets[t].obj];
-        let sym_addr = o.dynm.base + o.dynm.sym(st.targets[t].sym).st_value as usize;
+        let sym_addr = o.addr(st.targets[t].sym, o.dynm.base);
         // A lazily bound PLT slot still points into the program; an R_64
         // data word may have been changed by the program: leave those
         // that hold something else alone.
@@ -729,6 +737,23 @@ unsafe fn call_resolver(f: usize) -> usize {
 }
 
 impl State {
+    /// The copied objects, with their indices.
+    fn copies(&self) -> impl DoubleEndedIterator<Item = (usize, &Obj)> {
+        self.objs
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.kind == Kind::Copy)
+    }
+
+    /// Runs `f` with libset `k` current on this thread.
+    fn in_libset<R>(&self, k: usize, f: impl FnOnce() -> R) -> R {
+        let prev = dispatch::cur();
+        dispatch::set_cur(k * self.stride);
+        let r = f();
+        dispatch::set_cur(prev);
+        r
+    }
+
     /// Looks `name` up in the global scope of the originals (the program,
     /// then the libraries in load order). Returns (object, symbol index).
     fn find(&self, name: &[u8], want: Option<Version<'_>>) -> Option<(usize, usize)> {
@@ -792,10 +817,7 @@ impl State {
     /// Relocates and initialises the copies mapped at `bases` as libset k.
     fn fill(&self, k: usize, bases: Vec<usize>) -> Result<Libset, Error> {
         let mut ifuncs: Vec<(usize, usize)> = Vec::new();
-        for (j, o) in self.objs.iter().enumerate() {
-            if o.kind != Kind::Copy {
-                continue;
-            }
+        for (j, o) in self.copies() {
             let b = bases[j];
             apply_relr(o.dynm.relr, b);
             for r in o.dynm.rela.iter().chain(o.dynm.jmprel.iter()) {
@@ -811,10 +833,7 @@ impl State {
             unsafe { *(at as *mut usize) = call_resolver(resolver) };
         }
         // RELRO back to read-only, as the loader does before initialisers.
-        for (j, o) in self.objs.iter().enumerate() {
-            if o.kind != Kind::Copy {
-                continue;
-            }
+        for (j, o) in self.copies() {
             if let Some((a, b)) = o.relro {
                 if b > a {
                     // SAFETY: the copy's own RELRO pages.
@@ -830,16 +849,8 @@ impl State {
         for (i, t) in self.targets.iter().enumerate() {
             let a = match t.shared {
                 Some(s) => self.shared[s].wrapper,
-                None => {
-                    let o = &self.objs[t.obj];
-                    let a = bases[t.obj] + o.dynm.sym(t.sym).st_value as usize;
-                    if t.ifunc {
-                        // SAFETY: the copy's resolver, relocated above.
-                        unsafe { call_resolver(a) }
-                    } else {
-                        a
-                    }
-                }
+                // SAFETY: the copy, relocated above.
+                None => unsafe { self.objs[t.obj].func(t.sym, bases[t.obj]) },
             };
             // SAFETY: inside libset k's table (reserved for MAX_LIBSETS).
             unsafe { *((table + 8 * i) as *mut usize) = a };
@@ -849,24 +860,17 @@ impl State {
         // there is dropped: each function starts from the images).
         let tls = Box::leak(vec![0u8; self.tls_size].into_boxed_slice()).as_mut_ptr();
         self.tls_init(tls, &bases);
-        let prev = dispatch::cur();
-        dispatch::set_cur(k * self.stride);
-        self.tls_swap(tls, true);
-        for (j, o) in self.objs.iter().enumerate().rev() {
-            if o.kind != Kind::Copy {
-                continue;
+        self.in_libset(k, || {
+            self.tls_swap(tls, true);
+            for (j, o) in self.copies().rev() {
+                self.init(o, bases[j]);
             }
-            self.init(o, bases[j]);
-        }
-        self.tls_swap(tls, false);
-        dispatch::set_cur(prev);
+            self.tls_swap(tls, false);
+        });
         self.register_frames(&bases);
         // Its initial state, for cancel.
         let mut saved = Vec::new();
-        for (j, o) in self.objs.iter().enumerate() {
-            if o.kind != Kind::Copy {
-                continue;
-            }
+        for (j, o) in self.copies() {
             for (a, b) in writable_ranges(o) {
                 let start = bases[j] + a;
                 // SAFETY: the copy's writable pages, mapped by map_copy.
@@ -875,15 +879,8 @@ impl State {
             }
         }
         let in_copies = |name: &[u8]| {
-            self.objs
-                .iter()
-                .enumerate()
-                .filter(|(_, o)| o.kind == Kind::Copy)
-                .find_map(|(j, o)| {
-                    o.dynm
-                        .lookup(name, None)
-                        .map(|i| bases[j] + o.dynm.sym(i).st_value as usize)
-                })
+            self.copies()
+                .find_map(|(j, o)| o.dynm.lookup(name, None).map(|i| o.addr(i, bases[j])))
         };
         // SAFETY: the copy's `int fflush(FILE *)`.
         let fflush = in_copies(b"fflush").map(|a| unsafe {
@@ -892,16 +889,15 @@ impl State {
         // SAFETY: the copy's `int fcloseall(void)`.
         let cleanup = in_copies(b"fcloseall")
             .map(|a| unsafe { core::mem::transmute::<usize, unsafe extern "C" fn() -> c_int>(a) });
-        let list_all = self.objs.iter().enumerate().find_map(|(j, o)| {
-            let glibc = o.kind == Kind::Copy
-                && o.dynm.lookup(b"__libc_early_init", None).is_some()
+        let list_all = self.copies().find_map(|(j, o)| {
+            let glibc = o.dynm.lookup(b"__libc_early_init", None).is_some()
                 && o.dynm
                     .lookup(b"_IO_2_1_stdin_", None)
                     .is_some_and(|i| o.dynm.sym(i).st_size == GLIBC_FILE_PLUS);
             glibc
                 .then(|| o.dynm.lookup(b"_IO_list_all", None))
                 .flatten()
-                .map(|i| bases[j] + o.dynm.sym(i).st_value as usize)
+                .map(|i| o.addr(i, bases[j]))
         });
         let own: usize =
             saved.iter().map(|(_, v)| 2 * v.len()).sum::<usize>() + self.stride + self.tls_size;
@@ -948,29 +944,20 @@ impl State {
                 }
             }
             elf::R_DTPMOD64 => {
-                let d = self.tls_owner(j, o, r.sym())?;
+                let (d, _) = self.tls_def(j, o, r.sym())?;
                 put(self.objs[d].tls_modid as u64);
             }
             elf::R_DTPOFF64 => {
-                let v = if r.sym() == 0 {
-                    0
-                } else {
-                    self.tls_sym_value(j, o, r.sym())?
-                };
+                let (_, v) = self.tls_def(j, o, r.sym())?;
                 put((v as i64 + a) as u64);
             }
             elf::R_TPOFF64 => {
-                let d = self.tls_owner(j, o, r.sym())?;
+                let (d, v) = self.tls_def(j, o, r.sym())?;
                 let Some(tp) = self.objs[d].tls_tpoff else {
                     return Err(err(format!(
                         "{}: its TLS is not in static TLS, which a copy needs",
                         self.objs[d].name
                     )));
-                };
-                let v = if r.sym() == 0 {
-                    0
-                } else {
-                    self.tls_sym_value(j, o, r.sym())?
                 };
                 put((tp + v as isize + a as isize) as u64);
             }
@@ -1026,13 +1013,19 @@ impl State {
         Ok(Resolved::Addr(addr))
     }
 
-    fn tls_owner(&self, j: usize, o: &Obj, s: usize) -> Result<usize, Error> {
-        if s == 0 || o.dynm.sym(s).defined() {
-            return Ok(j);
+    /// The object whose TLS block holds symbol `s` of object `j` (`j`
+    /// itself for a local reference, `s` = 0), and the symbol's offset in
+    /// that block (0 for `s` = 0).
+    fn tls_def(&self, j: usize, o: &Obj, s: usize) -> Result<(usize, u64), Error> {
+        if s == 0 {
+            return Ok((j, 0));
+        }
+        if o.dynm.sym(s).defined() {
+            return Ok((j, o.dynm.sym(s).st_value));
         }
         let name = o.dynm.sym_name(s);
         self.find(name, o.dynm.wanted_version(s))
-            .map(|(d, _)| d)
+            .map(|(d, i)| (d, self.objs[d].dynm.sym(i).st_value))
             .ok_or_else(|| {
                 err(format!(
                     "{}: TLS symbol {} not found",
@@ -1042,19 +1035,6 @@ impl State {
             })
     }
 
-    fn tls_sym_value(&self, j: usize, o: &Obj, s: usize) -> Result<u64, Error> {
-        let d = self.tls_owner(j, o, s)?;
-        if d == j {
-            return Ok(o.dynm.sym(s).st_value);
-        }
-        let name = o.dynm.sym_name(s);
-        let i = self.objs[d]
-            .dynm
-            .lookup(name, o.dynm.wanted_version(s))
-            .ok_or_else(|| err("TLS symbol vanished"))?;
-        Ok(self.objs[d].dynm.sym(i).st_value)
-    }
-
     fn init(&self, o: &Obj, base: usize) {
         let shift = |a: usize| base + (a - o.dynm.base);
         let argv = self.argv.as_ptr();
@@ -1062,7 +1042,7 @@ impl State {
         // glibc's C library: the loader calls __libc_early_init(false) for a
         // C library outside the base namespace (no brk, not single-threaded).
         if let Some(i) = o.dynm.lookup(b"__libc_early_init", None) {
-            let f = base + o.dynm.sym(i).st_value as usize;
+            let f = o.addr(i, base);
             // SAFETY: glibc's `void __libc_early_init(_Bool)` in the copy.
             unsafe {
                 let f: extern "C" fn(bool) = core::mem::transmute(f);
@@ -1158,13 +1138,10 @@ impl State {
         if self.objs[g].kind != Kind::Copy {
             return;
         }
-        let reg = bases[g] + self.objs[g].dynm.sym(i).st_value as usize;
+        let reg = self.objs[g].addr(i, bases[g]);
         // SAFETY: libgcc's `void __register_frame_info(const void *, struct object *)`.
         let reg: unsafe extern "C" fn(*const u8, *mut u8) = unsafe { core::mem::transmute(reg) };
-        for (j, o) in self.objs.iter().enumerate() {
-            if o.kind != Kind::Copy {
-                continue;
-            }
+        for (j, o) in self.copies() {
             let Some(h) = o
                 .dynm
                 .phdrs
@@ -1204,8 +1181,8 @@ impl State {
         if (stdin.st_size as usize) < VTABLE_AT + 8 {
             return None;
         }
-        let at = base + stdin.st_value as usize + VTABLE_AT;
-        let jumps = base + o.dynm.sym(f).st_value as usize;
+        let at = o.addr(i, base) + VTABLE_AT;
+        let jumps = o.addr(f, base);
         // SAFETY: a word of the copy's own FILE object.
         let v = unsafe { ptr::read_volatile(at as *const usize) };
         if v != jumps {
@@ -1545,11 +1522,8 @@ fn flush(st: &State, k: u32, ls: &Libset) {
         return;
     }
     if let Some(f) = ls.fflush {
-        let prev = dispatch::cur();
-        dispatch::set_cur(k as usize * st.stride);
         // SAFETY: the copy's fflush(NULL): flushes its open streams.
-        unsafe { f(ptr::null_mut()) };
-        dispatch::set_cur(prev);
+        st.in_libset(k as usize, || unsafe { f(ptr::null_mut()) });
     }
 }
 
@@ -1562,11 +1536,8 @@ extern "C" fn flush_all() {
         if let Some((st, ls)) = set(k as u32) {
             match ls.cleanup {
                 Some(f) => {
-                    let prev = dispatch::cur();
-                    dispatch::set_cur(k * st.stride);
                     // SAFETY: the copy's fcloseall().
-                    unsafe { f() };
-                    dispatch::set_cur(prev);
+                    st.in_libset(k, || unsafe { f() });
                 }
                 None => flush(st, k as u32, ls),
             }
@@ -1586,17 +1557,12 @@ pub fn current() -> u32 {
 /// For the C API: the address of `f` in the current libset (the same
 /// offset in the copy if `f` lies in a copied library).
 pub(crate) fn translate_current(f: usize) -> usize {
-    let Some(st) = STATE.get() else { return f };
-    let k = dispatch::cur() / st.stride;
-    let Some((st, ls)) = set(k as u32) else {
+    let Some((st, ls)) = set(current()) else {
         return f;
     };
-    for (j, o) in st.objs.iter().enumerate() {
-        if o.kind == Kind::Copy && f >= o.dynm.base + o.lo && f < o.dynm.base + o.hi {
-            return f - o.dynm.base + ls.bases[j];
-        }
-    }
-    f
+    st.copies()
+        .find(|(_, o)| f >= o.dynm.base + o.lo && f < o.dynm.base + o.hi)
+        .map_or(f, |(j, o)| f - o.dynm.base + ls.bases[j])
 }
 
 #[unsafe(no_mangle)]
