@@ -52,3 +52,13 @@ long counter_shared(long n) {
 #define L16(n) L4(n##0) L4(n##1) L4(n##2) L4(n##3)
 #define L64(n) L16(n##0) L16(n##1) L16(n##2) L16(n##3)
 L64(0) L64(1) L64(2) L64(3)
+
+/* Named shared by tests/c/libsets_test.c (an extra shared function): eight
+ * arguments, two of them on the stack, and a count of its calls that
+ * stays one for the process. */
+static int sum8_calls;
+long counter_sum8(long a, long b, long c, long d, long e, long f, long g, long h) {
+    sum8_calls++;
+    return a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f + 7 * g + 8 * h;
+}
+int counter_sum8_calls(void) { return sum8_calls; }

@@ -17,15 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "preempt.h"
 
-#define CHECK(c)                                                              \
-    do {                                                                      \
-        if (!(c)) {                                                           \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);      \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
 
 static void fn(void *p) { *(int *)p = preempt_libset_current(); }
 

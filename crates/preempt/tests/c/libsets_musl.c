@@ -5,19 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "check.h"
 #include "preempt.h"
 
 int counter_next(void);
 int counter_get(void);
 int counter_constructed(void);
 
-#define CHECK(c)                                                              \
-    do {                                                                      \
-        if (!(c)) {                                                           \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);      \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
 
 struct out {
     int counter, libset, constructed;
