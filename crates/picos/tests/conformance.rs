@@ -748,6 +748,15 @@ fn syscall_signals() {
     conformance("syscall_signals", &[ok(&[])]);
 }
 
+/// A one-shot timer re-armed from its handler every few microseconds (a
+/// preemptible function's timer): an expiry that lands while the runtime
+/// works on its pending set must not be lost. Also on the trap path.
+#[test]
+fn timer_rearm() {
+    conformance("timer_rearm", &[ok(&[])]);
+    conformance_with("timer_rearm", &[ok(&[])], &["--no-patch"]);
+}
+
 /// Issue 9's probes: fault-type signals that are not faults, blocked fault
 /// signals, unbuildable frames, clone on a new stack, clone3's checks, the
 /// `int $0x80` entry, call numbers with high bits, a faulting rdtsc, a
@@ -881,6 +890,7 @@ fn sandboxed() {
         ("locks", &[ok(&[])][..]),
         ("seccomp", &[ok(&[])][..]),
         ("syscall_signals", &[ok(&[])][..]),
+        ("timer_rearm", &[ok(&[])][..]),
         (
             "exit_codes",
             &[ok(&[]), code(&["exit", "42"], 42), signal(&["segv"], 11)][..],

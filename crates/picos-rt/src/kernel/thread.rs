@@ -19,7 +19,7 @@ use crate::kernel::fs::FdTable;
 use crate::kernel::process::Process;
 use crate::mm::runtime;
 use core::cell::Cell;
-use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use core::sync::atomic::{compiler_fence, AtomicI32, AtomicU64, Ordering};
 
 pub const THREAD_MAGIC: u64 = 0x7069_636f_735f_7468; // "picos_th"
 
@@ -225,14 +225,40 @@ impl Thread {
         // left it open (`kernel::signal::set_mask_lazily`): it goes back to
         // the host, and the host's mask becomes the program's, before the
         // program goes on or a call blocks.)
-        let mask = self.sig_mask.get();
-        let pending = self.pending_bits();
-        let deliverable = pending & !mask != 0
-            || self.ptrace_doorbell.get()
-            || pending & mask & !crate::kernel::signal::NEVER_BLOCKED != 0;
-        self.entry
-            .pending
-            .store(deliverable as u32, Ordering::Relaxed);
+        //
+        // The host's signal handler runs this too (`add_pending`), and may
+        // interrupt it between the reads and the store: its own, correct,
+        // store would then be overwritten with a flag computed from the
+        // state before the signal (a pending signal nobody delivers: a
+        // preemptible function's timer lost for good). So the store is
+        // checked against the state once more, and made again if a handler
+        // changed it meanwhile. A handler that runs after that check
+        // stores a flag that is right for the state it leaves.
+        loop {
+            let state = self.flag_inputs();
+            let (mask, pending, doorbell) = state;
+            let deliverable = pending & !mask != 0
+                || doorbell
+                || pending & mask & !crate::kernel::signal::NEVER_BLOCKED != 0;
+            self.entry
+                .pending
+                .store(deliverable as u32, Ordering::Relaxed);
+            compiler_fence(Ordering::SeqCst);
+            if self.flag_inputs() == state {
+                return;
+            }
+        }
+    }
+
+    /// What the `pending` flag is computed from.
+    #[inline(always)]
+    fn flag_inputs(&self) -> (u64, u64, bool) {
+        compiler_fence(Ordering::SeqCst);
+        (
+            self.sig_mask.get(),
+            self.pending_bits(),
+            self.ptrace_doorbell.get(),
+        )
     }
 
     /// The signal [`Thread::take_pending`] would take, and from which
@@ -302,6 +328,29 @@ impl Thread {
     /// Takes signal `sig` from the private or the shared queue (it is
     /// pending there).
     fn take_from(&self, sig: i32, private: bool) -> Option<SigInfo> {
+        // The host's signal handler adds to these queues (`add_pending`). If
+        // it ran in the middle of this (a call served on the fast path, with
+        // signals open), an instance it queued behind this one could be
+        // dropped with the bit. Unless handlers already hand their signals
+        // back to the host (`delivering`), the host's signals wait meanwhile
+        // (a rare path: a signal is pending and taken).
+        let old = if self.delivering.get() {
+            None
+        } else {
+            host::rt_sigprocmask(
+                crate::host::abi::SIG_BLOCK,
+                Some(crate::kernel::signal::RUNTIME_MASK),
+            )
+            .ok()
+        };
+        let info = self.take_from_queue(sig, private);
+        if let Some(old) = old {
+            let _ = host::rt_sigprocmask(crate::host::abi::SIG_SETMASK, Some(old));
+        }
+        info
+    }
+
+    fn take_from_queue(&self, sig: i32, private: bool) -> Option<SigInfo> {
         let i = (sig - 1) as usize;
         let (set, infos) = if private {
             (&self.pending_private, &self.pending_info)
