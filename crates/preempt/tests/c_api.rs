@@ -73,6 +73,16 @@ fn c_api_test_program() {
     assert!(stdout.contains("all ok"));
 }
 
+/// Preemptible functions making system calls under 10 µs budgets: no
+/// slice's timer is lost (the picos crate's tests/preempt.rs runs the same
+/// program under picos).
+#[test]
+fn c_syscalls_test_program() {
+    let exe = build("tests/c/syscalls_test.c", "preempt_c_syscalls_test");
+    let stdout = run_c(&mut Command::new(&exe), "C syscalls test");
+    assert!(stdout.ends_with("syscalls_test: all ok\n"));
+}
+
 #[test]
 fn c_example() {
     let exe = build("examples/c/example.c", "preempt_c_example");

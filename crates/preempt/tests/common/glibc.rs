@@ -1,7 +1,8 @@
 //! Builds the crate's static library for a target, and C programs against
 //! glibc with gcc (libsets need a dynamically linked program: a static one
 //! has no shared libraries to copy). Shared by tests/libsets.rs,
-//! tests/c_api.rs and benches/libsets.rs.
+//! tests/c_api.rs and benches/libsets.rs, and by the picos crate's
+//! tests/preempt.rs.
 
 #![allow(dead_code)]
 
@@ -13,8 +14,10 @@ use std::sync::{Mutex, OnceLock};
 /// (`cargo rustc -- --print native-static-libs`).
 pub const NATIVE_LIBS: &[&str] = &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"];
 
+/// The preempt crate's directory (this file is also compiled into the
+/// picos crate's tests, which run these programs under picos).
 pub fn crate_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../preempt"))
 }
 
 /// `cargo` in the workspace's root, without the outer build's flags.
