@@ -757,6 +757,15 @@ fn timer_rearm() {
     conformance_with("timer_rearm", &[ok(&[])], &["--no-patch"]);
 }
 
+/// Real-time signals: every queued instance delivered, in order: 500
+/// queued while blocked, bursts of 100,000 from another thread while this
+/// one runs or masks and unmasks the signal.
+#[test]
+fn rt_queue() {
+    conformance("rt_queue", &[ok(&[])]);
+    conformance_with("rt_queue", &[ok(&[])], &["--no-patch"]);
+}
+
 /// Issue 9's probes: fault-type signals that are not faults, blocked fault
 /// signals, unbuildable frames, clone on a new stack, clone3's checks, the
 /// `int $0x80` entry, call numbers with high bits, a faulting rdtsc, a
@@ -891,6 +900,7 @@ fn sandboxed() {
         ("seccomp", &[ok(&[])][..]),
         ("syscall_signals", &[ok(&[])][..]),
         ("timer_rearm", &[ok(&[])][..]),
+        ("rt_queue", &[ok(&[])][..]),
         (
             "exit_codes",
             &[ok(&[]), code(&["exit", "42"], 42), signal(&["segv"], 11)][..],

@@ -270,11 +270,16 @@ fn deliver_on(
         ..UContext::default()
     };
     uc.mcontext.fpstate = crate::arch::fpu::xsave_image(buf).unwrap_or(0);
-    // Async signals stay open on the host meanwhile (no mask change going
-    // in): one that arrives while the pending set is worked on is handed
-    // back to the host and blocked until the final mask below is in force
-    // (`entry::trap::host_signal`, `Thread::delivering`), as are the ones
-    // deliver_pending re-queues because the program blocks them.
+    // The host's signals wait while the pending set is worked on, until the
+    // final mask below is in force. (Until the 25th session they stayed
+    // open, and one that came meanwhile was queued on the host again: at
+    // the end of its queue, behind later instances of the same real-time
+    // signal, which then came first.) `delivering` tells the pending set's
+    // own code that no handler will touch it meanwhile.
+    let _ = host::rt_sigprocmask(
+        crate::host::abi::SIG_BLOCK,
+        Some(crate::kernel::signal::RUNTIME_MASK),
+    );
     t.delivering.set(true);
     crate::kernel::signal::deliver_pending(t, &mut uc);
     t.delivering.set(false);

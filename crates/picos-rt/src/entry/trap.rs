@@ -348,6 +348,14 @@ fn in_runtime_context(
         return;
     }
     t.add_pending(info);
+    if sig >= 32 {
+        // A real-time signal queues: further instances wait on the host,
+        // in their order, until this one is delivered (the delivery sets
+        // the host's mask again). Left open, a burst would come to this
+        // handler one after another while the runtime runs, and overflow
+        // the runtime's short queue of instances.
+        uc.sigmask |= bit(sig);
+    }
     if let Some(r) = rewind {
         uc.mcontext.rip = r;
     }

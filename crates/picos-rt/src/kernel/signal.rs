@@ -128,13 +128,20 @@ pub fn set_mask_lazily(t: &Thread) {
     let now = t.host_sigmask.get();
     if now != HOST_MASK_UNKNOWN && now & !want == 0 {
         let open = want & !now;
-        if open == 0 || stays_caught(open) {
+        if open == 0 || (open & QUEUED_IN_ORDER == 0 && stays_caught(open)) {
             note_host_mask(t, now);
             return;
         }
     }
     set_exact_mask(t);
 }
+
+/// The real-time signals a program may queue in bursts and expect in their
+/// order (SIGRTMIN, 34, and above; 32 and 33 are the C libraries' own).
+/// Never left open lazily: one that came while the program blocks it could
+/// only go back to the end of the host's queue, behind later instances
+/// (`take_back_lazy`).
+const QUEUED_IN_ORDER: u64 = !0 << 33;
 
 /// Makes the host's mask the program's (`host_mask` of it), now.
 fn set_exact_mask(t: &Thread) {
