@@ -143,6 +143,12 @@ pub fn set_mask_lazily(t: &Thread) {
 /// (`take_back_lazy`).
 const QUEUED_IN_ORDER: u64 = !0 << 33;
 
+/// Does the runtime's handler catch some real-time signal on the host (the
+/// program handles one)? Their instances queue, in order.
+pub fn realtime_caught() -> bool {
+    HOST_CAUGHT.load(Ordering::Relaxed) & (!0 << 31) != 0
+}
+
 /// Makes the host's mask the program's (`host_mask` of it), now.
 fn set_exact_mask(t: &Thread) {
     let want = host_mask(t.sig_mask.get());
