@@ -766,6 +766,14 @@ fn rt_queue() {
     conformance_with("rt_queue", &[ok(&[])], &["--no-patch"]);
 }
 
+/// A thread that unmaps its own stack and exits (musl's detached threads
+/// do): the patched `munmap` must not need that stack after the call.
+#[test]
+fn unmap_own_stack() {
+    conformance("unmap_own_stack", &[ok(&[])]);
+    conformance_with("unmap_own_stack", &[ok(&[])], &["--no-patch"]);
+}
+
 /// Issue 9's probes: fault-type signals that are not faults, blocked fault
 /// signals, unbuildable frames, clone on a new stack, clone3's checks, the
 /// `int $0x80` entry, call numbers with high bits, a faulting rdtsc, a
@@ -901,6 +909,7 @@ fn sandboxed() {
         ("syscall_signals", &[ok(&[])][..]),
         ("timer_rearm", &[ok(&[])][..]),
         ("rt_queue", &[ok(&[])][..]),
+        ("unmap_own_stack", &[ok(&[])][..]),
         (
             "exit_codes",
             &[ok(&[]), code(&["exit", "42"], 42), signal(&["segv"], 11)][..],

@@ -132,6 +132,35 @@ fn complete_fast(t: &Thread, uc: &mut UContext) {
     uc.mcontext = final_context(&f, &uc.mcontext);
 }
 
+/// Would call `nr` unmap (or map over) the two words of the program's stack
+/// the fast entry still reads once the call is made: the RFLAGS it pushed
+/// and the trampoline's return address? musl's thread exit does that: a
+/// detached thread unmaps the stack it runs on and exits, with nothing
+/// between the two `syscall`s that touches memory (`__unmapself`). Such a
+/// call takes the trampoline's own `syscall` (the trap path, whose signal
+/// frame is on the runtime's stack), which needs no program stack after
+/// the call. (Until the 25th session the runtime faulted reading the
+/// flags: a musl program whose third detached thread ended was killed.)
+/// The ranges are the calls' own: munmap's and mremap's old range, a
+/// MAP_FIXED mmap's; rounded out to pages.
+#[inline]
+fn unmaps_entry_words(nr: u64, f: &FastFrame) -> bool {
+    const MUNMAP: u64 = 11;
+    const MREMAP: u64 = 25;
+    const MMAP: u64 = 9;
+    const MAP_FIXED: u64 = 0x10;
+    let (addr, len) = match nr {
+        MUNMAP | MREMAP => (f.rdi, f.rsi),
+        MMAP if f.r10 & MAP_FIXED != 0 => (f.rdi, f.rsi),
+        _ => return false,
+    };
+    let page = crate::mm::runtime::PAGE_SIZE as u64;
+    let start = addr & !(page - 1);
+    let end = addr.saturating_add(len).saturating_add(page - 1) & !(page - 1);
+    let sp = f.guest_sp();
+    start < sp.saturating_add(16) && sp < end
+}
+
 /// Serves a system call from a patched site (called by picos_fast_entry).
 pub(super) extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     let t = crate::kernel::thread::of_frame(f as *const FastFrame as usize);
@@ -143,7 +172,7 @@ pub(super) extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     if nr == 15 && fast_sigreturn(t, f) {
         return; // the entry continues at picos_resume_full
     }
-    if needs_trap(nr) {
+    if needs_trap(nr) || unmaps_entry_words(nr, f) {
         f.rcx = slow;
         return;
     }
