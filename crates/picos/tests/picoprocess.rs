@@ -107,13 +107,19 @@ fn patching_under_threads_stress() {
         );
         stderr
     };
-    check(
+    let stderr = check(
         Command::new(PICOS)
             .args(["run", "--log-level", "debug"])
             .arg(&prog)
             .output()
             .unwrap(),
         "picos",
+    );
+    // With threads sharing the descriptor table, code is written by making
+    // its pages writable (no transient task to open /proc/self/mem).
+    assert!(
+        stderr.contains("threads share the descriptor table: code is written through mprotect"),
+        "{stderr}"
     );
     // The same under the sandbox, where /proc/self/mem cannot be written
     // and code is written by making its pages writable for the write
