@@ -329,12 +329,14 @@ impl Thread {
     /// pending there).
     fn take_from(&self, sig: i32, private: bool) -> Option<SigInfo> {
         // The host's signal handler adds to these queues (`add_pending`). If
-        // it ran in the middle of this (a call served on the fast path, with
-        // signals open), an instance it queued behind this one could be
-        // dropped with the bit. Unless handlers already hand their signals
-        // back to the host (`delivering`), the host's signals wait meanwhile
-        // (a rare path: a signal is pending and taken).
-        let old = if self.delivering.get() {
+        // it ran in the middle of this, an instance it queued behind this
+        // one could be dropped with the bit. That can happen in a call
+        // served on the fast path (`in_fast`: the host's signals are open),
+        // unless handlers hand their signals back to the host meanwhile
+        // (`delivering`); there the host's signals wait (a rare path: a
+        // signal is pending and taken). The trap path and the host's
+        // handler run with them blocked.
+        let old = if !self.in_fast.get() || self.delivering.get() {
             None
         } else {
             host::rt_sigprocmask(

@@ -548,10 +548,10 @@ fn write_code(ops: &[CodeOp<'_>]) -> Result<(), Errno> {
     if protection_first() {
         // Threads share the descriptor table: /proc/self/mem could only be
         // opened in a transient task of its own, a clone and a wait per
-        // write (`java -version` started in 161 ms this way, 105 ms with
-        // the pages made writable instead; native 98). Where mprotect is
-        // refused (a policy against writable code, strict overcommit), the
-        // file is still the way.
+        // write (`java -version` beside two CPU hogs started in 195 ms
+        // this way, 115 ms with the pages made writable instead; native
+        // 105). Where mprotect is refused (a policy against writable code,
+        // strict overcommit), the file is still the way.
         if write_by_protection(ops).is_ok() {
             if !PROTECTION_NOTED.swap(true, Ordering::Relaxed) {
                 crate::log!(
