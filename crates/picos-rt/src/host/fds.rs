@@ -17,6 +17,14 @@ pub fn note_shared_fds() {
     FDS_SHARED.store(true, Ordering::Relaxed);
 }
 
+/// In a child made by fork without CLONE_FILES: its table is its own copy,
+/// and the forking thread is its only one, so no program code shares it
+/// any more (a multi-threaded program's fork child, which then execs, need
+/// not run its exec check and code writes in transient tasks).
+pub fn note_private_fds() {
+    FDS_SHARED.store(false, Ordering::Relaxed);
+}
+
 /// May the runtime open a descriptor in the program's table for a moment?
 /// Only while no code of the program can run until it is closed again (no
 /// other thread or process shares the table; this thread is in the runtime

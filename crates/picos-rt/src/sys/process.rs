@@ -362,6 +362,9 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
             )
         }
     })?;
+    if r == 0 && flags & CLONE_FILES == 0 {
+        crate::host::fds::note_private_fds();
+    }
     if r == 0 && clear_handlers {
         crate::kernel::signal::clear_handlers(crate::kernel::thread::current());
     }
