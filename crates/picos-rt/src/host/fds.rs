@@ -9,7 +9,8 @@ use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Is the descriptor table shared with code of the program that may run
 /// while the runtime works (another thread, or a process made with
-/// CLONE_FILES)? Set before such a clone is made, never cleared.
+/// CLONE_FILES)? Set before such a clone is made; cleared only in a fork
+/// child made without CLONE_FILES ([`note_private_fds`]).
 static FDS_SHARED: AtomicBool = AtomicBool::new(false);
 
 /// Called before a clone that shares the descriptor table (CLONE_FILES).
