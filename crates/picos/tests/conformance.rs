@@ -453,6 +453,14 @@ fn conformance(prog: &str, cases: &[Case]) {
     conformance_with(prog, cases, &[]);
 }
 
+/// [`conformance`] of `prog` (no arguments, success expected) on both of the
+/// runtime's paths: with patched sites, and with every call trapped
+/// (`--no-patch`).
+fn conformance_patched_and_trapped(prog: &str) {
+    conformance(prog, &[ok(&[])]);
+    conformance_with(prog, &[ok(&[])], &["--no-patch"]);
+}
+
 /// As [`conformance`], with `extra` arguments to `picos run` (such as
 /// `--no-patch`: every call trapped, through the handlers).
 fn conformance_with(prog: &str, cases: &[Case], extra: &[&str]) {
@@ -739,8 +747,7 @@ fn namespaces() {
 /// with every call trapped.
 #[test]
 fn locks() {
-    conformance("locks", &[ok(&[])]);
-    conformance_with("locks", &[ok(&[])], &["--no-patch"]);
+    conformance_patched_and_trapped("locks");
 }
 
 #[test]
@@ -753,8 +760,7 @@ fn syscall_signals() {
 /// works on its pending set must not be lost. Also on the trap path.
 #[test]
 fn timer_rearm() {
-    conformance("timer_rearm", &[ok(&[])]);
-    conformance_with("timer_rearm", &[ok(&[])], &["--no-patch"]);
+    conformance_patched_and_trapped("timer_rearm");
 }
 
 /// Real-time signals: every queued instance delivered, in order: 500
@@ -762,16 +768,14 @@ fn timer_rearm() {
 /// one runs or masks and unmasks the signal.
 #[test]
 fn rt_queue() {
-    conformance("rt_queue", &[ok(&[])]);
-    conformance_with("rt_queue", &[ok(&[])], &["--no-patch"]);
+    conformance_patched_and_trapped("rt_queue");
 }
 
 /// A thread that unmaps its own stack and exits (musl's detached threads
 /// do): the patched `munmap` must not need that stack after the call.
 #[test]
 fn unmap_own_stack() {
-    conformance("unmap_own_stack", &[ok(&[])]);
-    conformance_with("unmap_own_stack", &[ok(&[])], &["--no-patch"]);
+    conformance_patched_and_trapped("unmap_own_stack");
 }
 
 /// Issue 9's probes: fault-type signals that are not faults, blocked fault

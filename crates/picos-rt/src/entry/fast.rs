@@ -145,13 +145,11 @@ fn complete_fast(t: &Thread, uc: &mut UContext) {
 /// MAP_FIXED mmap's; rounded out to pages.
 #[inline]
 fn unmaps_entry_words(nr: u64, f: &FastFrame) -> bool {
-    const MUNMAP: u64 = 11;
-    const MREMAP: u64 = 25;
-    const MMAP: u64 = 9;
-    const MAP_FIXED: u64 = 0x10;
-    let (addr, len) = match nr {
+    use crate::host::nr::{MMAP, MREMAP, MUNMAP};
+    let map_fixed = crate::mm::runtime::MAP_FIXED as u64;
+    let (addr, len) = match nr as usize {
         MUNMAP | MREMAP => (f.rdi, f.rsi),
-        MMAP if f.r10 & MAP_FIXED != 0 => (f.rdi, f.rsi),
+        MMAP if f.r10 & map_fixed != 0 => (f.rdi, f.rsi),
         _ => return false,
     };
     let page = crate::mm::runtime::PAGE_SIZE as u64;
