@@ -764,8 +764,9 @@ fn timer_rearm() {
 }
 
 /// Real-time signals: every queued instance delivered, in order: 500
-/// queued while blocked, bursts of 100,000 from another thread while this
-/// one runs or masks and unmasks the signal.
+/// queued while blocked, bursts of 50,000 from another thread while this
+/// one runs or masks and unmasks the signal, and the same with the host's
+/// queue full (a small RLIMIT_SIGPENDING).
 #[test]
 fn rt_queue() {
     conformance_patched_and_trapped("rt_queue");

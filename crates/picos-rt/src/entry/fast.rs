@@ -178,9 +178,20 @@ pub(super) extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     let mask_before = t.sig_mask.get();
     let args = [f.rdi, f.rsi, f.rdx, f.r10, f.r8, f.r9].map(|a| a as usize);
     t.in_fast.set(true);
-    let out = crate::entry::dispatch::dispatch_fast(t, nr as usize, args, site_ret);
+    let mut out = crate::entry::dispatch::dispatch_fast(t, nr as usize, args, site_ret);
     t.in_fast.set(false);
     if sync_host_mask(t, mask_before) {
+        if nr == crate::host::nr::RT_SIGPROCMASK as u64
+            && crate::kernel::signal::came_before_blocking(t, mask_before)
+        {
+            // An instance of a real-time signal the call blocks came while
+            // it ran (the host's signals are open on the fast path): as if
+            // it had come just before the call, it is delivered first and
+            // the call runs again. Kept pending, it could only go back to
+            // the end of the host's queue, behind later instances.
+            t.sig_mask.set(mask_before);
+            out = Outcome::Rewind;
+        }
         t.update_pending_flag();
     }
     match out {

@@ -342,10 +342,14 @@ fn in_runtime_context(
     if t.delivering.get() && !maybe_fault {
         // The fast path is delivering with signals open (see
         // `entry::fast::deliver_on`): back to the host, blocked until that
-        // delivery sets the program's mask.
-        let _ = host::rt_tgsigqueueinfo(host::getpid(), t.tid(), sig, &info.0);
+        // delivery sets the program's mask (kept here if the host has no
+        // room for it).
         uc.sigmask |= bit(sig);
-        return;
+        if host::rt_tgsigqueueinfo(host::getpid(), t.tid(), sig, &info.0)
+            != Err(crate::host::errno::Errno::EAGAIN)
+        {
+            return;
+        }
     }
     t.add_pending(info);
     if sig >= 32 {

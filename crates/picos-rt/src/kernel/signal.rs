@@ -143,6 +143,15 @@ pub fn set_mask_lazily(t: &Thread) {
 /// (`take_back_lazy`).
 const QUEUED_IN_ORDER: u64 = !0 << 33;
 
+/// After a call on the fast path changed the program's mask from `before`
+/// to one the host now has too: did an instance of a real-time signal that
+/// it blocks come to the runtime before that (the program did not block it
+/// then)? Such an instance, pending in the runtime, is ahead of the ones
+/// the host queues behind it; put back there it would come after them.
+pub fn came_before_blocking(t: &Thread, before: u64) -> bool {
+    t.pending_bits() & t.sig_mask.get() & !before & QUEUED_IN_ORDER != 0
+}
+
 /// Does the runtime's handler catch some real-time signal on the host (the
 /// program handles one)? Their instances queue, in order.
 pub fn realtime_caught() -> bool {
@@ -379,9 +388,7 @@ pub fn deliver_pending(t: &Thread, uc: &mut UContext) -> bool {
     t.fault_probe.set(thread::FaultProbe::default());
     // What the program blocks goes back to the host, except the signals the
     // host never blocks: those wait here until the program unblocks them.
-    while let Some((info, private)) = t.take_pending_queued(NEVER_BLOCKED) {
-        requeue_on_host(t, &info, private);
-    }
+    requeue_blocked(t, NEVER_BLOCKED);
     uc.sigmask = host_mask(t.sig_mask.get());
     note_host_mask(t, uc.sigmask);
     t.update_pending_flag();
@@ -441,13 +448,41 @@ pub fn take_self_sent(t: &Thread, set: u64) {
 /// Queues a signal the runtime holds on the host again, in the queue it
 /// was in: the thread's (`rt_tgsigqueueinfo`) or the process's
 /// (`rt_sigqueueinfo`; either takes any `si_code` for the own process).
-pub fn requeue_on_host(t: &Thread, info: &SigInfo, private: bool) {
+/// False if the host's queue has no room for it (EAGAIN: an instance of a
+/// real-time signal over the user's RLIMIT_SIGPENDING, which a thread that
+/// sends in a loop keeps full); Linux always finds room for a standard
+/// signal.
+pub fn requeue_on_host(t: &Thread, info: &SigInfo, private: bool) -> bool {
     let pid = host::getpid();
-    let _ = if private {
+    let r = if private {
         host::rt_tgsigqueueinfo(pid, t.tid(), info.signo(), &info.0)
     } else {
         host::rt_sigqueueinfo(pid, info.signo(), &info.0)
     };
+    r != Err(crate::host::errno::Errno::EAGAIN)
+}
+
+/// Puts the pending signals not in `keep` (which the program blocks) back
+/// on the host's queues, where signalfd, sigwaitinfo and the other threads
+/// find them. An instance the host has no room for stays in the runtime's
+/// queue rather than be lost, with the later instances of its signal, in
+/// order (`Thread::held`): the program gets them when it unblocks the
+/// signal or waits for it.
+pub fn requeue_blocked(t: &Thread, keep: u64) {
+    while let Some((info, private)) = t.peek_pending_queued(keep | t.held.get()) {
+        let sig = info.signo();
+        if requeue_on_host(t, &info, private) {
+            let _ = t.take_from(sig, private);
+        } else {
+            crate::log!(
+                Debug,
+                "signal {}: no room on the host's queue (RLIMIT_SIGPENDING); the runtime holds it",
+                sig
+            );
+            t.held.set(t.held.get() | bit(sig));
+        }
+    }
+    t.update_pending_flag();
 }
 
 /// Does the first signal that would be delivered now have SA_RESTART?

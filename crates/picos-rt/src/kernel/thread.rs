@@ -124,6 +124,12 @@ pub struct Thread {
     pub ptrace_doorbell: Cell<bool>,
     /// A fork under way whose child is traced: its reserved slot plus one.
     pub ptrace_child: Cell<usize>,
+    /// Real-time signals the program blocks whose pending instances stay
+    /// in the runtime's queues because the host's queue had no room for
+    /// them (RLIMIT_SIGPENDING: `kernel::signal::requeue_blocked`). They
+    /// wait there, in order, until the program unblocks them or takes them
+    /// (sigtimedwait); further instances queue on the host behind them.
+    pub held: Cell<u64>,
 }
 
 /// A fault-type signal taken, at first, for one sent by someone (`kill`
@@ -214,6 +220,7 @@ impl Thread {
         self.pending_private.store(0, Ordering::Relaxed);
         self.pending_shared.store(0, Ordering::Relaxed);
         self.pending_extra_len.set(0);
+        self.held.set(0);
         self.update_pending_flag();
     }
 
@@ -224,7 +231,8 @@ impl Thread {
         // signal the program blocks that arrived because the host's mask
         // left it open (`kernel::signal::set_mask_lazily`): it goes back to
         // the host, and the host's mask becomes the program's, before the
-        // program goes on or a call blocks.)
+        // program goes on or a call blocks; unless the host had no room
+        // for it (`held`).)
         //
         // The host's signal handler runs this too (`add_pending`), and may
         // interrupt it between the reads and the store: its own, correct,
@@ -236,10 +244,10 @@ impl Thread {
         // stores a flag that is right for the state it leaves.
         loop {
             let state = self.flag_inputs();
-            let (mask, pending, doorbell) = state;
+            let (mask, pending, doorbell, held) = state;
             let deliverable = pending & !mask != 0
                 || doorbell
-                || pending & mask & !crate::kernel::signal::NEVER_BLOCKED != 0;
+                || pending & mask & !(crate::kernel::signal::NEVER_BLOCKED | held) != 0;
             self.entry
                 .pending
                 .store(deliverable as u32, Ordering::Relaxed);
@@ -252,12 +260,13 @@ impl Thread {
 
     /// What the `pending` flag is computed from.
     #[inline(always)]
-    fn flag_inputs(&self) -> (u64, u64, bool) {
+    fn flag_inputs(&self) -> (u64, u64, bool, u64) {
         compiler_fence(Ordering::SeqCst);
         (
             self.sig_mask.get(),
             self.pending_bits(),
             self.ptrace_doorbell.get(),
+            self.held.get(),
         )
     }
 
@@ -325,9 +334,22 @@ impl Thread {
         self.take_from(sig, private).map(|info| (info, private))
     }
 
+    /// The signal [`Thread::take_pending_queued`] would take, and from which
+    /// queue (true: the thread's own), without taking it: its first
+    /// instance there, which only taking it changes.
+    pub fn peek_pending_queued(&self, blocked: u64) -> Option<(SigInfo, bool)> {
+        let (sig, private) = self.next_pending(blocked)?;
+        let infos = if private {
+            &self.pending_info
+        } else {
+            &self.shared_info
+        };
+        Some((infos[(sig - 1) as usize].get(), private))
+    }
+
     /// Takes signal `sig` from the private or the shared queue (it is
     /// pending there).
-    fn take_from(&self, sig: i32, private: bool) -> Option<SigInfo> {
+    pub fn take_from(&self, sig: i32, private: bool) -> Option<SigInfo> {
         // The host's signal handler adds to these queues (`add_pending`). If
         // it ran in the middle of this, an instance it queued behind this
         // one could be dropped with the bit. That can happen in a call
@@ -373,6 +395,9 @@ impl Thread {
             }
             None => {
                 set.fetch_and(!(1u64 << i), Ordering::Relaxed);
+                if self.pending_bits() & (1u64 << i) == 0 {
+                    self.held.set(self.held.get() & !(1u64 << i));
+                }
             }
         }
         self.update_pending_flag();
@@ -521,6 +546,7 @@ pub fn alloc(
         ptrace_epoch: Cell::new(0),
         ptrace_doorbell: Cell::new(false),
         ptrace_child: Cell::new(0),
+        held: Cell::new(0),
     });
     Ok(t)
 }

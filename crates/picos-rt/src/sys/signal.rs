@@ -384,31 +384,43 @@ fn wait_with_mask(c: &mut Ctx<'_>, kind: MaskedWait, mask_ptr: usize, size: usiz
     let m = UserPtr::<u64>::new(mask_ptr).read()? & !(bit(SIGKILL) | bit(SIGSTOP));
     let old = c.t.sig_mask.get();
     // Signals the host holds pending that the temporary mask lets through
-    // move to the runtime first: the host must not see them unblocked
-    // before the call has checked its arguments (with SIG_DFL the host
-    // would end the process where Linux fails the call and never
-    // delivers), so they take the probe's way like those the runtime holds.
-    let moved = take_host_pending(c.t, crate::kernel::signal::host_mask(old & !m));
+    // stay there until the call has checked its arguments and found
+    // nothing ready (the probe): the host must not see them unblocked
+    // before that (with SIG_DFL it would end the process where Linux fails
+    // the call and never delivers), and one the call does not deliver
+    // stays where it was in its queue. (Until the 26th session they moved
+    // to the runtime first and went back to the end of the host's queue:
+    // an instance of a real-time signal then came after later ones.)
+    let through = crate::kernel::signal::host_mask(old & !m);
+    let on_host = if through != 0 {
+        crate::host::rt_sigpending().unwrap_or(0) & through
+    } else {
+        0
+    };
     c.t.sig_mask.set(m);
     c.t.update_pending_flag();
-    let mut r = if c.t.has_pending() {
+    let mut r = if c.t.has_pending() || on_host != 0 {
         Err(Errno::NOT_STARTED)
     } else {
         c.host_blocking()
     };
     if r == Err(Errno::NOT_STARTED) {
-        // A signal the runtime holds is let through: probe.
+        // A pending signal is let through: probe. Nothing ready, the call
+        // ends with EINTR and delivers (one instance of each signal the
+        // host holds moves to the runtime for that).
         r = probe_masked_wait(c, kind);
+        if r == Err(Errno::EINTR) && on_host != 0 {
+            take_host_pending(c.t, on_host);
+            if !c.t.has_pending() {
+                // Another thread took it meanwhile: the call waits after all.
+                r = c.host_blocking();
+            }
+        }
     }
     if r == Err(Errno::EINTR) && c.t.has_pending() {
         c.t.saved_mask.set(Some(old));
     } else {
         c.t.sig_mask.set(old);
-        // Not delivered: what moved from the host goes back there, to wait
-        // where signalfd, sigwaitinfo and the other threads find it.
-        while let Some((info, private)) = c.t.take_pending_queued(!moved) {
-            sig::requeue_on_host(c.t, &info, private);
-        }
         c.t.update_pending_flag();
     }
     r
@@ -416,17 +428,9 @@ fn wait_with_mask(c: &mut Ctx<'_>, kind: MaskedWait, mask_ptr: usize, size: usiz
 
 /// Moves one instance of each signal of `set` that waits on the host (for
 /// the thread or the process) to the runtime's pending queues, with its
-/// siginfo: one host `rt_sigpending`, and a zero-timeout `rt_sigtimedwait`
-/// for each. Returns the signals moved.
-fn take_host_pending(t: &crate::kernel::thread::Thread, set: u64) -> u64 {
-    if set == 0 {
-        return 0;
-    }
-    let Ok(host) = crate::host::rt_sigpending() else {
-        return 0;
-    };
-    let moved = host & set;
-    let mut want = moved;
+/// siginfo: a zero-timeout `rt_sigtimedwait` for each.
+fn take_host_pending(t: &crate::kernel::thread::Thread, set: u64) {
+    let mut want = set;
     while want != 0 {
         let mut info = crate::arch::SigInfo::default();
         match crate::host::rt_sigtake(want, &mut info.0) {
@@ -439,7 +443,6 @@ fn take_host_pending(t: &crate::kernel::thread::Thread, set: u64) -> u64 {
             _ => break,
         }
     }
-    moved
 }
 
 /// The probe of [`wait_with_mask`]: the call with a zero timeout and no
