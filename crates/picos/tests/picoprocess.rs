@@ -138,6 +138,37 @@ fn patching_under_threads_stress() {
     );
 }
 
+/// posix_spawn from a program with another thread: the vfork child has a
+/// descriptor table of its own, so its exec check runs there, not in a
+/// transient task (until the 26th session it did: +50-60 µs a spawn,
+/// because the note that a table is shared is the address space's, and
+/// the child shares its parent's).
+#[test]
+fn spawn_from_threads_checks_in_own_table() {
+    let prog = compile_with("spawn_from_threads", &["-pthread"]);
+    let native = Command::new(&prog).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&native.stdout), "spawned: 3 of 3\n");
+    let out = output_within(
+        Command::new(PICOS)
+            .args(["run", "--log-level", "debug"])
+            .arg(&prog),
+        std::time::Duration::from_secs(120),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "spawned: 3 of 3\n",
+        "{stderr}"
+    );
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    let own = stderr
+        .lines()
+        .filter(|l| l.contains("execve: the check runs in the program's table"))
+        .count();
+    assert_eq!(own, 3, "{stderr}");
+    assert!(!stderr.contains("a task of its own"), "{stderr}");
+}
+
 /// Forks while other threads patch and unpatch sites (a lock-order bug made
 /// this hang every time): the program's watchdog exits 3 if it hangs.
 #[test]

@@ -7,10 +7,11 @@ use super::errno::Errno;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// Is the descriptor table shared with code of the program that may run
-/// while the runtime works (another thread, or a process made with
-/// CLONE_FILES)? Set before such a clone is made; cleared only in a fork
-/// child made without CLONE_FILES ([`note_private_fds`]).
+/// Is a descriptor table of this address space shared with code of the
+/// program that may run while the runtime works (another thread, or a
+/// process made with CLONE_FILES)? Set before such a clone is made;
+/// cleared only in a fork child made without CLONE_FILES
+/// ([`note_private_fds`]).
 static FDS_SHARED: AtomicBool = AtomicBool::new(false);
 
 /// Called before a clone that shares the descriptor table (CLONE_FILES).
@@ -26,12 +27,36 @@ pub fn note_private_fds() {
     FDS_SHARED.store(false, Ordering::Relaxed);
 }
 
+/// Is some descriptor table of this address space shared ([`FDS_SHARED`])?
+/// Then a thread of it may write code by changing page protections
+/// (`patch::protection_change`).
+pub fn any_table_shared() -> bool {
+    FDS_SHARED.load(Ordering::Relaxed)
+}
+
+/// Whether the calling thread's own descriptor table is shared with other
+/// tasks (installed by `kernel::thread`, whose the tables are; None before
+/// the thread has runtime state).
+static TABLE_SHARED_HOOK: spin::Once<fn() -> Option<bool>> = spin::Once::new();
+
+/// Installs the function that says whether the calling thread's table is
+/// shared.
+pub fn set_table_shared_hook(f: fn() -> Option<bool>) {
+    TABLE_SHARED_HOOK.call_once(|| f);
+}
+
 /// May the runtime open a descriptor in the program's table for a moment?
 /// Only while no code of the program can run until it is closed again (no
-/// other thread or process shares the table; this thread is in the runtime
-/// with signals blocked): the program then never sees it.
+/// other thread or process shares the calling thread's table; this thread
+/// is in the runtime with signals blocked): the program then never sees
+/// it. Asked of the calling thread's table: a vfork child (posix_spawn)
+/// of a multi-threaded program has a table of its own, though it shares
+/// the memory, and so [`FDS_SHARED`], with threads that share theirs.
 pub fn may_use_program_fds() -> bool {
-    !FDS_SHARED.load(Ordering::Relaxed)
+    match TABLE_SHARED_HOOK.get().and_then(|f| f()) {
+        Some(shared) => !shared,
+        None => !FDS_SHARED.load(Ordering::Relaxed),
+    }
 }
 
 /// Runs `f`, which opens descriptors and closes them before it returns

@@ -560,9 +560,16 @@ fn held_locks() -> Option<&'static Cell<u32>> {
     crate::mm::area::of_stack::<Thread>(&here as *const u8 as usize).map(|t| &t.held_locks)
 }
 
+/// Is the calling thread's descriptor table shared with other tasks
+/// (`host::fds`)? None before it has runtime state.
+fn table_shared() -> Option<bool> {
+    current_checked().map(|t| t.fd_table.get().is_shared())
+}
+
 /// Makes `t` the calling thread's runtime state and its signal stack.
 pub fn install(t: &'static Thread) {
     crate::sync::set_held_hook(held_locks);
+    crate::host::fds::set_table_shared_hook(table_shared);
     crate::arch::set_gs_base(t.entry.self_ptr);
     t.tid.store(host::gettid(), Ordering::Release);
     let base = runtime::slot_base(t.slot) + runtime::PAGE_SIZE;

@@ -618,7 +618,7 @@ fn sync_op() -> Result<(), Errno> {
 }
 
 /// Does [`write_code`] try [`write_by_protection`] first? Where the
-/// program's descriptor table is shared (threads, CLONE_FILES): opening
+/// calling thread's descriptor table is shared (threads, CLONE_FILES): opening
 /// /proc/self/mem there takes a transient task. (A single-threaded program
 /// keeps the file: its text mappings stay whole, where each page written
 /// through mprotect becomes a mapping of its own in /proc/PID/maps, and
@@ -631,7 +631,9 @@ fn protection_first() -> bool {
 /// so that it never falls between the two mprotect calls of a code write
 /// ([`write_by_protection`]), whose restore would undo it.
 pub fn protection_change<R>(f: impl FnOnce() -> R) -> R {
-    if BY_PROTECTION.load(Ordering::Relaxed) || protection_first() {
+    // (Any thread of the address space may be writing code that way: the
+    // calling thread's table may be private where another's is shared.)
+    if BY_PROTECTION.load(Ordering::Relaxed) || crate::host::fds::any_table_shared() {
         let _st = state();
         f()
     } else {

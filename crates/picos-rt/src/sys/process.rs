@@ -257,6 +257,7 @@ fn do_clone(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
     }
     if a.flags & CLONE_FILES != 0 {
         // Program code may now run while the runtime works in this table.
+        c.t.fd_table.get().set_shared(true);
         crate::host::fds::note_shared_fds();
     }
     crate::kernel::fs::dcache::note_clone(a.flags);
@@ -363,6 +364,10 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
         }
     })?;
     if r == 0 && flags & CLONE_FILES == 0 {
+        crate::kernel::thread::current()
+            .fd_table
+            .get()
+            .set_shared(false);
         crate::host::fds::note_private_fds();
     }
     if r == 0 && clear_handlers {
@@ -590,6 +595,15 @@ fn exec_common(
         }
         r => Ok(r),
     };
+    crate::log!(
+        Debug,
+        "execve: the check runs in {}",
+        if crate::host::fds::may_use_program_fds() {
+            "the program's table"
+        } else {
+            "a task of its own (the table is shared)"
+        }
+    );
     let checked = match crate::host::fds::with_transient_fds_keeping(&held, check) {
         Ok(r) => r,
         Err(Errno::EMFILE) if let Some(f) = table_full.take() => Err(f),

@@ -110,6 +110,10 @@ pub struct FdTable {
     /// How many `files` there are (a lookup in a table without any takes
     /// no lock).
     nfiles: AtomicUsize,
+    /// Do several tasks use this table (a clone with CLONE_FILES was made
+    /// from it)? Then the program may run while the runtime works in it
+    /// (`host::fds::may_use_program_fds`).
+    shared: core::sync::atomic::AtomicBool,
 }
 
 /// The number of the notes that only remember a write-back file that was
@@ -140,7 +144,19 @@ impl FdTable {
             proc_fd_dirs: [mount::ROOTS_INIT; PROC_FD_DIRS],
             files: crate::sync::Lock::new(crate::sync::Rank::FdFiles, Vec::new()),
             nfiles: AtomicUsize::new(0),
+            shared: core::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Is the table used by several tasks (see `shared`)?
+    pub fn is_shared(&self) -> bool {
+        self.shared.load(Ordering::Relaxed)
+    }
+
+    /// Before a clone that shares the table (CLONE_FILES); `false` in a
+    /// fork child, whose copy of the table is its own.
+    pub fn set_shared(&self, shared: bool) {
+        self.shared.store(shared, Ordering::Relaxed);
     }
 
     /// Descriptor `fd` (the program's, just opened) is file `f` of an
@@ -436,6 +452,7 @@ impl FdTable {
             None => alloc::boxed::Box::leak(alloc::boxed::Box::new(FdTable::new())),
         };
         c.passthrough.copy_from(&self.passthrough);
+        c.set_shared(false);
         {
             let files = self.files.lock().clone();
             c.nfiles.store(files.len(), Ordering::Relaxed);
