@@ -430,6 +430,15 @@ fn wait_with_mask(c: &mut Ctx<'_>, kind: MaskedWait, mask_ptr: usize, size: usiz
 /// the thread or the process) to the runtime's pending queues, with its
 /// siginfo: a zero-timeout `rt_sigtimedwait` for each.
 fn take_host_pending(t: &crate::kernel::thread::Thread, set: u64) {
+    // On the fast path the host's signals are open: one arriving in the
+    // middle of `add_pending` could overwrite an instance queued behind a
+    // pending one of its signal (the runtime's queue is not atomic). They
+    // wait meanwhile (a rare path: a signal was pending and let through).
+    let old = if t.in_fast.get() {
+        crate::host::rt_sigprocmask(abi::SIG_BLOCK, Some(sig::RUNTIME_MASK)).ok()
+    } else {
+        None
+    };
     let mut want = set;
     while want != 0 {
         let mut info = crate::arch::SigInfo::default();
@@ -442,6 +451,9 @@ fn take_host_pending(t: &crate::kernel::thread::Thread, set: u64) {
             }
             _ => break,
         }
+    }
+    if let Some(old) = old {
+        let _ = crate::host::rt_sigprocmask(abi::SIG_SETMASK, Some(old));
     }
 }
 
