@@ -105,6 +105,14 @@ pub fn exec_runtime(
         .cloned()
         .collect();
     env.push([prefix.as_slice(), cfg.encode().as_bytes()].concat());
+    // Instances the runtime held because the host's queue had no room
+    // (`Thread::held`) go back to the host, which keeps pending signals
+    // across execve as Linux does (still no room: they are lost).
+    if t.held.get() != 0 {
+        t.held.set(0);
+        let keep = crate::kernel::signal::NEVER_BLOCKED | !t.sig_mask.get();
+        crate::kernel::signal::requeue_blocked(t, keep);
+    }
     // Stats of the program being replaced.
     crate::kernel::process::process_exiting();
     // The new program starts with the program's mask, not the runtime's;
