@@ -453,12 +453,11 @@ fn conformance(prog: &str, cases: &[Case]) {
     conformance_with(prog, cases, &[]);
 }
 
-/// [`conformance`] of `prog` (no arguments, success expected) on both of the
-/// runtime's paths: with patched sites, and with every call trapped
-/// (`--no-patch`).
-fn conformance_patched_and_trapped(prog: &str) {
-    conformance(prog, &[ok(&[])]);
-    conformance_with(prog, &[ok(&[])], &["--no-patch"]);
+/// [`conformance`] of `prog`'s `cases` on both of the runtime's paths:
+/// with patched sites, and with every call trapped (`--no-patch`).
+fn conformance_patched_and_trapped(prog: &str, cases: &[Case]) {
+    conformance(prog, cases);
+    conformance_with(prog, cases, &["--no-patch"]);
 }
 
 /// As [`conformance`], with `extra` arguments to `picos run` (such as
@@ -747,7 +746,7 @@ fn namespaces() {
 /// with every call trapped.
 #[test]
 fn locks() {
-    conformance_patched_and_trapped("locks");
+    conformance_patched_and_trapped("locks", &[ok(&[])]);
 }
 
 #[test]
@@ -760,7 +759,7 @@ fn syscall_signals() {
 /// works on its pending set must not be lost. Also on the trap path.
 #[test]
 fn timer_rearm() {
-    conformance_patched_and_trapped("timer_rearm");
+    conformance_patched_and_trapped("timer_rearm", &[ok(&[])]);
 }
 
 /// Real-time signals: every queued instance delivered, in order: 500
@@ -770,16 +769,14 @@ fn timer_rearm() {
 /// (RLIMIT_SIGPENDING of 64, in a user namespace of its own).
 #[test]
 fn rt_queue() {
-    let cases = [ok(&[]), ok(&["queue-full"])];
-    conformance("rt_queue", &cases);
-    conformance_with("rt_queue", &cases, &["--no-patch"]);
+    conformance_patched_and_trapped("rt_queue", &[ok(&[]), ok(&["queue-full"])]);
 }
 
 /// A thread that unmaps its own stack and exits (musl's detached threads
 /// do): the patched `munmap` must not need that stack after the call.
 #[test]
 fn unmap_own_stack() {
-    conformance_patched_and_trapped("unmap_own_stack");
+    conformance_patched_and_trapped("unmap_own_stack", &[ok(&[])]);
 }
 
 /// Issue 9's probes: fault-type signals that are not faults, blocked fault

@@ -345,9 +345,7 @@ fn in_runtime_context(
         // delivery sets the program's mask (kept here if the host has no
         // room for it).
         uc.sigmask |= bit(sig);
-        if host::rt_tgsigqueueinfo(host::getpid(), t.tid(), sig, &info.0)
-            != Err(crate::host::errno::Errno::EAGAIN)
-        {
+        if requeue_on_host(t, info, true) {
             return;
         }
     }

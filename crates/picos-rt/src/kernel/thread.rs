@@ -191,11 +191,7 @@ impl Thread {
             return;
         }
         let bit = 1u64 << (sig - 1);
-        let (set, infos) = if private {
-            (&self.pending_private, &self.pending_info)
-        } else {
-            (&self.pending_shared, &self.shared_info)
-        };
+        let (set, infos) = self.queue(private);
         if set.load(Ordering::Relaxed) & bit == 0 {
             infos[(sig - 1) as usize].set(*info);
             if private {
@@ -339,12 +335,18 @@ impl Thread {
     /// instance there, which only taking it changes.
     pub fn peek_pending_queued(&self, blocked: u64) -> Option<(SigInfo, bool)> {
         let (sig, private) = self.next_pending(blocked)?;
-        let infos = if private {
-            &self.pending_info
-        } else {
-            &self.shared_info
-        };
+        let (_, infos) = self.queue(private);
         Some((infos[(sig - 1) as usize].get(), private))
+    }
+
+    /// The private queue (the thread's own) or the shared one (the
+    /// process's): its set of pending signals and their first instances.
+    fn queue(&self, private: bool) -> (&AtomicU64, &[Cell<SigInfo>; NSIG]) {
+        if private {
+            (&self.pending_private, &self.pending_info)
+        } else {
+            (&self.pending_shared, &self.shared_info)
+        }
     }
 
     /// Takes signal `sig` from the private or the shared queue (it is
@@ -376,11 +378,7 @@ impl Thread {
 
     fn take_from_queue(&self, sig: i32, private: bool) -> Option<SigInfo> {
         let i = (sig - 1) as usize;
-        let (set, infos) = if private {
-            (&self.pending_private, &self.pending_info)
-        } else {
-            (&self.pending_shared, &self.shared_info)
-        };
+        let (set, infos) = self.queue(private);
         let info = infos[i].get();
         // The next queued instance of the same signal, if any, takes its place.
         let n = self.pending_extra_len.get();
