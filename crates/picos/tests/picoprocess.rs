@@ -285,6 +285,26 @@ fn threaded_read_is_patched() {
     );
 }
 
+/// Patched pages of a library's text become mappings of their own, so that
+/// `fork` does not copy the page tables of the whole text (the program
+/// prints "none" natively: nothing is patched there).
+#[test]
+fn patched_pages_are_mappings_of_their_own() {
+    let prog = compile("patched_pages_apart");
+    let native = Command::new(&prog).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&native.stdout),
+        "text mappings with private pages: none; with file pages too: 0\n"
+    );
+    let out = Command::new(PICOS).arg("run").arg(&prog).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "text mappings with private pages: some; with file pages too: 0\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn syscalls_table_lists_every_call() {
     let out = Command::new(PICOS).arg("syscalls").output().unwrap();

@@ -527,6 +527,7 @@ fn write_code(ops: &[CodeOp<'_>]) -> Result<(), Errno> {
         let fd = host::openat(host::AT_FDCWD, host::own_mem_path(), flags, 0)? as i32;
         let r = ops.iter().try_for_each(|op| match *op {
             CodeOp::Write(addr, bytes) => {
+                crate::mm::user::keep_code_page_apart(addr, bytes.len());
                 // The kernel writes `addr` in our own address space, which
                 // the caller has checked is program code or a trampoline
                 // region of ours.
@@ -620,9 +621,9 @@ fn sync_op() -> Result<(), Errno> {
 /// Does [`write_code`] try [`write_by_protection`] first? Where the
 /// calling thread's descriptor table is shared (threads, CLONE_FILES): opening
 /// /proc/self/mem there takes a transient task. (A single-threaded program
-/// keeps the file: its text mappings stay whole, where each page written
-/// through mprotect becomes a mapping of its own in /proc/PID/maps, and
-/// one more for fork to copy.)
+/// keeps the file: a write through it costs one host call where mprotect
+/// costs three. Either way each written page becomes a mapping of its own:
+/// see `mm::user::keep_code_page_apart`.)
 fn protection_first() -> bool {
     !crate::host::fds::may_use_program_fds()
 }
