@@ -21,6 +21,7 @@ fn main() {
     for p in [
         "crates/picos-rt/src",
         "crates/picos-rt/Cargo.toml",
+        "crates/picos-rt/build.rs",
         "crates/picos-abi/src",
         "crates/picos-abi/Cargo.toml",
         "crates/picos-macros/src",

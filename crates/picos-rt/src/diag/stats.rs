@@ -508,6 +508,9 @@ impl core::fmt::Display for Fixed {
 
 impl Counters {
     /// Back to zero (a forked child's thread: its counts were the parent's).
+    /// Only what is not zero already is written (without `--stats` and
+    /// `--profile`, nothing): a write to pages the child only reads would
+    /// copy them (a copy-on-write fault each).
     pub fn reset(&self) {
         for c in [
             &self.syscalls,
@@ -518,11 +521,16 @@ impl Counters {
             &self.sync_signals,
             &self.async_signals,
         ] {
+            if c.get() != 0 {
+                c.set(0);
+            }
+        }
+        for c in self.per_nr.iter().filter(|c| c.get() != 0) {
             c.set(0);
         }
-        for c in &self.per_nr {
-            c.set(0);
+        // (The times exist only under `--profile`.)
+        if profiling() {
+            self.profile.set(None);
         }
-        self.profile.set(None);
     }
 }

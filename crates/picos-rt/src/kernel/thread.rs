@@ -68,33 +68,22 @@ pub struct Thread {
     /// (a fault, `tkill`/`tgkill`): Linux's private queue, taken before the
     /// shared one.
     pub pending_private: AtomicU64,
-    pub pending_info: [Cell<SigInfo>; NSIG],
     /// Those sent to the process (`kill`, `sigqueue`, timers): Linux's
     /// shared queue. A standard signal can wait once in each queue.
     pub pending_shared: AtomicU64,
-    pub shared_info: [Cell<SigInfo>; NSIG],
-    /// When each signal of the private queue arrived (a count), for the
-    /// queue order Linux's `dequeue_synchronous_signal` follows.
-    pub private_arrival: [Cell<u64>; NSIG],
+    /// The arrival count the next signal of the private queue takes (see
+    /// `private_arrival`).
     pub arrivals: Cell<u64>,
     /// What the program's own signal-sending call that runs on the host
     /// sends: a signal that arrives meanwhile is queued as that.
     pub sending: Cell<Sending>,
-    /// Further queued instances of real-time signals already pending, in
-    /// arrival order (real-time signals queue; standard ones coalesce).
-    pub pending_extra: [Cell<SigInfo>; EXTRA_QUEUED],
+    /// How many of `pending_extra` are queued.
     pub pending_extra_len: Cell<usize>,
     /// Inside a fast-path call (entered from a patched site, not a signal).
     pub in_fast: Cell<bool>,
     /// Syscall User Dispatch selector byte (1 = trap, 0 = allow all): the
     /// runtime opens it only around calls into the vDSO.
     pub sud_selector: core::sync::atomic::AtomicU8,
-    /// `--stats` counters.
-    pub stats: crate::diag::stats::Counters,
-    /// A fast call's result context, to be finished by the trap path.
-    pub deferred: Cell<Option<crate::arch::SigContext>>,
-    /// This thread's CPU affinity as last read from the host (sched_getaffinity).
-    pub affinity: AffinityCache,
     /// The last fault-type signal (SIGSEGV, SIGBUS, ... with a positive
     /// si_code) whose origin is not yet known: see `entry::trap::fault_recurs`.
     pub fault_probe: Cell<FaultProbe>,
@@ -130,6 +119,27 @@ pub struct Thread {
     /// wait there, in order, until the program unblocks them or takes them
     /// (sigtimedwait); further instances queue on the host behind them.
     pub held: Cell<u64>,
+    // The large parts last, so that the small fields above, which the
+    // runtime writes on every call and after a fork, share one page (the
+    // Thread starts on a page boundary): a fork child and its parent each
+    // take one copy-on-write fault for them, not one per page that a large
+    // array put between them (measured: 4 pages before).
+    /// The private queue's `siginfo`s (see `pending_private`).
+    pub pending_info: [Cell<SigInfo>; NSIG],
+    /// The shared queue's `siginfo`s (see `pending_shared`).
+    pub shared_info: [Cell<SigInfo>; NSIG],
+    /// When each signal of the private queue arrived (a count), for the
+    /// queue order Linux's `dequeue_synchronous_signal` follows.
+    pub private_arrival: [Cell<u64>; NSIG],
+    /// Further queued instances of real-time signals already pending, in
+    /// arrival order (real-time signals queue; standard ones coalesce).
+    pub pending_extra: [Cell<SigInfo>; EXTRA_QUEUED],
+    /// `--stats` counters.
+    pub stats: crate::diag::stats::Counters,
+    /// A fast call's result context, to be finished by the trap path.
+    pub deferred: Cell<Option<crate::arch::SigContext>>,
+    /// This thread's CPU affinity as last read from the host (sched_getaffinity).
+    pub affinity: AffinityCache,
 }
 
 /// A fault-type signal taken, at first, for one sent by someone (`kill`
