@@ -461,6 +461,23 @@ fn run_with_stats(wrapper: &[&str], args: &[&str]) -> (std::process::Output, Str
     (out, text)
 }
 
+/// Sites that only fork children run are patched in the parent from the
+/// children's hints (`patch::before_fork`): after two children trapped at
+/// them, the next ones make no trapped call at all.
+#[test]
+fn fork_children_hint_their_sites_to_the_parent() {
+    let prog = compile("fork_hints");
+    let (out, text) = run_with_stats(&[], &[prog.to_str().unwrap()]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+    // One record per child, in the order they ended, then the parent's.
+    let traps: Vec<u64> = process_records(&text)
+        .map(|l| json_num(l, "trap_path"))
+        .collect();
+    assert_eq!(traps.len(), 7, "{text}");
+    assert!(traps[0] >= 2, "the first child's sites trap: {text}");
+    assert_eq!(traps[3..6], [0, 0, 0], "{text}");
+}
+
 /// `--stats` reports every thread and the process; the counts add up, the
 /// fast path carries the load, and `--stats-json` writes one line each.
 #[test]

@@ -159,6 +159,22 @@ fn unmaps_entry_words(nr: u64, f: &FastFrame) -> bool {
     start < sp.saturating_add(16) && sp < end
 }
 
+/// A plain fork by clone(2) (no CLONE_VM, no stack of the child's own), a
+/// `full_context` call that needs no context after all: the child is a
+/// copy of this process, runtime stack included, and returns to the program
+/// through its copy of this fast call, as the parent does (RAX 0, every
+/// other register as the parent's). glibc's `fork` is such a call. It then
+/// costs no SIGSYS and no rt_sigreturn, and its parent and child write
+/// fewer pages after the fork (copy-on-write faults: the signal frame).
+/// A traced thread keeps the trap path: the tracer's fork event shows the
+/// registers.
+fn fork_on_fast_path(t: &Thread, nr: u64, f: &FastFrame) -> bool {
+    nr == crate::host::nr::CLONE as u64
+        && f.rdi & crate::sys::process::CLONE_VM == 0
+        && f.rsi == 0
+        && t.ptrace.get() == 0
+}
+
 /// Serves a system call from a patched site (called by picos_fast_entry).
 pub(super) extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     let t = crate::kernel::thread::of_frame(f as *const FastFrame as usize);
@@ -170,7 +186,7 @@ pub(super) extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     if nr == 15 && fast_sigreturn(t, f) {
         return; // the entry continues at picos_resume_full
     }
-    if needs_trap(nr) || unmaps_entry_words(nr, f) {
+    if needs_trap(nr) && !fork_on_fast_path(t, nr, f) || unmaps_entry_words(nr, f) {
         f.rcx = slow;
         return;
     }

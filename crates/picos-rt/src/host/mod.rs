@@ -561,6 +561,27 @@ pub fn own_mem_path() -> &'static core::ffi::CStr {
     }
 }
 
+/// The mapping that covers `addr`, as `ioctl(PROCMAP_QUERY)` on `fd`, an
+/// open `/proc/PID/maps`, reports it (Linux 6.11): its start, end and
+/// `PROCMAP_QUERY_VMA_*` flags ([`VMA_EXECUTABLE`], ...). ENOENT where
+/// nothing is mapped, ENOTTY on an older kernel.
+pub fn procmap_query(fd: i32, addr: usize) -> Result<(usize, usize, u64), Errno> {
+    // _IOWR('f', 17, struct procmap_query), the struct being 104 bytes.
+    const PROCMAP_QUERY: usize = 0xC068_6611;
+    // struct procmap_query: size, query_flags, query_addr, then what the
+    // kernel fills in (vma_start, vma_end, vma_flags, ...); no name or
+    // build id asked for (their sizes and addresses 0).
+    let mut q = [0u64; 13];
+    q[0] = core::mem::size_of_val(&q) as u64;
+    q[2] = addr as u64;
+    // SAFETY: `q` is a live struct procmap_query of the size it says.
+    unsafe { sc!(nr::IOCTL, fd, PROCMAP_QUERY, q.as_mut_ptr()) }?;
+    Ok((q[3] as usize, q[4] as usize, q[5]))
+}
+
+/// [`procmap_query`]'s flag of an executable mapping.
+pub const VMA_EXECUTABLE: u64 = 4;
+
 /// exit(2): ends the calling thread.
 pub fn exit_thread(status: i32) -> ! {
     // SAFETY: exit never returns and takes an integer.

@@ -141,6 +141,12 @@ pub static FORK_HOOKS: &[ForkHook] = &[
 pub fn fork(mut fork: impl FnMut() -> Result<usize, Errno>) -> Result<usize, Errno> {
     // The tree's ptrace board, shared with the child from its start.
     crate::kernel::ptrace::ensure();
+    // Sites earlier children trapped at, patched here first; the page of
+    // hints shared with the child.
+    crate::patch::before_fork(
+        thread::current().process() as *const _ as usize,
+        crate::kernel::ptrace::hint_words(),
+    );
     crate::mm::runtime::keep_image_mapped_across_fork();
     let parent = host::getpid();
     let parent_thread = host::gettid();

@@ -21,7 +21,7 @@ use crate::arch::{SigInfo, UContext};
 use crate::host::errno::Errno;
 use crate::host::{self};
 use crate::kernel::thread::Thread;
-use crate::mm::shared::{self, Board, BOARD_WORDS};
+use crate::mm::shared::{self, Board, PTRACE_WORDS};
 use core::sync::atomic::AtomicI32;
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
@@ -45,7 +45,7 @@ const MAGIC: u64 = 0x7069_636f_735f_7074; // "picos_pt"
 const HEADER: usize = 64;
 const SLOT_WORDS: usize = 1024;
 /// How many threads can be traced at once in a tree.
-pub const SLOTS: usize = (BOARD_WORDS - HEADER) / SLOT_WORDS;
+pub const SLOTS: usize = (PTRACE_WORDS - HEADER) / SLOT_WORDS;
 
 // A slot's words.
 /// The traced thread's tid; 0: free; `RESERVED`: a child being made.
@@ -209,6 +209,11 @@ pub const USER_DEBUGREG: usize = 848;
 
 fn board() -> Option<&'static Board> {
     BOARD.get().copied().flatten()
+}
+
+/// The board's words for the patcher's hints (`patch::before_fork`).
+pub fn hint_words() -> Option<&'static [core::sync::atomic::AtomicU64]> {
+    board().map(shared::hints)
 }
 
 fn slot(b: &'static Board, i: usize) -> &'static [AtomicU64] {
@@ -1678,7 +1683,7 @@ mod tests {
     fn the_slot_layout_fits() {
         assert!(FP + FP_MAX / 8 <= SLOT_WORDS);
         assert!(SIGINFO + 16 <= FP && DR + 8 <= SIGINFO && REGS + NREGS <= DR);
-        assert!(HEADER + SLOTS * SLOT_WORDS <= BOARD_WORDS);
+        assert!(HEADER + SLOTS * SLOT_WORDS <= PTRACE_WORDS);
         assert_eq!(USER_DEBUGREG, 848);
     }
 }

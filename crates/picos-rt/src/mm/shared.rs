@@ -55,6 +55,18 @@ pub fn attach(id: i32) -> Result<&'static Board, Errno> {
     Ok(unsafe { &*(at as *const Board) })
 }
 
+/// The board's last words hold the hints of syscall sites that fork
+/// children leave for their parents (`patch::before_fork`); the ptrace
+/// state has the words before them.
+pub const HINT_WORDS: usize = 512;
+/// The board's words for the ptrace state.
+pub const PTRACE_WORDS: usize = BOARD_WORDS - HINT_WORDS;
+
+/// The hints' words of board `b`.
+pub fn hints(b: &'static Board) -> &'static [AtomicU64] {
+    &b[PTRACE_WORDS..]
+}
+
 /// Makes a new segment for a board; returns its id. It is marked for
 /// removal at once: it goes when the last process of the tree detaches it.
 pub fn create() -> Result<i32, Errno> {

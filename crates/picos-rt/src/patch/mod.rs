@@ -127,6 +127,11 @@ struct State {
     /// time, so code that runs once (start-up, a fork child's `_exit`) does
     /// not pay for a patch it would never use.
     seen: BTreeSet<usize>,
+    /// Sites hinted once by fork children ([`before_fork`]): patched at
+    /// the second hint, or at a trap here. Apart from `seen`, which the
+    /// children inherit: a child that finds its site there patches it in
+    /// its own copy, at its first trap.
+    hinted: BTreeSet<usize>,
     /// Ranges never to patch (shared mappings: writing would change a file).
     no_patch: Vec<(usize, usize)>,
     /// How each trampoline's addresses map onto its site's code (see
@@ -147,6 +152,7 @@ static STATE: crate::sync::Lock<State> = crate::sync::Lock::new(
         used: [0; runtime::MAX_CODE_REGIONS],
         sites: BTreeSet::new(),
         seen: BTreeSet::new(),
+        hinted: BTreeSet::new(),
         no_patch: Vec::new(),
         mapped: BTreeMap::new(),
         entries: [0; ENTRIES],
@@ -440,7 +446,12 @@ pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
         let _state = state();
         inner()
     },
-    child: crate::sync::ForkHook::no_change,
+    child: |_| {
+        // The parent's hints counted are its own: a trap here then counts
+        // as a first one (and leaves a hint), not as a second.
+        HINT_WRITER.store(true, Ordering::Relaxed);
+        state().hinted.clear();
+    },
 };
 
 /// Called when a thread or process sharing this memory is created.
@@ -1279,6 +1290,13 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext, owner: usize) -> Op
         return None;
     }
     let site = find_site(after, nr, regs)?;
+    patch_seen(site, after, nr, true)
+}
+
+/// [`maybe_patch`] once the site is found: patched if it was seen before
+/// (a trap or a hint: [`take_hints`]), otherwise noted as seen, and, for
+/// a fork child's trap, left as a hint for its family.
+fn patch_seen(site: Site, after: usize, nr: u64, trapped: bool) -> Option<usize> {
     let multi = MULTI.load(Ordering::Relaxed);
     if !may_patch(&site, after, multi) {
         return None;
@@ -1289,10 +1307,19 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext, owner: usize) -> Op
     {
         return None;
     }
-    if st.seen.insert(site.start) {
-        return None; // first trap here
+    if trapped {
+        if !st.hinted.remove(&site.start) && st.seen.insert(site.start) {
+            // The first trap here.
+            if site.fixed_nr {
+                leave_hint(after, nr);
+            }
+            return None;
+        }
+    } else if !st.seen.contains(&site.start) && st.hinted.insert(site.start) {
+        return None; // the first hint
     }
     st.seen.remove(&site.start);
+    st.hinted.remove(&site.start);
     st.sites.insert(site.start);
     let Some(t) = alloc_trampoline(&mut st, site.start, site.pun) else {
         crate::log!(
@@ -1330,13 +1357,136 @@ pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext, owner: usize) -> Op
     (cont != after).then_some(cont)
 }
 
+// ---------------------------------------------------------------------------
+// Hints from fork children.
+//
+// A site is patched at its second trap, so that code that runs once is not
+// patched for nothing. But code that a fork child runs once right after the
+// fork (glibc's `set_robust_list` in `_Fork`, a shell's redirections before
+// `execve`) is never run by the parent, and so never patched where the next
+// children come from: every child traps there again. So a fork child that
+// traps at a site of a fixed number for the first time leaves a hint on the
+// tree's shared board (`mm::shared::hints`), and a process reads the hints
+// before it forks ([`before_fork`]): a hint counts as a trap there, so a
+// site that two children trapped at is patched in the parent, and the next
+// children inherit it patched. A hint is an address and a number, tagged
+// with the address of the runtime's reservation (the same in a process and
+// its fork children, random for each new program). The reader patches it
+// only if its own memory there is executable (asked of the kernel) and
+// holds a syscall site of that number, as a trap would show it; any process
+// of the tree may write the board, and a wrong hint is at worst a genuine
+// site patched for nothing. Word 0 counts the hints written; pairs of words
+// after it hold the last ones (tag, `after << 16 | nr`) in a ring.
+
+/// The board's hint words (None: there is no board).
+static HINTS: spin::Once<Option<&'static [core::sync::atomic::AtomicU64]>> = spin::Once::new();
+/// How many hints (of any process) this process has read.
+static HINTS_READ: AtomicUsize = AtomicUsize::new(0);
+/// This process is a fork child: it leaves hints for its family.
+static HINT_WRITER: AtomicBool = AtomicBool::new(false);
+
+/// Hints the ring holds.
+fn hint_slots(words: &[core::sync::atomic::AtomicU64]) -> usize {
+    (words.len() - 1) / 2
+}
+
+/// The tag of this process's hints (see the comment above).
+fn hint_tag() -> u64 {
+    runtime::reservation_base() as u64
+}
+
+/// A fork child's first trap at the site that returns to `after` (a site of
+/// the fixed number `nr`): a hint for its family.
+fn leave_hint(after: usize, nr: u64) {
+    if !HINT_WRITER.load(Ordering::Relaxed) {
+        return;
+    }
+    if let Some(Some(words)) = HINTS.get() {
+        let i = words[0].fetch_add(1, Ordering::AcqRel) as usize % hint_slots(words);
+        words[1 + 2 * i].store(hint_tag(), Ordering::Release);
+        words[2 + 2 * i].store((after as u64) << 16 | nr, Ordering::Release);
+    }
+}
+
+/// Before this process forks (`owner` as for [`maybe_patch`]; `words`, the
+/// board's hint words, made by then): the hints this process's fork
+/// children left since the last time, taken.
+pub fn before_fork(owner: usize, words: Option<&'static [core::sync::atomic::AtomicU64]>) {
+    if !enabled() || owner != OWNER.load(Ordering::Relaxed) {
+        return;
+    }
+    let Some(words) = *HINTS.call_once(|| words) else {
+        return;
+    };
+    let slots = hint_slots(words);
+    let head = words[0].load(Ordering::Acquire) as usize;
+    let mut next = HINTS_READ.load(Ordering::Relaxed);
+    if head == next {
+        return;
+    }
+    next = next.max(head.saturating_sub(slots));
+    let tag = hint_tag();
+    let mut hints = Vec::new();
+    while next < head {
+        let i = next % slots;
+        next += 1;
+        if words[1 + 2 * i].load(Ordering::Acquire) != tag {
+            continue;
+        }
+        let v = words[2 + 2 * i].load(Ordering::Acquire);
+        let (after, nr) = ((v >> 16) as usize, v & 0xffff);
+        if after >= 64 && !hints.contains(&(after, nr)) {
+            hints.push((after, nr));
+        }
+    }
+    HINTS_READ.store(head, Ordering::Relaxed);
+    if !hints.is_empty() {
+        take_hints(&hints);
+    }
+}
+
+/// Counts each hint `(after, nr)` as a trap at its site, where this
+/// process's memory is executable: the kernel says so
+/// (`host::procmap_query` on /proc/thread-self/maps, opened where the
+/// program never sees it). Without that (an older kernel, no /proc), the
+/// hints are dropped.
+fn take_hints(hints: &[(usize, u64)]) {
+    let executable = crate::host::fds::with_transient_fds(|| {
+        let flags = host::O_RDONLY | host::O_CLOEXEC;
+        let fd = host::openat(host::AT_FDCWD, c"/proc/thread-self/maps", flags, 0)? as i32;
+        let found: Vec<(usize, u64)> = hints
+            .iter()
+            .copied()
+            .filter(|&(after, _)| {
+                host::procmap_query(fd, after - 2)
+                    .is_ok_and(|(_, end, f)| f & host::VMA_EXECUTABLE != 0 && after <= end)
+            })
+            .collect();
+        let _ = host::close(fd);
+        Ok(found)
+    });
+    for (after, nr) in executable.unwrap_or_default() {
+        if crate::mm::user::check_range(after - 2, 2).is_err() {
+            continue;
+        }
+        if let Some(site) = find_fixed_site(after, nr) {
+            let _ = patch_seen(site, after, nr, false);
+        }
+    }
+}
+
 /// The site of the `syscall` that returns to `after` with number `nr`, if
-/// it has one of the shapes the patcher knows (`match_site`, or
-/// `match_dynamic` with the trapped registers `regs`).
-fn find_site(after: usize, nr: u64, regs: &SigContext) -> Option<Site> {
-    // Bytes around the syscall: room for the longest shape before it and
-    // the `cmp` after it.
-    let base = after - 2 - 5 - MAX_MOVES;
+/// it has one of the shapes of a fixed number ([`match_site`]).
+fn find_fixed_site(after: usize, nr: u64) -> Option<Site> {
+    let (code, n, base) = code_around(after)?;
+    match_site(&code[..n], base, after, nr).filter(|s| s.fixed_nr)
+}
+
+/// The bytes around the `syscall` that returns to `after`: room for the
+/// longest shape before it and the `cmp` after it (those that can be
+/// read), their number, and the address of the first.
+fn code_around(after: usize) -> Option<([u8; 5 + MAX_MOVES + 2 + 6], usize, usize)> {
+    let base = after.checked_sub(2 + 5 + MAX_MOVES)?;
     let mut code = [0u8; 5 + MAX_MOVES + 2 + 6];
     let n = if crate::mm::user::copy_in(&mut code, base).is_ok() {
         code.len()
@@ -1345,6 +1495,14 @@ fn find_site(after: usize, nr: u64, regs: &SigContext) -> Option<Site> {
     } else {
         return None;
     };
+    Some((code, n, base))
+}
+
+/// The site of the `syscall` that returns to `after` with number `nr`, if
+/// it has one of the shapes the patcher knows (`match_site`, or
+/// `match_dynamic` with the trapped registers `regs`).
+fn find_site(after: usize, nr: u64, regs: &SigContext) -> Option<Site> {
+    let (code, n, base) = code_around(after)?;
     if let Some(s) = match_site(&code[..n], base, after, nr) {
         return Some(s);
     }
