@@ -93,10 +93,14 @@ fn sigsys(sig: i32, info: &SigInfo, uc: &mut UContext) {
         return;
     }
     let regs = uc.mcontext;
+    let owner = t.process() as *const _ as usize;
+    if nr == crate::host::nr::EXIT_GROUP as u64 {
+        // The call does not return: a fork child's `_exit` leaves its hint
+        // now (`patch::hint_exit`).
+        crate::patch::hint_exit(after, nr, &regs, owner);
+    }
     crate::entry::dispatch::dispatch(t, uc);
-    if let Some(cont) =
-        crate::patch::maybe_patch(after, nr, &regs, t.process() as *const _ as usize)
-    {
+    if let Some(cont) = crate::patch::maybe_patch(after, nr, &regs, owner) {
         // The patch covered this call's return address: continue in the
         // trampoline's copy (its `syscall` sits 2 bytes before `cont`, for
         // an SA_RESTART rewind).

@@ -24,7 +24,11 @@ pub fn note_shared_fds() {
 /// any more (a multi-threaded program's fork child, which then execs, need
 /// not run its exec check and code writes in transient tasks).
 pub fn note_private_fds() {
-    FDS_SHARED.store(false, Ordering::Relaxed);
+    // (Written only if set: a fork child that writes a page it shares with
+    // its parent copies it.)
+    if FDS_SHARED.load(Ordering::Relaxed) {
+        FDS_SHARED.store(false, Ordering::Relaxed);
+    }
 }
 
 /// Is some descriptor table of this address space shared ([`FDS_SHARED`])?

@@ -1144,20 +1144,62 @@ fn match_dynamic(
             ..Site::default()
         });
     }
-    // musl, as compilers emit it: `mov %reg, %rax; syscall` (the jump then
-    // covers the `syscall` too).
-    if sc >= 3 {
-        let (rex, op, modrm) = (code[sc - 3], code[sc - 2], code[sc - 1]);
-        if (rex == 0x48 || rex == 0x4c) && op == 0x89 && modrm >> 6 == 3 && modrm & 7 == 0 {
-            let src = ((modrm >> 3) & 7) | if rex == 0x4c { 8 } else { 0 };
-            if src != 0 && src != 4 && reg_value(regs, src) == regs.rax {
-                return Some(Site {
-                    start: code_base + sc - 3,
-                    pre: code[sc - 3..sc].to_vec(),
-                    resume: after,
-                    ..Site::default()
-                });
-            }
+    // A number moved from another register.
+    let (site, src, wide) = match_register_number(code, code_base, after)?;
+    let value = reg_value(regs, src);
+    (if wide { value } else { value as u32 as u64 } == regs.rax).then_some(site)
+}
+
+/// The shapes whose number is moved into RAX from another register right
+/// before the `syscall` (the trapped registers confirm the move: see
+/// [`match_dynamic`]): the site, the source register and whether the move
+/// is 64-bit.
+/// - glibc's `_exit` (and a dozen more of its sites): `mov %r32, %eax;
+///   syscall; cmp $-4096, %rax` (a fork child's `exit_group`). The jump
+///   covers the `mov`, the `syscall` and the `cmp`'s first byte; the
+///   trampoline runs the `mov` and the `cmp`. Not after a REX prefix
+///   (0x40-0x4f: the `mov` would then be another instruction).
+/// - musl, as compilers emit it: `mov %reg, %rax; syscall` (the jump then
+///   covers the `syscall` too).
+fn match_register_number(code: &[u8], code_base: usize, after: usize) -> Option<(Site, u8, bool)> {
+    let sc = after
+        .checked_sub(2)?
+        .checked_sub(code_base)
+        .filter(|&i| i < code.len())?;
+    if code.get(sc..sc + 2)? != [0x0f, 0x05] || sc < 3 {
+        return None;
+    }
+    let (prefix, op, modrm) = (code[sc - 3], code[sc - 2], code[sc - 1]);
+    if code.get(sc + 2..sc + 8) == Some(&CMP_RAX_MINUS_4096[..]) {
+        let src = (modrm >> 3) & 7;
+        if !(0x40..=0x4f).contains(&prefix)
+            && op == 0x89
+            && modrm >> 6 == 3
+            && modrm & 7 == 0
+            && src != 0
+            && src != 4
+        {
+            let site = Site {
+                start: code_base + sc - 2,
+                pre: code[sc - 2..sc].to_vec(),
+                post: CMP_RAX_MINUS_4096.to_vec(),
+                resume: after + 6,
+                ..Site::default()
+            };
+            return Some((site, src, false));
+        }
+    }
+    let (rex, op, modrm) = (prefix, op, modrm);
+    if (rex == 0x48 || rex == 0x4c) && op == 0x89 && modrm >> 6 == 3 && modrm & 7 == 0 {
+        let src = ((modrm >> 3) & 7) | if rex == 0x4c { 8 } else { 0 };
+        if src != 0 && src != 4 {
+            let site = Site {
+                start: code_base + sc - 3,
+                pre: code[sc - 3..sc].to_vec(),
+                resume: after,
+                ..Site::default()
+            };
+            return Some((site, src, true));
         }
     }
     None
@@ -1310,9 +1352,7 @@ fn patch_seen(site: Site, after: usize, nr: u64, trapped: bool) -> Option<usize>
     if trapped {
         if !st.hinted.remove(&site.start) && st.seen.insert(site.start) {
             // The first trap here.
-            if site.fixed_nr {
-                leave_hint(after, nr);
-            }
+            leave_hint(after, nr, !site.fixed_nr);
             return None;
         }
     } else if !st.seen.contains(&site.start) && st.hinted.insert(site.start) {
@@ -1362,21 +1402,25 @@ fn patch_seen(site: Site, after: usize, nr: u64, trapped: bool) -> Option<usize>
 //
 // A site is patched at its second trap, so that code that runs once is not
 // patched for nothing. But code that a fork child runs once right after the
-// fork (glibc's `set_robust_list` in `_Fork`, a shell's redirections before
-// `execve`) is never run by the parent, and so never patched where the next
-// children come from: every child traps there again. So a fork child that
-// traps at a site of a fixed number for the first time leaves a hint on the
-// tree's shared board (`mm::shared::hints`), and a process reads the hints
-// before it forks ([`before_fork`]): a hint counts as a trap there, so a
-// site that two children trapped at is patched in the parent, and the next
-// children inherit it patched. A hint is an address and a number, tagged
-// with the address of the runtime's reservation (the same in a process and
-// its fork children, random for each new program). The reader patches it
-// only if its own memory there is executable (asked of the kernel) and
-// holds a syscall site of that number, as a trap would show it; any process
-// of the tree may write the board, and a wrong hint is at worst a genuine
-// site patched for nothing. Word 0 counts the hints written; pairs of words
-// after it hold the last ones (tag, `after << 16 | nr`) in a ring.
+// fork (glibc's `set_robust_list` in `_Fork`, `_exit`, a shell's
+// redirections before `execve`) is never run by the parent, and so never
+// patched where the next children come from: every child traps there
+// again. So a fork child that traps at a site for the first time (or at its
+// `exit_group`, which never returns to be patched: [`hint_exit`]) leaves a
+// hint on the tree's shared board (`mm::shared::hints`), and a process
+// reads the hints before it forks ([`before_fork`]): a hint counts as a
+// trap there, so a site that two children trapped at is patched in the
+// parent, and the next children inherit it patched. A hint is an address
+// and a number, tagged with the address of the runtime's reservation (the
+// same in a process and its fork children, random for each new program).
+// The reader patches it only if its own memory there is executable (asked
+// of the kernel) and holds a syscall site of that number, as a trap would
+// show it, or of a number moved from another register
+// ([`match_register_number`], the move the child's registers confirmed).
+// Any process of the tree may write the board, and a wrong hint is at worst
+// a genuine site patched for nothing. Word 0 counts the hints written; pairs of words
+// after it hold the last ones (tag, `after << 17 | dynamic << 16 | nr`) in
+// a ring.
 
 /// The board's hint words (None: there is no board).
 static HINTS: spin::Once<Option<&'static [core::sync::atomic::AtomicU64]>> = spin::Once::new();
@@ -1395,16 +1439,34 @@ fn hint_tag() -> u64 {
     runtime::reservation_base() as u64
 }
 
-/// A fork child's first trap at the site that returns to `after` (a site of
-/// the fixed number `nr`): a hint for its family.
-fn leave_hint(after: usize, nr: u64) {
+/// A fork child's first trap at the site that returns to `after` (with
+/// number `nr`; `dynamic`: a site whose number is in a register): a hint
+/// for its family.
+fn leave_hint(after: usize, nr: u64, dynamic: bool) {
     if !HINT_WRITER.load(Ordering::Relaxed) {
         return;
     }
     if let Some(Some(words)) = HINTS.get() {
         let i = words[0].fetch_add(1, Ordering::AcqRel) as usize % hint_slots(words);
         words[1 + 2 * i].store(hint_tag(), Ordering::Release);
-        words[2 + 2 * i].store((after as u64) << 16 | nr, Ordering::Release);
+        let v = (after as u64) << 17 | u64::from(dynamic) << 16 | nr;
+        words[2 + 2 * i].store(v, Ordering::Release);
+    }
+}
+
+/// A trapped `exit_group` (as for [`maybe_patch`]), before it ends the
+/// process: the hint of a fork child's exit site, which [`maybe_patch`],
+/// called after the call, never sees.
+pub fn hint_exit(after: usize, nr: u64, regs: &SigContext, owner: usize) {
+    if !HINT_WRITER.load(Ordering::Relaxed)
+        || !enabled()
+        || owner != OWNER.load(Ordering::Relaxed)
+        || after < 64
+    {
+        return;
+    }
+    if let Some(site) = find_site(after, nr, regs) {
+        leave_hint(after, nr, !site.fixed_nr);
     }
 }
 
@@ -1426,7 +1488,7 @@ pub fn before_fork(owner: usize, words: Option<&'static [core::sync::atomic::Ato
     }
     next = next.max(head.saturating_sub(slots));
     let tag = hint_tag();
-    let mut hints = Vec::new();
+    let mut hints: Vec<(usize, u64, bool)> = Vec::new();
     while next < head {
         let i = next % slots;
         next += 1;
@@ -1434,9 +1496,9 @@ pub fn before_fork(owner: usize, words: Option<&'static [core::sync::atomic::Ato
             continue;
         }
         let v = words[2 + 2 * i].load(Ordering::Acquire);
-        let (after, nr) = ((v >> 16) as usize, v & 0xffff);
-        if after >= 64 && !hints.contains(&(after, nr)) {
-            hints.push((after, nr));
+        let hint = ((v >> 17) as usize, v & 0xffff, v & 1 << 16 != 0);
+        if hint.0 >= 64 && !hints.contains(&hint) {
+            hints.push(hint);
         }
     }
     HINTS_READ.store(head, Ordering::Relaxed);
@@ -1445,19 +1507,19 @@ pub fn before_fork(owner: usize, words: Option<&'static [core::sync::atomic::Ato
     }
 }
 
-/// Counts each hint `(after, nr)` as a trap at its site, where this
-/// process's memory is executable: the kernel says so
+/// Counts each hint `(after, nr, dynamic)` as a trap at its site, where
+/// this process's memory is executable: the kernel says so
 /// (`host::procmap_query` on /proc/thread-self/maps, opened where the
 /// program never sees it). Without that (an older kernel, no /proc), the
 /// hints are dropped.
-fn take_hints(hints: &[(usize, u64)]) {
+fn take_hints(hints: &[(usize, u64, bool)]) {
     let executable = crate::host::fds::with_transient_fds(|| {
         let flags = host::O_RDONLY | host::O_CLOEXEC;
         let fd = host::openat(host::AT_FDCWD, c"/proc/thread-self/maps", flags, 0)? as i32;
-        let found: Vec<(usize, u64)> = hints
+        let found: Vec<(usize, u64, bool)> = hints
             .iter()
             .copied()
-            .filter(|&(after, _)| {
+            .filter(|&(after, _, _)| {
                 host::procmap_query(fd, after - 2)
                     .is_ok_and(|(_, end, f)| f & host::VMA_EXECUTABLE != 0 && after <= end)
             })
@@ -1465,21 +1527,28 @@ fn take_hints(hints: &[(usize, u64)]) {
         let _ = host::close(fd);
         Ok(found)
     });
-    for (after, nr) in executable.unwrap_or_default() {
+    for (after, nr, dynamic) in executable.unwrap_or_default() {
         if crate::mm::user::check_range(after - 2, 2).is_err() {
             continue;
         }
-        if let Some(site) = find_fixed_site(after, nr) {
+        if let Some(site) = find_hinted_site(after, nr, dynamic) {
             let _ = patch_seen(site, after, nr, false);
         }
     }
 }
 
-/// The site of the `syscall` that returns to `after` with number `nr`, if
-/// it has one of the shapes of a fixed number ([`match_site`]).
-fn find_fixed_site(after: usize, nr: u64) -> Option<Site> {
+/// The site of the `syscall` that returns to `after`, as a hint gives it:
+/// of the fixed number `nr` ([`match_site`]), or (`dynamic`) one whose
+/// number is moved from another register ([`match_register_number`]: the
+/// child's trapped registers confirmed the move; the trampoline makes the
+/// same move, so the number is whatever the register holds).
+fn find_hinted_site(after: usize, nr: u64, dynamic: bool) -> Option<Site> {
     let (code, n, base) = code_around(after)?;
-    match_site(&code[..n], base, after, nr).filter(|s| s.fixed_nr)
+    if dynamic {
+        match_register_number(&code[..n], base, after).map(|(site, _, _)| site)
+    } else {
+        match_site(&code[..n], base, after, nr).filter(|s| s.fixed_nr)
+    }
 }
 
 /// The bytes around the `syscall` that returns to `after`: room for the
@@ -1712,6 +1781,48 @@ mod tests {
         // Without the cmp the jump would cover live code: no match.
         let code = [0x31, 0xc0, 0x0f, 0x05, 0xc3, 0x90, 0x90, 0x90, 0x90, 0x90];
         assert!(match_site(&code, 0x3000, 0x3004, 0).is_none());
+    }
+
+    #[test]
+    fn glibc_exit_form() {
+        // glibc's _exit: mov $0xe7,%esi; ... mov %esi,%eax; syscall; cmp
+        // $-4096,%rax; jbe ...
+        let code = [
+            0xbe, 0xe7, 0, 0, 0, 0x89, 0xf0, 0x0f, 0x05, 0x48, 0x3d, 0x00, 0xf0, 0xff, 0xff, 0x76,
+            0xe7,
+        ];
+        let regs = SigContext {
+            rax: 231,
+            rsi: 231,
+            ..SigContext::default()
+        };
+        let none = |_: i64| None;
+        let s = match_dynamic(&code, 0x7000, 0x7009, &regs, &none).unwrap();
+        assert_eq!(
+            s,
+            Site {
+                start: 0x7005,
+                pre: vec![0x89, 0xf0],
+                post: CMP_RAX_MINUS_4096.to_vec(),
+                resume: 0x700f,
+                ..Site::default()
+            }
+        );
+        assert!(s.covers_syscall(0x7007));
+        // A hint has no registers: the same site from the bytes alone.
+        assert_eq!(match_register_number(&code, 0x7000, 0x7009).unwrap().0, s);
+        // ESI must hold the number.
+        let other = SigContext { rsi: 60, ..regs };
+        assert!(match_dynamic(&code, 0x7000, 0x7009, &other, &none).is_none());
+        // After a REX prefix the bytes are another instruction (mov
+        // %esi,%r8d).
+        let mut rex = code;
+        rex[4] = 0x41;
+        assert!(match_register_number(&rex, 0x7000, 0x7009).is_none());
+        // Without the `cmp` after it: not the shape.
+        let mut no_cmp = code;
+        no_cmp[9] = 0xc3;
+        assert!(match_register_number(&no_cmp, 0x7000, 0x7009).is_none());
     }
 
     #[test]

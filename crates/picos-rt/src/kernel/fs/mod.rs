@@ -156,7 +156,11 @@ impl FdTable {
     /// Before a clone that shares the table (CLONE_FILES); `false` in a
     /// fork child, whose copy of the table is its own.
     pub fn set_shared(&self, shared: bool) {
-        self.shared.store(shared, Ordering::Relaxed);
+        // (Written only if it changes: a fork child that writes a page it
+        // shares with its parent copies it.)
+        if self.shared.load(Ordering::Relaxed) != shared {
+            self.shared.store(shared, Ordering::Relaxed);
+        }
     }
 
     /// Descriptor `fd` (the program's, just opened) is file `f` of an
