@@ -289,6 +289,20 @@ static void wall_wait_sees_no_runtime_task(void)
     checkf("wall_wait_sees_no_runtime_task", polls > 0 && wrong == 0, "%ld of %ld", wrong, polls);
 }
 
+/* A new thread starts with its creator's FPU control state (Linux copies
+ * the FPU registers at clone): under picos the thread's first frame is
+ * built from an image of them, on the trap path or the fast path. */
+static unsigned get_mxcsr(void) { unsigned v; __asm__ volatile("stmxcsr %0" : "=m"(v)); return v; }
+static void set_mxcsr(unsigned v) { __asm__ volatile("ldmxcsr %0" : : "m"(v)); }
+static unsigned short get_fpcw(void) { unsigned short v; __asm__ volatile("fnstcw %0" : "=m"(v)); return v; }
+static void set_fpcw(unsigned short v) { __asm__ volatile("fldcw %0" : : "m"(v)); }
+static void *fpu_thread(void *arg)
+{
+    (void)arg;
+    /* Rounding up in both units. */
+    return (void *)(intptr_t)(((get_mxcsr() >> 13) & 3) == 2 && ((get_fpcw() >> 10) & 3) == 2);
+}
+
 int main(void)
 {
     conf_init();
@@ -302,6 +316,25 @@ int main(void)
     show("mutex_counter", "%ld", counter);
     check("mutex_counter", counter == (long)NTHREADS * NITER);
     check("atomic_counter", atomic_counter == (long)NTHREADS * NITER);
+
+    /* FPU control state inherited, by every thread (the later ones made
+     * once the creating call site is patched) */
+    {
+        unsigned mxcsr = get_mxcsr();
+        unsigned short fpcw = get_fpcw();
+        set_mxcsr((mxcsr & ~(3u << 13)) | (2u << 13));
+        set_fpcw((unsigned short)((fpcw & ~(3u << 10)) | (2u << 10)));
+        int good = 0;
+        for (int i = 0; i < 20; i++) {
+            pthread_t ft;
+            void *r = NULL;
+            if (pthread_create(&ft, NULL, fpu_thread, NULL) == 0 && pthread_join(ft, &r) == 0)
+                good += r != NULL;
+        }
+        set_mxcsr(mxcsr);
+        set_fpcw(fpcw);
+        checkf("new_thread_fpu_state", good == 20, "%d of 20", good);
+    }
 
     /* condvar ping-pong */
     pthread_t pt;

@@ -287,6 +287,18 @@ pub fn dispatch_fast(t: &'static Thread, nr: usize, args: [usize; 6], ip: u64) -
     run(t, nr, args, None, ip)
 }
 
+/// As [`dispatch_fast`], for a `full_context` call whose context the fast
+/// path built (`entry::fast::new_thread`).
+pub fn dispatch_fast_full(
+    t: &'static Thread,
+    nr: usize,
+    args: [usize; 6],
+    ip: u64,
+    uc: &mut UContext,
+) -> Outcome {
+    run(t, nr, args, Some(uc), ip)
+}
+
 /// Runs call `nr` through the program's seccomp filters (mode `mode`, see
 /// `kernel::seccomp`), made at `ip` (the address after its `syscall`).
 /// None if the call goes on; otherwise what becomes of it, as Linux's

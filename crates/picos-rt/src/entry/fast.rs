@@ -175,6 +175,69 @@ fn fork_on_fast_path(t: &Thread, nr: u64, f: &FastFrame) -> bool {
         && t.ptrace.get() == 0
 }
 
+/// A new thread (clone or clone3 with CLONE_VM and CLONE_THREAD, without
+/// CLONE_VFORK), a `full_context` call whose context the fast path can
+/// build: the program's registers are in the frame, its FPU registers
+/// still hold its own state (the runtime uses none), saved with `xsave` in
+/// the format the kernel's frames use ([`new_thread`]). Not for a traced
+/// thread (the tracer's clone event), nor without XSAVE or a known image
+/// format, nor under `--log-level trace`.
+fn thread_on_fast_path(t: &Thread, nr: u64, f: &FastFrame) -> bool {
+    use crate::sys::process::{CLONE_THREAD, CLONE_VFORK, CLONE_VM};
+    if !crate::arch::fpu::format_known()
+        || !crate::arch::has_xsave()
+        || crate::diag::log::enabled(crate::diag::log::LogLevel::Trace)
+        || t.ptrace_doorbell.get()
+        || crate::kernel::ptrace::traced(t)
+    {
+        return false;
+    }
+    let flags = if nr == crate::host::nr::CLONE as u64 {
+        f.rdi
+    } else if nr == crate::host::nr::CLONE3 as u64 {
+        // `struct clone_args` starts with the flags (the handler reads it
+        // all again, and checks it).
+        match crate::mm::user::read::<u64>(f.rdi as usize) {
+            Ok(flags) => flags,
+            Err(_) => return false,
+        }
+    } else {
+        return false;
+    };
+    flags & (CLONE_VM | CLONE_THREAD) == CLONE_VM | CLONE_THREAD && flags & CLONE_VFORK == 0
+}
+
+/// Serves [`thread_on_fast_path`]'s call with the context a trap would
+/// have given: the frame's registers (RIP where the call continues), the
+/// user code and stack segments, the program's mask, and an image of the
+/// FPU registers, from which the handler builds the new thread's first
+/// frame (`kernel::thread::prepare_child`: the kernel's `rt_sigreturn`
+/// starts the thread from it).
+fn new_thread(
+    t: &'static Thread,
+    nr: u64,
+    args: [usize; 6],
+    site_ret: u64,
+    f: &FastFrame,
+) -> Outcome {
+    use crate::arch::{UC_FP_XSTATE, UC_SIGCONTEXT_SS, USER_CS, USER_DS};
+    let mut buf = core::mem::MaybeUninit::uninit();
+    let mut uc = UContext {
+        flags: UC_FP_XSTATE | UC_SIGCONTEXT_SS,
+        mcontext: fast_context(f),
+        sigmask: crate::kernel::signal::host_mask(t.sig_mask.get()),
+        ..UContext::default()
+    };
+    uc.mcontext.cs = USER_CS;
+    uc.mcontext.ss = USER_DS;
+    match crate::arch::fpu::xsave_image(&mut buf) {
+        Some(fp) => uc.mcontext.fpstate = fp,
+        // (Checked by thread_on_fast_path: not expected.)
+        None => return Outcome::Return(Errno::EAGAIN.to_ret() as u64),
+    }
+    crate::entry::dispatch::dispatch_fast_full(t, nr as usize, args, site_ret, &mut uc)
+}
+
 /// Serves a system call from a patched site (called by picos_fast_entry).
 pub(super) extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     let t = crate::kernel::thread::of_frame(f as *const FastFrame as usize);
@@ -186,7 +249,9 @@ pub(super) extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     if nr == 15 && fast_sigreturn(t, f) {
         return; // the entry continues at picos_resume_full
     }
-    if needs_trap(nr) && !fork_on_fast_path(t, nr, f) || unmaps_entry_words(nr, f) {
+    let full = needs_trap(nr) && !fork_on_fast_path(t, nr, f);
+    let thread = full && thread_on_fast_path(t, nr, f);
+    if full && !thread || unmaps_entry_words(nr, f) {
         f.rcx = slow;
         return;
     }
@@ -194,7 +259,11 @@ pub(super) extern "C" fn picos_fast_syscall(f: &mut FastFrame) {
     let mask_before = t.sig_mask.get();
     let args = [f.rdi, f.rsi, f.rdx, f.r10, f.r8, f.r9].map(|a| a as usize);
     t.in_fast.set(true);
-    let mut out = crate::entry::dispatch::dispatch_fast(t, nr as usize, args, site_ret);
+    let mut out = if thread {
+        new_thread(t, nr, args, site_ret, f)
+    } else {
+        crate::entry::dispatch::dispatch_fast(t, nr as usize, args, site_ret)
+    };
     t.in_fast.set(false);
     if sync_host_mask(t, mask_before) {
         if nr == crate::host::nr::RT_SIGPROCMASK as u64

@@ -48,6 +48,16 @@ pub struct SigContext {
     pub reserved1: [u64; 8],
 }
 
+/// Linux's user code and stack segment selectors on x86-64 (`__USER_CS`,
+/// `__USER_DS`), which a frame for the kernel's `rt_sigreturn` must hold.
+pub const USER_CS: u16 = 0x33;
+pub const USER_DS: u16 = 0x2b;
+/// `UContext::flags`: the frame's FPU image is XSAVE's (`UC_FP_XSTATE`);
+/// its `ss` is to be restored (`UC_SIGCONTEXT_SS`), as the kernel's frames
+/// say.
+pub const UC_FP_XSTATE: u64 = 1;
+pub const UC_SIGCONTEXT_SS: u64 = 2;
+
 /// Kernel `struct ucontext` (x86-64): 304 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
