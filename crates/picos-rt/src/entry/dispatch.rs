@@ -15,6 +15,11 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 static WARNED: [AtomicU64; MAX_NR / 64 + 1] = [const { AtomicU64::new(0) }; MAX_NR / 64 + 1];
 
+/// Cold and never inlined, as the other message writers: the message's
+/// line buffer would otherwise sit in the frame of every dispatch, whose
+/// depth a fork's parent and child each copy page by page.
+#[cold]
+#[inline(never)]
 fn warn_unsupported(nr: usize, name: &str) {
     let (w, b) = (nr / 64, 1u64 << (nr % 64));
     if w < WARNED.len() && WARNED[w].fetch_or(b, Ordering::Relaxed) & b == 0 {
@@ -27,6 +32,8 @@ fn warn_unsupported(nr: usize, name: &str) {
     }
 }
 
+#[cold]
+#[inline(never)]
 pub fn warn_unsupported_int80(nr: u32) {
     static WARNED_INT80: AtomicU64 = AtomicU64::new(0);
     if WARNED_INT80.swap(1, Ordering::Relaxed) == 0 {

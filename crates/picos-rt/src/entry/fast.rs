@@ -212,7 +212,10 @@ fn thread_on_fast_path(t: &Thread, nr: u64, f: &FastFrame) -> bool {
 /// user code and stack segments, the program's mask, and an image of the
 /// FPU registers, from which the handler builds the new thread's first
 /// frame (`kernel::thread::prepare_child`: the kernel's `rt_sigreturn`
-/// starts the thread from it).
+/// starts the thread from it). Never inlined: the image's buffer (12 KiB)
+/// would otherwise deepen the stack of every fast call, and a fork's parent
+/// and child would each copy three more stack pages.
+#[inline(never)]
 fn new_thread(
     t: &'static Thread,
     nr: u64,

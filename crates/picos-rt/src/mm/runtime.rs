@@ -211,7 +211,9 @@ pub fn keep_image_mapped_across_fork() {
     use object::read::elf::ProgramHeader;
     use object::LittleEndian as LE;
     static DONE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
-    if DONE.swap(true, Ordering::Relaxed) {
+    // (Read first: a swap writes the flag's page at every fork, a page the
+    // child and the parent would each copy.)
+    if DONE.load(Ordering::Relaxed) || DONE.swap(true, Ordering::Relaxed) {
         return;
     }
     let (image, image_len) = image_range();
