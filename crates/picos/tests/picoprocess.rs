@@ -254,6 +254,18 @@ fn direct_entries_under_signals() {
     }
 }
 
+/// `picos run --log-level debug PROG`: its output and its stderr (the
+/// runtime's debug lines, such as "patch site ...").
+fn run_debug(prog: &std::path::Path) -> (std::process::Output, String) {
+    let out = Command::new(PICOS)
+        .args(["run", "--log-level", "debug"])
+        .arg(prog)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out, stderr)
+}
+
 /// glibc's read with threads (its cancellable path) is patched too: the
 /// jump ends inside the `xor` that follows the `mov` it covers, whose first
 /// byte the jump's displacement repeats; a trampoline region is placed
@@ -261,12 +273,7 @@ fn direct_entries_under_signals() {
 #[test]
 fn threaded_read_is_patched() {
     let prog = compile_with("threaded_read", &["-pthread"]);
-    let out = Command::new(PICOS)
-        .args(["run", "--log-level", "debug"])
-        .arg(&prog)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (out, stderr) = run_debug(&prog);
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         "bad 0 hits>0 1\n",
@@ -479,12 +486,7 @@ fn fork_children_hint_their_sites_to_the_parent() {
     // The children's exit too (glibc's `_exit`: `mov %esi,%eax; syscall`,
     // its number in a register; the parent never calls it), which the
     // counts above leave out: it is patched, by the parent.
-    let out = Command::new(PICOS)
-        .args(["run", "--log-level", "debug"])
-        .arg(&prog)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (_, stderr) = run_debug(&prog);
     assert!(
         stderr
             .lines()
