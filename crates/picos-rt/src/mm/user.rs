@@ -106,7 +106,7 @@ pub fn bytes_of<T: Pod>(v: &T) -> &[u8] {
     unsafe { core::slice::from_raw_parts(v as *const T as *const u8, size_of::<T>()) }
 }
 
-pub fn check_range(addr: usize, len: usize) -> Result<(), Errno> {
+fn check_range(addr: usize, len: usize) -> Result<(), Errno> {
     if len == 0 {
         return Ok(());
     }

@@ -1170,15 +1170,13 @@ fn match_register_number(code: &[u8], code_base: usize, after: usize) -> Option<
         return None;
     }
     let (prefix, op, modrm) = (code[sc - 3], code[sc - 2], code[sc - 1]);
+    // Both are `mov` (0x89) from a register to EAX/RAX (ModRM mod 3, rm 0).
+    if op != 0x89 || modrm >> 6 != 3 || modrm & 7 != 0 {
+        return None;
+    }
     if code.get(sc + 2..sc + 8) == Some(&CMP_RAX_MINUS_4096[..]) {
         let src = (modrm >> 3) & 7;
-        if !(0x40..=0x4f).contains(&prefix)
-            && op == 0x89
-            && modrm >> 6 == 3
-            && modrm & 7 == 0
-            && src != 0
-            && src != 4
-        {
+        if !(0x40..=0x4f).contains(&prefix) && src != 0 && src != 4 {
             let site = Site {
                 start: code_base + sc - 2,
                 pre: code[sc - 2..sc].to_vec(),
@@ -1189,9 +1187,8 @@ fn match_register_number(code: &[u8], code_base: usize, after: usize) -> Option<
             return Some((site, src, false));
         }
     }
-    let (rex, op, modrm) = (prefix, op, modrm);
-    if (rex == 0x48 || rex == 0x4c) && op == 0x89 && modrm >> 6 == 3 && modrm & 7 == 0 {
-        let src = ((modrm >> 3) & 7) | if rex == 0x4c { 8 } else { 0 };
+    if prefix == 0x48 || prefix == 0x4c {
+        let src = ((modrm >> 3) & 7) | if prefix == 0x4c { 8 } else { 0 };
         if src != 0 && src != 4 {
             let site = Site {
                 start: code_base + sc - 3,
@@ -1322,13 +1319,19 @@ fn trampoline_bytes(t: usize, nr: u32, site: &Site) -> Option<(Vec<u8>, usize, T
     (c.len() <= TRAMP_SIZE).then_some((c, cont, map))
 }
 
+/// Is patching on, and is the process `owner` (as [`Config::owner`]
+/// identifies it) the one that patches this memory?
+fn patches(owner: usize) -> bool {
+    enabled() && owner == OWNER.load(Ordering::Relaxed)
+}
+
 /// Called after a trapped syscall from `after` (the address after the
 /// `syscall` instruction) with number `nr`: patches the site if it has a
 /// known shape. Returns where the trapped call must now return to, when the
 /// patch covered bytes after its `syscall` (the `read` shape).
 /// `owner` identifies the calling process as [`Config::owner`] does.
 pub fn maybe_patch(after: usize, nr: u64, regs: &SigContext, owner: usize) -> Option<usize> {
-    if !enabled() || nr > 0xffff || after < 64 || owner != OWNER.load(Ordering::Relaxed) {
+    if !patches(owner) || nr > 0xffff || after < 64 {
         return None;
     }
     let site = find_site(after, nr, regs)?;
@@ -1458,11 +1461,7 @@ fn leave_hint(after: usize, nr: u64, dynamic: bool) {
 /// process: the hint of a fork child's exit site, which [`maybe_patch`],
 /// called after the call, never sees.
 pub fn hint_exit(after: usize, nr: u64, regs: &SigContext, owner: usize) {
-    if !HINT_WRITER.load(Ordering::Relaxed)
-        || !enabled()
-        || owner != OWNER.load(Ordering::Relaxed)
-        || after < 64
-    {
+    if !HINT_WRITER.load(Ordering::Relaxed) || !patches(owner) || after < 64 {
         return;
     }
     if let Some(site) = find_site(after, nr, regs) {
@@ -1474,7 +1473,7 @@ pub fn hint_exit(after: usize, nr: u64, regs: &SigContext, owner: usize) {
 /// board's hint words, made by then): the hints this process's fork
 /// children left since the last time, taken.
 pub fn before_fork(owner: usize, words: Option<&'static [core::sync::atomic::AtomicU64]>) {
-    if !enabled() || owner != OWNER.load(Ordering::Relaxed) {
+    if !patches(owner) {
         return;
     }
     let Some(words) = *HINTS.call_once(|| words) else {
@@ -1528,9 +1527,7 @@ fn take_hints(hints: &[(usize, u64, bool)]) {
         Ok(found)
     });
     for (after, nr, dynamic) in executable.unwrap_or_default() {
-        if crate::mm::user::check_range(after - 2, 2).is_err() {
-            continue;
-        }
+        // (Reading the code checks that it is the program's: `code_around`.)
         if let Some(site) = find_hinted_site(after, nr, dynamic) {
             let _ = patch_seen(site, after, nr, false);
         }
