@@ -117,16 +117,21 @@ static int strtok_run(uint64_t want, int *caller_bad) {
 
 struct pr {
     volatile int stop;
-    const char *path;
+    int fd; /* the function's file, already unlinked */
     long lines;
 };
 
+/* The most lines the function writes (~40 bytes each) before it gives up,
+ * about ten times what 100,000 preemptions take natively: if preemption
+ * broke, the test fails instead of filling the disk until it is killed. */
+#define MAX_LINES 20000000L
+
 static void print_fn(void *p) {
     struct pr *a = p;
-    FILE *f = fopen(a->path, "w");
+    FILE *f = fdopen(dup(a->fd), "w");
     if (!f)
         return;
-    while (!a->stop) {
+    while (!a->stop && a->lines < MAX_LINES) {
         fprintf(f, "fn %ld %s %d %.3f\n", a->lines, "abcdefghijklmnop", 12345,
                 3.25);
         a->lines++;
@@ -134,8 +139,9 @@ static void print_fn(void *p) {
     fclose(f);
 }
 
-static long check_lines(const char *path, const char *tag) {
-    FILE *f = fopen(path, "r");
+static long check_lines(int fd, const char *tag) {
+    CHECK(lseek(fd, 0, SEEK_SET) == 0);
+    FILE *f = fdopen(dup(fd), "r");
     CHECK(f);
     char line[256], want[256];
     long n = 0;
@@ -143,7 +149,7 @@ static long check_lines(const char *path, const char *tag) {
         snprintf(want, sizeof want, "%s %ld %s %d %.3f\n", tag, n,
                  "abcdefghijklmnop", 12345, 3.25);
         if (strcmp(line, want) != 0) {
-            fprintf(stderr, "%s line %ld: %s", path, n, line);
+            fprintf(stderr, "%s line %ld: %s", tag, n, line);
             CHECK(0);
         }
         n++;
@@ -152,15 +158,21 @@ static long check_lines(const char *path, const char *tag) {
     return n;
 }
 
+/* A file of our own in /tmp, unlinked at once: nothing is left behind
+ * however the test ends. */
+static int scratch_file(void) {
+    char path[] = "/tmp/preempt-libsets-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    CHECK(unlink(path) == 0);
+    return fd;
+}
+
 static void printf_run(uint64_t want) {
-    char fn_path[] = "/tmp/preempt-libsets-fn-XXXXXX";
-    char me_path[] = "/tmp/preempt-libsets-me-XXXXXX";
-    int fd1 = mkstemp(fn_path), fd2 = mkstemp(me_path);
-    CHECK(fd1 >= 0 && fd2 >= 0);
-    close(fd1);
-    FILE *mine = fdopen(fd2, "w");
+    int fd1 = scratch_file(), fd2 = scratch_file();
+    FILE *mine = fdopen(dup(fd2), "w");
     CHECK(mine);
-    struct pr a = {0, fn_path, 0};
+    struct pr a = {0, fd1, 0};
     long me = 0;
     preempt_cont_t *c;
     uint64_t t0 = timeouts();
@@ -173,13 +185,19 @@ static void printf_run(uint64_t want) {
         r = preempt_resume(&c, a.stop ? PREEMPT_NO_TIMEOUT : 10);
     }
     CHECK(r == PREEMPT_DONE);
+    if (a.lines >= MAX_LINES) {
+        fprintf(stderr, "printf: the function wrote %ld lines and was preempted "
+                        "only %lu times\n",
+                a.lines, (unsigned long)(timeouts() - t0));
+        CHECK(0);
+    }
     fclose(mine);
-    long n1 = check_lines(fn_path, "fn"), n2 = check_lines(me_path, "me");
+    long n1 = check_lines(fd1, "fn"), n2 = check_lines(fd2, "me");
     CHECK(n1 == a.lines && n2 == me);
     printf("printf: %lu preemptions, %ld + %ld lines intact\n",
            (unsigned long)(timeouts() - t0), n1, n2);
-    unlink(fn_path);
-    unlink(me_path);
+    close(fd1);
+    close(fd2);
 }
 
 /* ---- a library's globals: separate per libset, restored by cancel ----- */
