@@ -93,6 +93,12 @@ fn serve(
     } else {
         (0, 0)
     };
+    // exit and exit_group never return here: they count before they run
+    // (their thread's or process's counts are reported as they end).
+    let ends = ctx.nr == crate::host::nr::EXIT || ctx.nr == crate::host::nr::EXIT_GROUP;
+    if ends {
+        crate::diag::stats::syscall(&ctx.t.stats, ctx.nr, ctx.t.in_fast.get(), true);
+    }
     let (res, served, restart) = match def.map(|d| d.support) {
         Some(Support::Emulated(h)) => (h(ctx), Served::Emulated, false),
         Some(Support::Mediated(h)) => (h(ctx), Served::Mediated, false),
@@ -106,12 +112,14 @@ fn serve(
             (Err(Errno::ENOSYS), Served::Unsupported, false)
         }
     };
-    crate::diag::stats::syscall(
-        &ctx.t.stats,
-        ctx.nr,
-        ctx.t.in_fast.get(),
-        served == Served::Emulated,
-    );
+    if !ends {
+        crate::diag::stats::syscall(
+            &ctx.t.stats,
+            ctx.nr,
+            ctx.t.in_fast.get(),
+            served == Served::Emulated,
+        );
+    }
     if profiling {
         let host = crate::diag::stats::host_so_far(&ctx.t.stats) - host0;
         crate::diag::stats::timed(&ctx.t.stats, ctx.nr, crate::arch::rdtsc() - t0, host);

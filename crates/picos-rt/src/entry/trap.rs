@@ -98,6 +98,10 @@ fn sigsys(sig: i32, info: &SigInfo, uc: &mut UContext) {
         // The call does not return: a fork child's `_exit` leaves its hint
         // now (`patch::hint_exit`).
         crate::patch::hint_exit(after, nr, &regs, owner);
+    } else if nr == crate::host::nr::EXIT as u64 {
+        // Nor does a thread's exit: its site (glibc's thread exit) is seen,
+        // and patched at its second trap, before the call.
+        let _ = crate::patch::maybe_patch(after, nr, &regs, owner);
     }
     crate::entry::dispatch::dispatch(t, uc);
     if let Some(cont) = crate::patch::maybe_patch(after, nr, &regs, owner) {

@@ -658,20 +658,57 @@ fn rel32(from_end: usize, to: usize) -> Option<[u8; 4]> {
     i32::try_from(d).ok().map(|v| v.to_le_bytes())
 }
 
-/// Where the trampolines of punned sites go: the only pun is the `xor
-/// %eax,%eax` of glibc's cancellable `read` (0x31), so a punned site's
-/// trampoline lies in the 16 MiB window starting 0x31 << 24 bytes above
-/// it (`alloc_trampoline`). The break's room is kept out of the windows of
-/// the executable's own text (`kernel::vm::init_brk`).
+/// Where the trampolines of glibc's threaded `read` go, the pun the break's
+/// room must leave room for: the jump's last byte repeats the `xor
+/// %eax,%eax` (0x31), so the trampoline lies in the 16 MiB window starting
+/// 0x31 << 24 bytes above the site (`alloc_trampoline`). The break's room
+/// is kept out of the windows of the executable's own text
+/// (`kernel::vm::init_brk`). (The thread-exit pun's 256-byte window lies
+/// ~253 MiB above its site: in a static program's break room, so such a
+/// program's thread exit stays on the trap path.)
 pub const PUN_WINDOW_OFFSET: usize = 0x31 << 24;
 /// The size of a punned site's window (the displacement's low 24 bits).
 pub const PUN_WINDOW_SPAN: usize = 1 << 24;
 
+/// The bytes of a punned jump's displacement that must repeat the original
+/// code (see `Site::pun`): `rel32 & mask == value`, the mask covering its
+/// high bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Pun {
+    value: u32,
+    mask: u32,
+}
+
+impl Pun {
+    /// The displacement's last `kept.len()` bytes (1 to 3) must be `kept`.
+    fn keeping(kept: &[u8]) -> Pun {
+        let mut v = [0u8; 4];
+        v[4 - kept.len()..].copy_from_slice(kept);
+        Pun {
+            value: u32::from_le_bytes(v),
+            mask: u32::MAX << (8 * (4 - kept.len())),
+        }
+    }
+
+    fn matches(self, rel: [u8; 4]) -> bool {
+        u32::from_le_bytes(rel) & self.mask == self.value
+    }
+
+    /// The window of trampoline addresses such a jump at `site` can reach:
+    /// its first address and its size.
+    fn window(self, site: usize) -> (usize, usize) {
+        let lo = (site as i64 + 5 + self.value as i32 as i64).max(0) as usize;
+        (lo, (!self.mask) as usize + 1)
+    }
+}
+
 /// Finds room for one trampoline within reach of `site`. With `pun`, the
-/// jump's displacement must end in that byte (see `Site::pun`).
-fn alloc_trampoline(st: &mut State, site: usize, pun: Option<u8>) -> Option<usize> {
+/// jump's displacement must repeat those bytes (see `Site::pun`).
+fn alloc_trampoline(st: &mut State, site: usize, pun: Option<Pun>) -> Option<usize> {
     let fits = |addr: usize| match rel32(site + 5, addr) {
-        Some(r) => rel32(addr + TRAMP_SIZE, site + 64).is_some() && pun.is_none_or(|p| r[3] == p),
+        Some(r) => {
+            rel32(addr + TRAMP_SIZE, site + 64).is_some() && pun.is_none_or(|p| p.matches(r))
+        }
         None => false,
     };
     for (i, b) in runtime::code_regions().enumerate() {
@@ -683,15 +720,17 @@ fn alloc_trampoline(st: &mut State, site: usize, pun: Option<u8>) -> Option<usiz
     }
     let page = site & !(PAGE_SIZE - 1);
     // A new region near the site: below it, then above, in 1 MiB steps; or,
-    // with a pun, in the 16 MiB window of addresses whose displacement ends
-    // in that byte.
-    let window = pun.map(|p| {
-        let lo = (site as i64 + 5 + ((p as i8 as i64) << 24)).max(0) as usize;
-        (lo + PAGE_SIZE - 1) & !(PAGE_SIZE - 1)
-    });
+    // with a pun, in the window of addresses whose displacement repeats its
+    // bytes: in 1 MiB steps through a large window (16 MiB: one byte kept),
+    // the one region that holds a small one (256 bytes: three kept).
+    let window = pun.map(|p| p.window(site));
     // (±2 GiB: the reach of the jump.)
     let candidates = (1..2048usize).flat_map(move |k| match window {
-        Some(w) => [(k <= 16).then(|| w + ((k - 1) << 20)), None],
+        Some((w, span)) if span >= REGION_SIZE => {
+            let w = (w + PAGE_SIZE - 1) & !(PAGE_SIZE - 1);
+            [(k <= span >> 20).then(|| w + ((k - 1) << 20)), None]
+        }
+        Some((w, _)) => [(k == 1).then_some(w & !(PAGE_SIZE - 1)), None],
         None => [page.checked_sub(k << 20), page.checked_add(k << 20)],
     });
     for cand in candidates.flatten() {
@@ -719,12 +758,14 @@ fn alloc_trampoline(st: &mut State, site: usize, pun: Option<u8>) -> Option<usiz
             Err(_) => continue,
         }
         let b = cand;
-        st.used[n] = 64;
-        if !fits(b + 64) {
+        // (A small window may start past the header.)
+        let first = window.map_or(64, |(w, _)| w.saturating_sub(b).max(64));
+        st.used[n] = first;
+        if !fits(b + first) {
             continue; // usable for other sites; look further for this one
         }
         st.used[n] += TRAMP_SIZE;
-        return Some(b + 64);
+        return Some(b + first);
     }
     None
 }
@@ -757,11 +798,13 @@ struct Site {
     /// The number is an immediate the trampoline loads (`mov $NR, %eax`);
     /// otherwise RAX already holds it (libc's `syscall(3)`).
     fixed_nr: bool,
-    /// The jump's last byte (the displacement's high byte) must be this
-    /// byte of the original code: the jump then ends in the middle of an
-    /// instruction that starts with that byte, which stays intact for a
-    /// thread stopped there (instruction punning, as E9Patch does).
-    pun: Option<u8>,
+    /// The jump's last bytes (the displacement's high bytes) must be these
+    /// bytes of the original code: every instruction that starts inside
+    /// the jump then finds its bytes there as they were, for a thread
+    /// stopped there (instruction punning, as E9Patch does). One byte for
+    /// glibc's threaded `read` (the `xor`'s opcode), three for its thread
+    /// exit (a whole `mov` and the `syscall`'s first byte).
+    pun: Option<Pun>,
 }
 
 impl Site {
@@ -995,7 +1038,7 @@ fn match_site(code: &[u8], code_base: usize, after: usize, nr: u64) -> Option<Si
                 pre: code[sc - 6..sc - 2].to_vec(),
                 resume: after,
                 fixed_nr: true,
-                pun: Some(0x31),
+                pun: Some(Pun::keeping(&[0x31])),
                 ..Site::default()
             });
         }
@@ -1161,6 +1204,14 @@ fn match_dynamic(
 ///   (0x40-0x4f: the `mov` would then be another instruction).
 /// - musl, as compilers emit it: `mov %reg, %rax; syscall` (the jump then
 ///   covers the `syscall` too).
+/// - glibc's thread exit (`__exit_thread` in `start_thread`): `xor
+///   %edi,%edi; mov %r32,%eax; syscall; jmp .-8`, a loop whose jump back
+///   shows where its first instruction starts. The jump covers the `xor`,
+///   the `mov` and the `syscall`'s first byte and is punned (`Site::pun`):
+///   its displacement's high bytes repeat the `mov` and that byte, so a
+///   thread stopped at either still finds it, and the site is patched
+///   while other threads run. The trampoline runs the `xor` and the `mov`.
+///   Every thread's end took the trap path before (a SIGSYS per thread).
 fn match_register_number(code: &[u8], code_base: usize, after: usize) -> Option<(Site, u8, bool)> {
     let sc = after
         .checked_sub(2)?
@@ -1182,6 +1233,23 @@ fn match_register_number(code: &[u8], code_base: usize, after: usize) -> Option<
                 pre: code[sc - 2..sc].to_vec(),
                 post: CMP_RAX_MINUS_4096.to_vec(),
                 resume: after + 6,
+                ..Site::default()
+            };
+            return Some((site, src, false));
+        }
+    }
+    if sc >= 4
+        && code[sc - 4..sc - 2] == [0x31, 0xff]
+        && code.get(sc + 2..sc + 4) == Some(&[0xeb, 0xf8])
+    {
+        // (The `xor` writes EDI, so the number is never moved from it.)
+        let src = (modrm >> 3) & 7;
+        if src != 0 && src != 4 && src != 7 {
+            let site = Site {
+                start: code_base + sc - 4,
+                pre: code[sc - 4..sc].to_vec(),
+                resume: after,
+                pun: Some(Pun::keeping(&[op, modrm, 0x0f])),
                 ..Site::default()
             };
             return Some((site, src, false));
@@ -1584,13 +1652,16 @@ fn find_site(after: usize, nr: u64, regs: &SigContext) -> Option<Site> {
 /// May `site` be patched now? Never in the vDSO; with several threads
 /// (`multi`) only with core-serialising barriers, and never a shape whose
 /// jump covers the `syscall` or bytes after it (another thread could be
-/// stopped there and resume inside the rewritten bytes).
+/// stopped there and resume inside the rewritten bytes), unless the jump
+/// is punned: then the bytes of every instruction it covers but the first
+/// stay as they were.
 fn may_patch(site: &Site, after: usize, multi: bool) -> bool {
     let vdso = VDSO.load(Ordering::Relaxed);
     if vdso != 0 && site.start >= vdso && site.start < vdso + 4 * PAGE_SIZE {
         return false;
     }
-    !(multi && (!MEMBARRIER_OK.load(Ordering::Relaxed) || site.covers_syscall(after - 2)))
+    let torn = site.covers_syscall(after - 2) && site.pun.is_none();
+    !(multi && (!MEMBARRIER_OK.load(Ordering::Relaxed) || torn))
 }
 
 /// For the debug log: which entry `site`'s trampoline calls.
@@ -1611,7 +1682,7 @@ fn entry_name(site: &Site, nr: u32) -> &'static str {
 /// with a core-serialising barrier between steps.
 fn install_jump(site: &Site, t: usize, tcode: &[u8], multi: bool) -> Option<()> {
     let rel = rel32(site.start + 5, t)?;
-    if site.pun.is_some_and(|p| rel[3] != p) {
+    if site.pun.is_some_and(|p| !p.matches(rel)) {
         return None; // alloc_trampoline guarantees it
     }
     let jmp = [0xe9, rel[0], rel[1], rel[2], rel[3]];
@@ -1678,7 +1749,7 @@ mod tests {
         let s = match_site(&code, 0x6000, 0x6008, 0).unwrap();
         assert_eq!(s.start, 0x6000);
         assert_eq!(s.pre, vec![0x8b, 0x7c, 0x24, 0x08]);
-        assert_eq!(s.pun, Some(0x31));
+        assert_eq!(s.pun, Some(Pun::keeping(&[0x31])));
         assert!(s.post.is_empty() && !s.covers_syscall(0x6006));
         // A displacement ending in 0x31 puts the trampoline 0x31xxxxxx above.
         let t = 0x6005 + 0x3100_0000 + 0x1234;
@@ -1820,6 +1891,58 @@ mod tests {
         let mut no_cmp = code;
         no_cmp[9] = 0xc3;
         assert!(match_register_number(&no_cmp, 0x7000, 0x7009).is_none());
+    }
+
+    #[test]
+    fn glibc_thread_exit_form() {
+        // start_thread's end: mov $0x3c,%edx; ...; xor %edi,%edi; mov
+        // %edx,%eax; syscall; jmp .-8
+        let code = [
+            0xba, 0x3c, 0, 0, 0, 0x31, 0xff, 0x89, 0xd0, 0x0f, 0x05, 0xeb, 0xf8, 0x48,
+        ];
+        let regs = SigContext {
+            rax: 60,
+            rdx: 60,
+            ..SigContext::default()
+        };
+        let none = |_: i64| None;
+        let s = match_dynamic(&code, 0x8000, 0x800b, &regs, &none).unwrap();
+        let pun = Pun::keeping(&[0x89, 0xd0, 0x0f]);
+        assert_eq!(
+            s,
+            Site {
+                start: 0x8005,
+                pre: vec![0x31, 0xff, 0x89, 0xd0],
+                resume: 0x800b,
+                pun: Some(pun),
+                ..Site::default()
+            }
+        );
+        // The jump covers the `syscall`, but a punned one may be written
+        // while threads run.
+        assert!(s.covers_syscall(0x8009));
+        assert_eq!(match_register_number(&code, 0x8000, 0x800b).unwrap().0, s);
+        // EDX must hold the number.
+        let other = SigContext { rdx: 1, ..regs };
+        assert!(match_dynamic(&code, 0x8000, 0x800b, &other, &none).is_none());
+        // Without the jump back to the `xor` nothing shows that an
+        // instruction starts there: not the shape.
+        let mut no_loop = code;
+        no_loop[12] = 0xf9;
+        assert!(match_register_number(&no_loop, 0x8000, 0x800b).is_none());
+        // The number moved from EDI, which the `xor` cleared: not the shape.
+        let mut edi = code;
+        edi[8] = 0xf8;
+        assert!(match_register_number(&edi, 0x8000, 0x800b).is_none());
+        // The jump's displacement keeps `89 d0 0f`: a thread stopped at the
+        // `mov` or the `syscall` finds them; its window is 256 bytes about
+        // 253 MiB above the site.
+        assert!(pun.matches([0x42, 0x89, 0xd0, 0x0f]));
+        assert!(!pun.matches([0x42, 0x89, 0xd1, 0x0f]));
+        assert_eq!(pun.window(0x10_0000), (0x10_0005 + 0x0fd0_8900, 256));
+        let read = Pun::keeping(&[0x31]);
+        assert!(read.matches([1, 2, 3, 0x31]) && !read.matches([1, 2, 3, 0x32]));
+        assert_eq!(read.window(0x10_0000), (0x10_0005 + (0x31 << 24), 1 << 24));
     }
 
     #[test]
