@@ -195,7 +195,7 @@ extern "C" fn main_on_runtime_stack() -> ! {
 /// and signal stack, the dispositions inherited through execve, the
 /// parent-death watch, the SIGSYS handler, and the stack limit asked for.
 fn set_up_process(t: &'static thread::Thread) {
-    thread::install(t);
+    thread::install(t, true);
     crate::kernel::ptrace::init(config().board);
     if let Err((i, e)) = crate::kernel::fs::mount::init(&config().mounts, FdTable::first()) {
         let m = crate::kernel::fs::mount::table().get(i);

@@ -901,6 +901,24 @@ fn common_wrappers_take_direct_entries() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// Every new thread has the runtime's signal stack (set by the
+/// rt_sigreturn that starts it, since the 28th session): a trapped call on
+/// a nearly exhausted program stack still works, natively and under picos.
+#[test]
+fn new_threads_have_the_runtime_signal_stack() {
+    let prog = compile_with("thread_signal_stack", &["-pthread", "-O2"]);
+    let native = Command::new(&prog).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&native.stdout), "ok\n");
+    let out = Command::new(PICOS).arg("run").arg(&prog).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "ok\n",
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A thread costs no trapped call once its sites are patched: its
 /// `clone3` takes the fast path, glibc's `start_thread` and thread-exit
 /// `rt_sigprocmask` sites (`mov $14,%eax; lea ...; syscall`) are patched

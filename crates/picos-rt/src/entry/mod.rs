@@ -30,7 +30,7 @@ extern "C" fn clone_child(sp: usize) -> ! {
         crate::log!(Error, "a new thread found no runtime state on its stack");
         host::exit_group(127);
     };
-    thread::install(t);
+    thread::install(t, false);
     if let Err(e) = thread::arm_dispatch() {
         crate::log!(
             Error,

@@ -574,21 +574,35 @@ fn table_shared() -> Option<bool> {
     current_checked().map(|t| t.fd_table.get().is_shared())
 }
 
-/// Makes `t` the calling thread's runtime state and its signal stack.
-pub fn install(t: &'static Thread) {
+/// Makes `t` the calling thread's runtime state and, with `signal_stack`,
+/// its slot its signal stack ([`signal_stack`]). A new thread leaves that to
+/// the `rt_sigreturn` it starts the program with ([`prepare_child`] puts
+/// the same stack in its frame): the kernel installs it there, since the
+/// thread has none yet (a `CLONE_VM` child starts without one), and it
+/// blocks every signal until then (its creator blocked them around the
+/// clone). A stack set before would make the kernel ignore the frame's: it
+/// refuses to change the signal stack a thread runs on.
+pub fn install(t: &'static Thread, signal_stack: bool) {
     crate::sync::set_held_hook(held_locks);
     crate::host::fds::set_table_shared_hook(table_shared);
     crate::arch::set_gs_base(t.entry.self_ptr);
     t.tid.store(host::gettid(), Ordering::Release);
+    if signal_stack {
+        if let Err(e) = host::sigaltstack(Some(&self::signal_stack(t)), None) {
+            crate::log!(Error, "sigaltstack failed: {}", e);
+        }
+    }
+}
+
+/// Thread `t`'s signal stack: its slot from the guard page up to its stack
+/// top (the runtime stack and the signal stack are one).
+fn signal_stack(t: &Thread) -> StackT {
     let base = runtime::slot_base(t.slot) + runtime::PAGE_SIZE;
-    let ss = StackT {
+    StackT {
         sp: base as u64,
         flags: 0,
         pad: 0,
         size: (t.stack_top() - base) as u64,
-    };
-    if let Err(e) = host::sigaltstack(Some(&ss), None) {
-        crate::log!(Error, "sigaltstack failed: {}", e);
     }
 }
 
@@ -621,14 +635,9 @@ pub fn prepare_child(child: &'static Thread, uc: &crate::arch::UContext) -> usiz
         info: Default::default(),
     };
     f.uc.mcontext.fpstate = if fp_size != 0 { fp as u64 } else { 0 };
-    let base = runtime::slot_base(child.slot) + runtime::PAGE_SIZE;
-    // rt_sigreturn also restores the signal stack: make it the child's own.
-    f.uc.stack = StackT {
-        sp: base as u64,
-        flags: 0,
-        pad: 0,
-        size: (child.stack_top() - base) as u64,
-    };
+    // rt_sigreturn also installs the signal stack: the child's own (see
+    // `install`).
+    f.uc.stack = signal_stack(child);
     if let Some(img) = image {
         runtime::write_in_slot(child.slot, fp, img);
     }
