@@ -901,6 +901,46 @@ fn common_wrappers_take_direct_entries() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// What fork costs in page faults (tests/picoprocess/fork_faults.c, the
+/// parent's and the child's per fork + exit + wait; the least of three
+/// runs): a few more than natively. Each page written after a fork is
+/// faulted, and copied in the child; the runtime writes its thread state
+/// and its stack, but no lock words (a process no other task shares holds
+/// none across fork) and no bookkeeping it can leave for later. The build
+/// before the 28th session took 10-11 more faults than native per fork,
+/// this one 3-6.
+#[test]
+fn fork_writes_few_pages() {
+    let prog = compile_with("fork_faults", &["-O2"]);
+    let parse = |out: &std::process::Output| -> f64 {
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let w: Vec<&str> = text.split_whitespace().collect();
+        assert!(
+            out.status.success() && w.len() == 4 && w[0] == "parent" && w[2] == "child",
+            "{text}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        w[1].parse::<f64>().unwrap() + w[3].parse::<f64>().unwrap()
+    };
+    let least = |picos: bool| {
+        (0..3)
+            .map(|_| {
+                let out = if picos {
+                    Command::new(PICOS).arg("run").arg(&prog).output().unwrap()
+                } else {
+                    Command::new(&prog).output().unwrap()
+                };
+                parse(&out)
+            })
+            .fold(f64::MAX, f64::min)
+    };
+    let (native, picos) = (least(false), least(true));
+    assert!(
+        picos <= native + 7.0,
+        "{picos} page faults per fork under picos, {native} natively"
+    );
+}
+
 /// Every new thread has the runtime's signal stack (set by the
 /// rt_sigreturn that starts it, since the 28th session): a trapped call on
 /// a nearly exhausted program stack still works, natively and under picos.

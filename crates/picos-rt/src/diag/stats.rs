@@ -380,6 +380,7 @@ pub fn report(kind: &str, id: i32, t: &Totals, json: &mut LineBuf) {
 /// Adds an exiting thread's counters to the process's; its `--profile`
 /// counters, zeroed, go to the next thread that needs some.
 pub fn add_exited(c: &Counters) {
+    ANY_EXITED.store(true, Ordering::Relaxed);
     let mut g = EXITED.lock();
     g.totals.get_or_insert_with(Totals::default).add(c);
     if let Some(mut p) = c.profile.take() {
@@ -401,8 +402,17 @@ pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
         let _exited = EXITED.lock();
         inner()
     },
-    child: |_| EXITED.lock().totals = None,
+    alone: crate::sync::ForkHook::nothing,
+    // (Only if a thread has exited: the lock's word would copy its page.)
+    child: |_| {
+        if ANY_EXITED.load(Ordering::Relaxed) {
+            EXITED.lock().totals = None;
+        }
+    },
 };
+
+/// Some thread has exited ([`add_exited`]): `EXITED` may hold totals.
+static ANY_EXITED: AtomicBool = AtomicBool::new(false);
 
 /// Prints `--profile`'s table for process `id`: where the time of its
 /// system calls went, by call, most first.

@@ -159,7 +159,11 @@ pub fn fork(mut fork: impl FnMut() -> Result<usize, Errno>) -> Result<usize, Err
     // delivered (Linux unblocks a forced fault).
     let old = host::rt_sigprocmask(crate::host::abi::SIG_BLOCK, Some(!0));
     let mut r = Err(Errno::EAGAIN);
-    crate::sync::with_hooks_held(FORK_HOOKS, &mut || r = fork());
+    if crate::patch::memory_shared() {
+        crate::sync::with_hooks_held(FORK_HOOKS, &mut || r = fork());
+    } else {
+        crate::sync::fork_alone(FORK_HOOKS, &mut || r = fork());
+    }
     if r == Ok(0) {
         let ids = thread::current().ids();
         ids.parent_thread.store(parent_thread, Ordering::Relaxed);
@@ -193,6 +197,7 @@ pub const FORK_HOOK: ForkHook = ForkHook {
         let _spare = SPARE.lock();
         inner()
     },
+    alone: crate::sync::ForkHook::nothing,
     child: |parent| {
         let t = thread::current();
         watch_parent(t, Some(parent));

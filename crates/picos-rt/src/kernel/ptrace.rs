@@ -1603,6 +1603,7 @@ pub fn has_waitable(pid: i32, options: u32) -> bool {
 pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
     name: "ptrace",
     hold: crate::sync::ForkHook::no_lock,
+    alone: crate::sync::ForkHook::nothing,
     child: |_| {
         let t = crate::kernel::thread::current();
         let reserved = t.ptrace_child.take();

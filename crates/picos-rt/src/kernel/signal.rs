@@ -895,6 +895,7 @@ pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
         let _acts = crate::kernel::thread::current().process().actions().lock();
         inner()
     },
+    alone: crate::sync::ForkHook::nothing,
     child: crate::sync::ForkHook::no_change,
 };
 

@@ -668,6 +668,7 @@ pub fn spawn(child: &Thread, flags: u64, sp: usize, ptid: usize, ctid: usize, tl
 pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
     name: "thread",
     hold: crate::sync::ForkHook::no_lock,
+    alone: crate::sync::ForkHook::nothing,
     child: |_| {
         let t = current();
         t.clear_pending();

@@ -99,6 +99,7 @@ pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
         let _brk = BRK.lock();
         inner()
     },
+    alone: crate::sync::ForkHook::nothing,
     child: crate::sync::ForkHook::no_change,
 };
 

@@ -859,6 +859,7 @@ pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
         let _heap = HEAP.0.lock();
         inner()
     },
+    alone: crate::sync::ForkHook::nothing,
     child: |_| {
         if let Some(slot) = slot_of(crate::arch::gs_base()) {
             reset_slots_after_fork(slot);

@@ -51,7 +51,7 @@ use crate::host::errno::Errno;
 use crate::mm::runtime::{self, CODE_REGION_SIZE as REGION_SIZE, PAGE_SIZE};
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
 /// Largest trampoline in bytes (with the most copied moves).
 const TRAMP_SIZE: usize = 80;
@@ -132,6 +132,11 @@ struct State {
     /// children inherit: a child that finds its site there patches it in
     /// its own copy, at its first trap.
     hinted: BTreeSet<usize>,
+    /// The process whose hints `hinted` counts: a fork child inherits its
+    /// parent's set and empties it when it first uses it
+    /// ([`State::own_hints`]), not as it starts (the lock's word and the
+    /// set's nodes would each copy a page in every child).
+    hinted_pid: i32,
     /// Ranges never to patch (shared mappings: writing would change a file).
     no_patch: Vec<(usize, usize)>,
     /// How each trampoline's addresses map onto its site's code (see
@@ -146,6 +151,19 @@ struct State {
     orig: BTreeMap<usize, [u8; 5]>,
 }
 
+impl State {
+    /// `hinted`, emptied first if it is another process's (a fork child's
+    /// first use of its parent's set).
+    fn own_hints(&mut self) -> &mut BTreeSet<usize> {
+        let pid = host::getpid();
+        if self.hinted_pid != pid {
+            self.hinted.clear();
+            self.hinted_pid = pid;
+        }
+        &mut self.hinted
+    }
+}
+
 static STATE: crate::sync::Lock<State> = crate::sync::Lock::new(
     crate::sync::Rank::Patch,
     State {
@@ -153,6 +171,7 @@ static STATE: crate::sync::Lock<State> = crate::sync::Lock::new(
         sites: BTreeSet::new(),
         seen: BTreeSet::new(),
         hinted: BTreeSet::new(),
+        hinted_pid: 0,
         no_patch: Vec::new(),
         mapped: BTreeMap::new(),
         entries: [0; ENTRIES],
@@ -365,6 +384,7 @@ pub fn enabled() -> bool {
 
 /// Turns patching on (called at start-up when the configuration asks).
 pub fn init(cfg: &Config) {
+    START_PID.store(host::getpid(), Ordering::Relaxed);
     VDSO.store(cfg.vdso, Ordering::Relaxed);
     OWNER.store(cfg.owner, Ordering::Relaxed);
     INLINE.call_once(|| cfg.inline);
@@ -446,12 +466,11 @@ pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
         let _state = state();
         inner()
     },
-    child: |_| {
-        // The parent's hints counted are its own: a trap here then counts
-        // as a first one (and leaves a hint), not as a second.
-        HINT_WRITER.store(true, Ordering::Relaxed);
-        state().hinted.clear();
-    },
+    alone: crate::sync::ForkHook::nothing,
+    // (The parent's hints counted are its own: the child empties the set
+    // at its first use of it, `State::own_hints`, so that a trap here
+    // counts as a first one and leaves a hint.)
+    child: crate::sync::ForkHook::no_change,
 };
 
 /// Called when a thread or process sharing this memory is created.
@@ -461,6 +480,14 @@ pub fn note_shared_memory() {
         let ok = host::membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE).is_ok();
         MEMBARRIER_OK.store(ok, Ordering::Relaxed);
     }
+}
+
+/// Does (or did) another task share this process's memory: a thread, or
+/// a child made with CLONE_VM? Set by the first such clone, never cleared
+/// (a fork child of a process that had threads keeps it); each program
+/// starts without it.
+pub fn memory_shared() -> bool {
+    MULTI.load(Ordering::Relaxed)
 }
 
 /// Has the runtime registered the process for core-serialising
@@ -1421,12 +1448,12 @@ fn patch_seen(site: Site, after: usize, nr: u64, trapped: bool) -> Option<usize>
         return None;
     }
     if trapped {
-        if !st.hinted.remove(&site.start) && st.seen.insert(site.start) {
+        if !st.own_hints().remove(&site.start) && st.seen.insert(site.start) {
             // The first trap here.
             leave_hint(after, nr, !site.fixed_nr);
             return None;
         }
-    } else if !st.seen.contains(&site.start) && st.hinted.insert(site.start) {
+    } else if !st.seen.contains(&site.start) && st.own_hints().insert(site.start) {
         return None; // the first hint
     }
     st.seen.remove(&site.start);
@@ -1497,8 +1524,16 @@ fn patch_seen(site: Site, after: usize, nr: u64, trapped: bool) -> Option<usize>
 static HINTS: spin::Once<Option<&'static [core::sync::atomic::AtomicU64]>> = spin::Once::new();
 /// How many hints (of any process) this process has read.
 static HINTS_READ: AtomicUsize = AtomicUsize::new(0);
-/// This process is a fork child: it leaves hints for its family.
-static HINT_WRITER: AtomicBool = AtomicBool::new(false);
+/// The pid of the process this runtime started in: a process with another
+/// pid is a child made by clone(2) (a fork child or a vfork child) and
+/// leaves hints for its family. (A flag set by the fork child would cost it
+/// a copied page.)
+static START_PID: AtomicI32 = AtomicI32::new(0);
+
+/// Does this process leave hints ([`START_PID`])?
+fn hint_writer() -> bool {
+    host::getpid() != START_PID.load(Ordering::Relaxed)
+}
 
 /// Hints the ring holds.
 fn hint_slots(words: &[core::sync::atomic::AtomicU64]) -> usize {
@@ -1514,7 +1549,7 @@ fn hint_tag() -> u64 {
 /// number `nr`; `dynamic`: a site whose number is in a register): a hint
 /// for its family.
 fn leave_hint(after: usize, nr: u64, dynamic: bool) {
-    if !HINT_WRITER.load(Ordering::Relaxed) {
+    if !hint_writer() {
         return;
     }
     if let Some(Some(words)) = HINTS.get() {
@@ -1529,7 +1564,7 @@ fn leave_hint(after: usize, nr: u64, dynamic: bool) {
 /// process: the hint of a fork child's exit site, which [`maybe_patch`],
 /// called after the call, never sees.
 pub fn hint_exit(after: usize, nr: u64, regs: &SigContext, owner: usize) {
-    if !HINT_WRITER.load(Ordering::Relaxed) || !patches(owner) || after < 64 {
+    if !patches(owner) || after < 64 || !hint_writer() {
         return;
     }
     if let Some(site) = find_site(after, nr, regs) {

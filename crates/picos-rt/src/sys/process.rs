@@ -290,10 +290,15 @@ fn do_clone_traced(c: &mut Ctx<'_>, a: CloneArgs, traced_child: Option<usize>) -
     if a.flags & CLONE_VM == 0 {
         // (The child shares the open file descriptions, not the library
         // OS's offsets and buffers of them: `kernel::fs::FORK_HOOK`.)
-        // A traced child claims its slot in its fork hook.
-        c.t.ptrace_child.set(traced_child.map_or(0, |i| i + 1));
+        // A traced child claims its slot in its fork hook. (Written only
+        // for one: a write after the fork copies the page in the parent.)
+        if let Some(i) = traced_child {
+            c.t.ptrace_child.set(i + 1);
+        }
         let r = fork_process(c, a);
-        c.t.ptrace_child.set(0);
+        if traced_child.is_some() {
+            c.t.ptrace_child.set(0);
+        }
         r
     } else {
         clone_vm(c, a, traced_child)

@@ -671,6 +671,7 @@ pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
         let _g = CACHE.lock();
         inner()
     },
+    alone: crate::sync::ForkHook::nothing,
     child: crate::sync::ForkHook::no_change,
 };
 

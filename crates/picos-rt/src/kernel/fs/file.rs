@@ -185,6 +185,7 @@ pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
         }
         inner()
     },
+    alone: crate::sync::ForkHook::nothing,
     child: crate::sync::ForkHook::no_change,
 };
 

@@ -504,8 +504,22 @@ pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
         }
         inner()
     },
+    alone: share_offsets_alone,
     child: crate::sync::ForkHook::no_change,
 };
+
+/// The file system's `alone` step in fork (`FORK_HOOK`): the open file
+/// descriptions' offsets go back to the host, as `hold` does; with no file
+/// noted there is nothing to do, and the table's lock is not taken.
+fn share_offsets_alone() {
+    if !crate::kernel::fs::file::any_noted() {
+        return;
+    }
+    let files = crate::kernel::thread::current().fd_table.get().files.lock();
+    for (n, f) in files.iter() {
+        f.share_offset(*n);
+    }
+}
 
 #[cfg(test)]
 mod tests {
