@@ -923,6 +923,27 @@ fn simple_move(b: &[u8]) -> Option<(usize, Option<u8>)> {
             (modrm & 7 != 4 && reg != RAX && rm != RAX && reg != RSP && rest.len() + p >= len)
                 .then_some((len, Some(reg)))
         }
+        // An arithmetic or logic operation with an immediate (80 /n ib on
+        // 8 bits, 83 /n ib and 81 /n id on 32 or 64): add, or, adc, sbb,
+        // and, sub, xor, cmp (/7, which writes only flags); register form
+        // only. glibc's futex waits and wakes: `xor $0x80,%sil` (the
+        // private flag), after their `mov $202,%eax`.
+        0x80 | 0x81 | 0x83 => {
+            let modrm = *rest.get(1)?;
+            let len = p + 2 + if op == 0x81 { 4 } else { 1 };
+            if modrm >> 6 != 3 || rest.len() + p < len {
+                return None;
+            }
+            // Without REX, 8-bit operands 4-7 are AH, CH, DH and BH: bits
+            // of registers 0-3.
+            let r = if op == 0x80 && rex == 0 && modrm & 7 >= 4 {
+                (modrm & 7) - 4
+            } else {
+                rm_of(modrm)
+            };
+            let dest = ((modrm >> 3) & 7 != 7).then_some(r);
+            (r != RAX && r != RSP).then_some((len, dest))
+        }
         // mov $imm32, r32 (b8+r), not ESP or EAX.
         0xb8..=0xbf if rex & 8 == 0 => {
             let r = (op & 7) | (u8::from(rex_b) << 3);
@@ -2268,5 +2289,38 @@ mod tests {
         assert_eq!(simple_move_len(&[0x41, 0xb8, 1, 0, 0, 0]), Some(6)); // mov $1,%r8d
         assert_eq!(simple_move_len(&[0x49, 0x89, 0xc0]), None); // mov %rax,%r8
         assert_eq!(simple_move_len(&[0x4c, 0x89, 0xc7]), Some(3)); // mov %r8,%rdi
+                                                                   // Operations with an immediate, register form.
+        assert_eq!(simple_move_len(&[0x40, 0x80, 0xf6, 0x80]), Some(4)); // xor $0x80,%sil
+        assert_eq!(simple_move(&[0x40, 0x80, 0xf6, 0x81]), Some((4, Some(6))));
+        assert_eq!(simple_move_len(&[0x83, 0xe6, 0x7f]), Some(3)); // and $0x7f,%esi
+        assert_eq!(simple_move(&[0x48, 0x83, 0xfe, 0x01]), Some((4, None))); // cmp $1,%rsi
+        assert_eq!(simple_move_len(&[0x41, 0x81, 0xca, 0, 1, 0, 0]), Some(7)); // or $0x100,%r10d
+        assert_eq!(simple_move_len(&[0x80, 0xf4, 0x80]), None); // xor $0x80,%ah (RAX)
+        assert_eq!(simple_move(&[0x80, 0xf6, 0x80]), Some((3, Some(2)))); // xor $0x80,%dh
+        assert_eq!(simple_move_len(&[0x40, 0x80, 0xf4, 0x80]), None); // xor $0x80,%spl
+        assert_eq!(simple_move_len(&[0x48, 0x83, 0xc4, 0x08]), None); // add $8,%rsp
+        assert_eq!(simple_move_len(&[0x83, 0xf0, 0x01]), None); // xor $1,%eax
+        assert_eq!(simple_move_len(&[0x80, 0x36, 0x80]), None); // xorb $0x80,(%rsi)
+        assert_eq!(simple_move_len(&[0x81, 0xf6, 0, 0]), None); // cut short
+    }
+
+    #[test]
+    fn glibc_futex_form() {
+        // __lll_lock_wait: mov $0xca,%eax; xor $0x80,%sil; syscall; cmp
+        let code = [
+            0xb8, 0xca, 0, 0, 0, 0x40, 0x80, 0xf6, 0x80, 0x0f, 0x05, 0x48, 0x3d, 0x00, 0xf0,
+        ];
+        let s = match_site(&code, 0x9000, 0x900b, 202).unwrap();
+        assert_eq!(
+            s,
+            Site {
+                start: 0x9000,
+                moves: vec![0x40, 0x80, 0xf6, 0x80],
+                resume: 0x900b,
+                fixed_nr: true,
+                ..Site::default()
+            }
+        );
+        assert!(!s.covers_syscall(0x9009));
     }
 }
