@@ -279,16 +279,21 @@ fn threaded_read_is_patched() {
         "bad 0 hits>0 1\n",
         "{stderr}"
     );
+    assert_patched(&stderr, 0, "punned jump", "no punned read site");
+}
+
+/// The debug log `stderr` has a "patch site" line for call `nr` that
+/// contains `marker` (its shape or entry); else the test fails with `what`
+/// and the log's patch lines.
+fn assert_patched(stderr: &str, nr: u32, marker: &str, what: &str) {
+    let nr = format!(" nr {nr} ");
+    let mut patches = stderr.lines().filter(|l| l.contains("patch site"));
     assert!(
-        stderr
-            .lines()
-            .any(|l| l.contains("patch site") && l.contains(" nr 0 ") && l.contains("punned jump")),
-        "no punned read site:\n{}",
-        stderr
-            .lines()
-            .filter(|l| l.contains("patch site"))
-            .collect::<Vec<_>>()
-            .join("\n")
+        patches
+            .clone()
+            .any(|l| l.contains(&nr) && l.contains(marker)),
+        "{what}:\n{}",
+        patches.by_ref().collect::<Vec<_>>().join("\n")
     );
 }
 
@@ -487,12 +492,7 @@ fn fork_children_hint_their_sites_to_the_parent() {
     // its number in a register; the parent never calls it), which the
     // counts above leave out: it is patched, by the parent.
     let (_, stderr) = run_debug(&prog);
-    assert!(
-        stderr
-            .lines()
-            .any(|l| l.contains("patch site") && l.contains(" nr 231 ") && l.contains("from RAX")),
-        "exit_group not patched:\n{stderr}"
-    );
+    assert_patched(&stderr, 231, "from RAX", "exit_group not patched");
 }
 
 /// `--stats` reports every thread and the process; the counts add up, the
@@ -1054,17 +1054,7 @@ fn threads_trap_only_until_their_sites_are_patched() {
         "threads 0 ok 0\nwaves 50 ok 50\n",
         "{stderr}"
     );
-    assert!(
-        stderr.lines().any(|l| l.contains("patch site")
-            && l.contains(" nr 60 ")
-            && l.contains("punned jump")),
-        "the thread exit is not patched:\n{}",
-        stderr
-            .lines()
-            .filter(|l| l.contains("patch site"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    assert_patched(&stderr, 60, "punned jump", "the thread exit is not patched");
     // (Their barrier's futex waits trap: `mov %ebp,%eax; xor
     // $0x80,%sil; syscall`, a number in a register then a move, is a shape
     // the patcher does not take.)

@@ -494,28 +494,29 @@ pub const FORK_HOOK: crate::sync::ForkHook = crate::sync::ForkHook {
     name: "descriptor tables",
     hold: |inner| {
         let _spare = SPARE.lock();
+        // (Under the table's lock, so that no thread notes a file or
+        // buffers a write until the fork is done.)
         let files = crate::kernel::thread::current().fd_table.get().files.lock();
-        // The child shares every open file description, not the library
-        // OS's state of them: offsets go back to the host, write-back
-        // buffers are written out and stop (under the lock, so that no
-        // thread notes a file or buffers a write until the fork is done).
-        for (n, f) in files.iter() {
-            f.share_offset(*n);
-        }
+        share_offsets(&files);
         inner()
     },
     alone: share_offsets_alone,
     child: crate::sync::ForkHook::no_change,
 };
 
-/// The file system's `alone` step in fork (`FORK_HOOK`): the open file
-/// descriptions' offsets go back to the host, as `hold` does; with no file
-/// noted there is nothing to do, and the table's lock is not taken.
+/// The file system's `alone` step in fork (`FORK_HOOK`): as `hold` does;
+/// with no file noted there is nothing to do, and the table's lock is not
+/// taken.
 fn share_offsets_alone() {
-    if !crate::kernel::fs::file::any_noted() {
-        return;
+    if crate::kernel::fs::file::any_noted() {
+        share_offsets(&crate::kernel::thread::current().fd_table.get().files.lock());
     }
-    let files = crate::kernel::thread::current().fd_table.get().files.lock();
+}
+
+/// Before a fork: the child shares every open file description, not the
+/// library OS's state of them, so the offsets the library OS owns go back
+/// to the host, and write-back buffers are written out and stop.
+fn share_offsets(files: &[(i32, Arc<file::OpenFile>)]) {
     for (n, f) in files.iter() {
         f.share_offset(*n);
     }
