@@ -85,6 +85,11 @@ pub struct LaunchConfig {
     pub stack_size_bytes: u64,
     /// Patch syscall sites to enter the runtime directly (the fast path).
     pub patch_syscalls: bool,
+    /// execve(2) replaces the program in place where it can (the runtime
+    /// stays; `kernel::exec::in_place`), rather than through the kernel's
+    /// execve of a fresh runtime. False: always the kernel's
+    /// (`picos run --kernel-exec`).
+    pub exec_in_place: bool,
     /// Print per-thread and per-process statistics at exit.
     pub stats: bool,
     /// Also append them as JSON lines to this file (empty: no file).
@@ -231,6 +236,7 @@ impl Default for LaunchConfig {
             log_level: LogLevel::default(),
             stack_size_bytes: 0,
             patch_syscalls: true,
+            exec_in_place: true,
             stats: false,
             stats_json: Vec::new(),
             profile: 0,
@@ -444,6 +450,9 @@ impl LaunchConfig {
         } else {
             ";patch=0"
         });
+        if !self.exec_in_place {
+            s.push_str(";inplace=0");
+        }
         if self.stats {
             s.push_str(";stats=1");
         }
@@ -546,6 +555,13 @@ impl LaunchConfig {
                         _ => return Err(DecodeError::BadField),
                     }
                 }
+                b"inplace" => {
+                    cfg.exec_in_place = match value {
+                        b"0" => false,
+                        b"1" => true,
+                        _ => return Err(DecodeError::BadField),
+                    }
+                }
                 b"stats" => {
                     cfg.stats = match value {
                         b"0" => false,
@@ -627,6 +643,7 @@ mod tests {
             log_level: LogLevel::Trace,
             stack_size_bytes: 8 << 20,
             patch_syscalls: false,
+            exec_in_place: false,
             stats: true,
             stats_json: b"/tmp/s;t=1.json".to_vec(),
             profile: 2_800_000,
@@ -717,6 +734,7 @@ mod tests {
                 log_level: LogLevel::None,
                 stack_size_bytes: n,
                 patch_syscalls: true,
+                exec_in_place: true,
                 stats: false,
                 stats_json: Vec::new(),
                 profile: 0,

@@ -9,12 +9,12 @@
 #![deny(unsafe_code)]
 
 use crate::host;
-use crate::host::errno::Errno;
-use crate::host::fds::with_own_fds_keeping;
 use crate::kernel::exec::loader;
 use crate::kernel::fs::FdTable;
 use crate::kernel::process::Process;
-use crate::kernel::process::{check_root_at_exec, config, take_notices_from_exec, watch_parent};
+use crate::kernel::process::{
+    check_root_at_exec, config, fatal, take_notices_from_exec, watch_parent,
+};
 use crate::kernel::thread;
 use crate::kernel::thread::arm_dispatch;
 use alloc::boxed::Box;
@@ -49,11 +49,6 @@ struct StartInfo {
 }
 
 static START: spin::Mutex<Option<StartInfo>> = spin::Mutex::new(None);
-
-fn fatal(code: i32, args: core::fmt::Arguments<'_>) -> ! {
-    crate::diag::log::log_line(crate::diag::log::LogLevel::Error, args);
-    host::exit_group(code)
-}
 
 /// Start-up, after `main.rs` has set up the runtime's memory
 /// (`mm::runtime::init`) and read the initial stack.
@@ -130,6 +125,7 @@ extern "C" fn main_on_runtime_stack() -> ! {
         );
     };
     set_up_process(t);
+    crate::kernel::process::set_start_state(info.auxv.clone(), info.stack_top);
     let cfg = config();
     // Opened as given: a path relative to the working directory as the
     // kernel opens it (`exec::exec_path` keeps it so); under mounts the CLI
@@ -139,7 +135,7 @@ extern "C" fn main_on_runtime_stack() -> ! {
     // A traced program stops for its tracer before its first instruction
     // (the exec event, and the execve's syscall-exit stop).
     let (entry, sp) = crate::kernel::ptrace::exec_stops(t, entry, sp);
-    set_name(exe);
+    crate::kernel::process::set_name(exe);
     let vdso = info
         .auxv
         .iter()
@@ -170,7 +166,7 @@ extern "C" fn main_on_runtime_stack() -> ! {
     // (A traced thread's calls all take the trap path, where its tracer
     // sees them.)
     if cfg.patch_syscalls && t.ptrace.get() == 0 {
-        init_patching(t, vdso, filters);
+        crate::sys::def::init_patching(t, vdso, filters);
     }
     if let Err(e) = arm_dispatch() {
         fatal(
@@ -248,45 +244,23 @@ fn set_up_process(t: &'static thread::Thread) {
 /// the kernel's; returns its entry point and stack pointer. Failing that,
 /// ends the process as a shell reports it (127: not found, 126: cannot run).
 fn load_program(exe: &[u8], info: &StartArgs) -> (usize, usize) {
-    let argv = info.argv.clone();
-    // Loaded with descriptors of the program's table when it has room (no
-    // thread of the program runs yet: they are closed before it starts),
-    // else of a table of its own: the program's (inherited through
-    // execve) may be full, which must not stop an exec that needs no
-    // descriptor natively. The program's table is cheaper (no transient
-    // task, ~50 µs), and the mappings are then made by this process, where
-    // perf sees them (a transient task's are another pid's to perf).
-    let held = FdTable::first().held();
     let cfg = config();
     let name = if cfg.exe_name.is_empty() {
         exe
     } else {
         &cfg.exe_name[..]
     };
-    let loaded = if crate::host::fds::has_room::<4>() {
-        loader::load(exe, name, argv)
-    } else {
-        with_own_fds_keeping(&held, || loader::load(exe, name, argv.clone()))
-            .unwrap_or_else(|_| loader::load(exe, name, argv))
-    };
-    let loaded = match loaded {
-        Ok(l) => l,
-        Err(e) => {
-            let code = if matches!(e, loader::ExecError::Open(Errno::ENOENT)) {
-                127
-            } else {
-                126
-            };
-            fatal(
-                code,
-                format_args!(
-                    "cannot run {}: {}",
-                    crate::diag::log::Bytes(exe),
-                    e.reason()
-                ),
-            );
-        }
-    };
+    let held = FdTable::first().held();
+    let loaded = loader::load_in_any_table(exe, name, &info.argv, &held).unwrap_or_else(|e| {
+        fatal(
+            e.exit_status(),
+            format_args!(
+                "cannot run {}: {}",
+                crate::diag::log::Bytes(exe),
+                e.reason()
+            ),
+        )
+    });
     crate::kernel::process::set_exe_path(loaded.real_path.clone());
     crate::kernel::vm::init_brk(loaded.main.low, loaded.main.end);
     let execfn = &config().exe;
@@ -300,50 +274,9 @@ fn load_program(exe: &[u8], info: &StartArgs) -> (usize, usize) {
         execfn,
         &info.auxv,
         reuse,
+        false,
     ) {
         Ok(sp) => (loaded.start, sp),
         Err(e) => fatal(126, format_args!("cannot build the program's stack: {}", e)),
     }
-}
-
-/// Turns the patcher on. Under --stats and --trace every call must reach
-/// the dispatcher: no direct entry, no inline answer.
-/// Turns patching on. With seccomp filters (`filters`, the thread's mode),
-/// a call they may refuse is routed to the runtime's entry, which runs
-/// them (`entry::dispatch`); only the calls they allow whatever the
-/// arguments keep their direct entries, and the inline answers (getpid,
-/// getppid, gettid) stay only if all three are such calls.
-fn init_patching(t: &'static thread::Thread, vdso: usize, filters: u32) {
-    use crate::kernel::seccomp::allows_always;
-    let every_call =
-        crate::diag::stats::on() || crate::diag::log::enabled(crate::diag::log::LogLevel::Trace);
-    let inline_ok = filters == 0 || [39, 110, 186].iter().all(|&nr| allows_always(filters, nr));
-    crate::patch::init(&crate::patch::Config {
-        vdso,
-        owner: t.process() as *const _ as usize,
-        route: if every_call {
-            |_| crate::arch::class::FAST
-        } else {
-            crate::sys::def::route
-        },
-        inline: (!every_call && inline_ok).then(thread::inline_answers),
-    });
-    if filters != 0 {
-        for (nr, class) in crate::arch::DIRECT_CLASS.iter().enumerate() {
-            if !allows_always(filters, nr) {
-                class.store(
-                    crate::arch::class::FAST,
-                    core::sync::atomic::Ordering::Relaxed,
-                );
-            }
-        }
-    }
-}
-
-fn set_name(exe: &[u8]) {
-    let base = exe.rsplit(|&c| c == b'/').next().unwrap_or(exe);
-    let mut name = [0u8; 16];
-    let n = base.len().min(15);
-    name[..n].copy_from_slice(&base[..n]);
-    let _ = host::set_name(&name);
 }

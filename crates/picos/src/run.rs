@@ -25,6 +25,8 @@ pub struct RunArgs {
     trace: bool,
     /// `--no-patch`.
     no_patch: bool,
+    /// `--kernel-exec`.
+    kernel_exec: bool,
     /// `--sandbox`.
     sandbox: bool,
     /// `--stats`.
@@ -102,6 +104,15 @@ impl RunArgs {
                 .help("Do not patch syscall sites: every system call takes the trap path"),
         )
         .arg(
+            Arg::new("kernel_exec")
+                .long("kernel-exec")
+                .action(ArgAction::SetTrue)
+                .help(
+                    "Run every execve through the kernel's execve of a fresh runtime, never \
+                     replacing the program in place (for comparison; see docs/ARCHITECTURE.md)",
+                ),
+        )
+        .arg(
             Arg::new("sandbox")
                 .long("sandbox")
                 .action(ArgAction::SetTrue)
@@ -140,6 +151,7 @@ impl RunArgs {
             manifest: None,
             trace: false,
             no_patch: false,
+            kernel_exec: false,
             sandbox: false,
             stats: false,
             stats_json: None,
@@ -156,6 +168,7 @@ impl RunArgs {
             manifest: m.get_one::<PathBuf>("manifest").cloned(),
             trace: m.get_flag("trace"),
             no_patch: m.get_flag("no_patch"),
+            kernel_exec: m.get_flag("kernel_exec"),
             sandbox: m.get_flag("sandbox"),
             stats: m.get_flag("stats"),
             stats_json: m.get_one::<PathBuf>("stats_json").cloned(),
@@ -501,6 +514,7 @@ fn plan(args: &RunArgs, manifest: Manifest) -> Result<Plan, RunError> {
         log_level,
         stack_size_bytes: manifest.stack_size_bytes.unwrap_or(0),
         patch_syscalls: manifest.syscall_patching && !args.no_patch,
+        exec_in_place: !args.kernel_exec,
         stats: manifest.enable_stats || args.stats || args.stats_json.is_some(),
         profile: u64::from(args.profile),
         stats_json: match &args.stats_json {

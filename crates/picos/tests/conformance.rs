@@ -661,6 +661,19 @@ fn jit_syscall() {
 #[test]
 fn exec() {
     conformance("exec", &[ok(&[]), ok(&["as-nobody"])]);
+    conformance_with("exec", &[ok(&[])], &["--kernel-exec"]);
+}
+
+/// What execve resets and what it keeps, over a chain of three execs
+/// (tests/conformance/exec_state.c): handlers, the alternate signal stack,
+/// the old program's mappings, close-on-exec descriptors, the FPU's control
+/// words, rseq, /proc's cmdline, environ, maps and comm. Under picos each
+/// is an execve in place (`kernel::exec::in_place`), then, with
+/// `--kernel-exec`, the kernel's execve of a fresh runtime.
+#[test]
+fn exec_state() {
+    conformance_patched_and_trapped("exec_state", &[ok(&[])]);
+    conformance_with("exec_state", &[ok(&[])], &["--kernel-exec"]);
 }
 
 /// The descriptor table is the program's alone (RLIMIT_NOFILE 64: as many
@@ -905,6 +918,7 @@ fn sandboxed() {
         ("memory", &[ok(&[])][..]),
         ("jit_syscall", &[ok(&[])][..]),
         ("exec", &[ok(&[])][..]),
+        ("exec_state", &[ok(&[])][..]),
         ("fd_table", &[ok(&[])][..]),
         ("map_replace", &[ok(&[])][..]),
         ("fork_wait", &[ok(&[])][..]),

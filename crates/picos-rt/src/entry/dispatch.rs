@@ -112,6 +112,13 @@ fn serve(
             (Err(Errno::ENOSYS), Served::Unsupported, false)
         }
     };
+    // An execve that replaced the program in place is not counted: the new
+    // program's counts start at zero, as after the kernel's execve.
+    let replaced =
+        ctx.keep_regs && (ctx.nr == crate::host::nr::EXECVE || ctx.nr == crate::host::nr::EXECVEAT);
+    if replaced {
+        return (res, served, restart);
+    }
     if !ends {
         crate::diag::stats::syscall(
             &ctx.t.stats,

@@ -104,6 +104,14 @@ fn sigsys(sig: i32, info: &SigInfo, uc: &mut UContext) {
         let _ = crate::patch::maybe_patch(after, nr, &regs, owner);
     }
     crate::entry::dispatch::dispatch(t, uc);
+    // An execve that replaced the program in place: the site is gone with
+    // the old program.
+    let replaced = (nr == crate::host::nr::EXECVE as u64 || nr == crate::host::nr::EXECVEAT as u64)
+        && uc.mcontext.rip as usize != after;
+    if replaced {
+        deliver_pending(t, uc);
+        return;
+    }
     if let Some(cont) = crate::patch::maybe_patch(after, nr, &regs, owner) {
         // The patch covered this call's return address: continue in the
         // trampoline's copy (its `syscall` sits 2 bytes before `cont`, for

@@ -88,26 +88,6 @@ pub fn with_transient_fds_keeping<R>(
     with_own_fds_keeping(keep, &f).and_then(|r| r)
 }
 
-/// Has the program's table room for `N` more descriptors at once? Probed
-/// by opening that many (`O_PATH` of `/`) and closing them again.
-pub fn has_room<const N: usize>() -> bool {
-    let mut fds = [-1i32; N];
-    let mut ok = true;
-    for fd in fds.iter_mut() {
-        match super::openat(super::AT_FDCWD, c"/", super::O_PATH | super::O_CLOEXEC, 0) {
-            Ok(f) => *fd = f as i32,
-            Err(_) => {
-                ok = false;
-                break;
-            }
-        }
-    }
-    for &fd in fds.iter().filter(|&&f| f >= 0) {
-        let _ = super::close(fd);
-    }
-    ok
-}
-
 /// The first bytes (at most `N`) of a small file such as a /proc or /sys
 /// one, and how many there are, read through a descriptor the program
 /// never sees ([`with_transient_fds`]).

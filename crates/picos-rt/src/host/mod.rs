@@ -566,17 +566,7 @@ pub fn own_mem_path() -> &'static core::ffi::CStr {
 /// `PROCMAP_QUERY_VMA_*` flags ([`VMA_EXECUTABLE`], ...). ENOENT where
 /// nothing is mapped, ENOTTY on an older kernel.
 pub fn procmap_query(fd: i32, addr: usize) -> Result<(usize, usize, u64), Errno> {
-    // _IOWR('f', 17, struct procmap_query), the struct being 104 bytes.
-    const PROCMAP_QUERY: usize = 0xC068_6611;
-    // struct procmap_query: size, query_flags, query_addr, then what the
-    // kernel fills in (vma_start, vma_end, vma_flags, ...); no name or
-    // build id asked for (their sizes and addresses 0).
-    let mut q = [0u64; 13];
-    q[0] = core::mem::size_of_val(&q) as u64;
-    q[2] = addr as u64;
-    // SAFETY: `q` is a live struct procmap_query of the size it says.
-    unsafe { sc!(nr::IOCTL, fd, PROCMAP_QUERY, q.as_mut_ptr()) }?;
-    Ok((q[3] as usize, q[4] as usize, q[5]))
+    procmap_vma(fd, addr, false, None).map(|v| (v.start, v.end, v.flags))
 }
 
 /// [`procmap_query`]'s flag of an executable mapping.
@@ -1118,6 +1108,111 @@ pub fn set_fs_base(v: usize) -> HostResult {
     unsafe { sc!(nr::ARCH_PRCTL, 0x1002, v) }
 }
 
+/// rseq(2) with RSEQ_FLAG_UNREGISTER: undoes the calling thread's
+/// registration of `area` (`len` bytes, signature `sig`), as the thread
+/// made it.
+pub fn rseq_unregister(area: usize, len: u32, sig: u32) -> HostResult {
+    const RSEQ_FLAG_UNREGISTER: usize = 1;
+    // SAFETY: the kernel only compares `area` with the registration (it
+    // writes nothing there on unregistering).
+    unsafe { sc!(nr::RSEQ, area, len, RSEQ_FLAG_UNREGISTER, sig) }
+}
+
+/// One mapping of the process, as PROCMAP_QUERY describes it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Vma {
+    pub start: usize,
+    pub end: usize,
+    /// `PROCMAP_QUERY_VMA_*` flags.
+    pub flags: u64,
+    /// The backing file's inode (0: none).
+    pub inode: u64,
+    /// Its name's length in the buffer given, NUL included (0: no name).
+    pub name_len: usize,
+}
+
+/// ioctl(PROCMAP_QUERY) on `maps_fd` (a /proc/PID/maps descriptor, Linux
+/// 6.11+): the mapping covering `addr` (or, with `next`, the first one
+/// at or above it), with its name in `name` if one is given (special
+/// mappings' names, such as `[stack]`, cost no path lookup). ENOENT: none.
+pub fn procmap_vma(
+    maps_fd: i32,
+    addr: usize,
+    next: bool,
+    name: Option<&mut [u8]>,
+) -> Result<Vma, Errno> {
+    const PROCMAP_QUERY: usize = 0xC068_6611;
+    const COVERING_OR_NEXT_VMA: u64 = 0x10;
+    // struct procmap_query: 104 bytes; words 0-8, then four u32 (dev
+    // major, minor, name size, build id size), then the two addresses.
+    let mut q = [0u64; 13];
+    q[0] = 104;
+    q[1] = if next { COVERING_OR_NEXT_VMA } else { 0 };
+    q[2] = addr as u64;
+    if let Some(n) = name {
+        q[10] = n.len() as u64 & 0xffff_ffff;
+        q[11] = n.as_mut_ptr() as u64;
+    }
+    // SAFETY: the kernel reads and writes `q` (104 bytes) and writes at
+    // most its given size into the name buffer, which is borrowed mutably.
+    unsafe { sc!(nr::IOCTL, maps_fd, PROCMAP_QUERY, q.as_mut_ptr()) }?;
+    Ok(Vma {
+        start: q[3] as usize,
+        end: q[4] as usize,
+        flags: q[5],
+        inode: q[8],
+        name_len: (q[10] & 0xffff_ffff) as usize,
+    })
+}
+
+/// set_robust_list(NULL) and set_tid_address(NULL): the calling thread
+/// forgets the robust futex list and the word to clear at its exit, as the
+/// kernel's execve makes it forget them (they point into the old program).
+pub fn forget_thread_words() {
+    const ROBUST_LIST_HEAD_SIZE: usize = 24;
+    // SAFETY: null pointers: the kernel stores them and touches nothing.
+    unsafe {
+        let _ = sc!(nr::SET_ROBUST_LIST, 0usize, ROBUST_LIST_HEAD_SIZE);
+        let _ = sc!(nr::SET_TID_ADDRESS, 0usize);
+    }
+}
+
+/// getsid(2).
+pub fn getsid(pid: i32) -> HostResult {
+    // SAFETY: an integer argument only.
+    unsafe { sc!(nr::GETSID, pid) }
+}
+
+/// Is process `pid` a child of the caller (alive or a zombie)? Asked with
+/// waitid(P_PID, WEXITED | WNOHANG | WNOWAIT), which reaps nothing; ECHILD
+/// when it is not.
+pub fn is_child(pid: i32) -> bool {
+    const P_PID: usize = 1;
+    const WNOHANG: usize = 1;
+    const WEXITED: usize = 4;
+    const WNOWAIT: usize = 0x0100_0000;
+    let mut info = [0u64; 16];
+    // SAFETY: the kernel writes one siginfo (128 bytes) into `info`.
+    let r = unsafe {
+        sc!(
+            nr::WAITID,
+            P_PID,
+            pid,
+            info.as_mut_ptr(),
+            WEXITED | WNOHANG | WNOWAIT,
+            0usize
+        )
+    };
+    r.is_ok()
+}
+
+/// fgetxattr(2) of `name` (NUL-terminated) with no buffer: the value's
+/// size, or ENODATA if the file has no such attribute.
+pub fn fgetxattr_size(fd: i32, name: &core::ffi::CStr) -> HostResult {
+    // SAFETY: the kernel reads the name; a zero size writes nothing.
+    unsafe { sc!(nr::FGETXATTR, fd, name.as_ptr(), 0usize, 0usize) }
+}
+
 /// process_vm_readv(2) of `buf.len()` bytes at `addr` in process `pid`;
 /// returns how many were read.
 pub fn read_remote(pid: i32, addr: usize, buf: &mut [u8]) -> HostResult {
@@ -1179,6 +1274,27 @@ pub fn set_mm_map(fields: &[u64; 11], auxv: &[u64]) -> HostResult {
             0
         )
     }
+}
+
+/// prctl(PR_SET_MM, PR_SET_MM_MAP_SIZE): may this process set its memory
+/// map's addresses (`set_mm_map`)? Only a seccomp filter refuses this
+/// query; it refuses the setting just as well.
+pub fn mm_map_allowed() -> bool {
+    const PR_SET_MM: usize = 35;
+    const PR_SET_MM_MAP_SIZE: usize = 15;
+    let mut size = 0u32;
+    // SAFETY: the kernel writes one u32 into `size`.
+    unsafe {
+        sc!(
+            nr::PRCTL,
+            PR_SET_MM,
+            PR_SET_MM_MAP_SIZE,
+            &mut size as *mut u32,
+            0,
+            0
+        )
+    }
+    .is_ok()
 }
 
 /// brk(2) of 0: the current break.

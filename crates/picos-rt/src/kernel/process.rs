@@ -7,6 +7,7 @@ use crate::host;
 use crate::host::errno::Errno;
 use crate::host::KSigaction;
 use crate::kernel::thread::{self, NSIG};
+use crate::mm::runtime::Replaceable;
 use crate::sync::ForkHook;
 use alloc::vec::Vec;
 use core::sync::atomic::AtomicI32;
@@ -170,6 +171,8 @@ pub fn fork(mut fork: impl FnMut() -> Result<usize, Errno>) -> Result<usize, Err
         for h in FORK_HOOKS {
             (h.child)(parent);
         }
+        // A mark an earlier process of this pid left (`in_place`) is not ours.
+        crate::kernel::ptrace::forget_exec_mark(ids.pid.load(Ordering::Relaxed));
     }
     if let Ok(old) = old {
         let _ = host::rt_sigprocmask(crate::host::abi::SIG_SETMASK, Some(old));
@@ -301,10 +304,13 @@ impl Default for IdCache {
     }
 }
 
-static CONFIG: spin::Once<LaunchConfig> = spin::Once::new();
+/// The launch configuration: set at start-up, replaced by an execve in
+/// place (`kernel::exec::in_place`); a reference taken before a
+/// replacement stays valid (see `Replaceable`).
+static CONFIG: Replaceable<LaunchConfig> = Replaceable::new();
 
 /// Absolute path of the running program (what /proc/self/exe shows it).
-static EXE: spin::Once<Vec<u8>> = spin::Once::new();
+static EXE: Replaceable<Vec<u8>> = Replaceable::new();
 
 /// The launch configuration.
 pub fn config() -> &'static LaunchConfig {
@@ -316,14 +322,57 @@ pub fn exe_path() -> &'static [u8] {
     EXE.get().map_or(&[], |v| v.as_slice())
 }
 
-/// Sets the launch configuration (once, at start-up).
+/// Sets the launch configuration (at start-up, and at an execve in place).
 pub fn set_config(cfg: LaunchConfig) {
-    CONFIG.call_once(|| cfg);
+    CONFIG.set(cfg);
 }
 
-/// Sets the program's absolute path (once, at start-up).
+/// Sets the program's absolute path (at start-up, and at an execve in place).
 pub fn set_exe_path(path: Vec<u8>) {
-    EXE.call_once(|| path);
+    EXE.set(path);
+}
+
+/// Ends the process with status `code` after an error line: a program
+/// that cannot be started or run (127: not found, 126: cannot run, as a
+/// shell reports them), or a runtime that cannot go on.
+pub fn fatal(code: i32, args: core::fmt::Arguments<'_>) -> ! {
+    crate::diag::log::log_line(crate::diag::log::LogLevel::Error, args);
+    host::exit_group(code)
+}
+
+/// The auxiliary vector the kernel gave the runtime: the template of every
+/// program's (`loader::build_stack`), kept for an execve in place.
+static HOST_AUXV: Replaceable<Vec<(u64, u64)>> = Replaceable::new();
+
+/// The stack pointer the kernel started the runtime with: an address in
+/// the process's stack mapping, which an execve in place reuses.
+static START_SP: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
+/// Keeps what the kernel gave the runtime at its start (its auxiliary
+/// vector, its stack pointer) for an execve in place.
+pub fn set_start_state(auxv: Vec<(u64, u64)>, sp: usize) {
+    HOST_AUXV.set(auxv);
+    START_SP.store(sp, Ordering::Relaxed);
+}
+
+/// The auxiliary vector the kernel gave the runtime.
+pub fn host_auxv() -> &'static [(u64, u64)] {
+    HOST_AUXV.get().map_or(&[], |v| v.as_slice())
+}
+
+/// An address in the process's stack mapping (0: not known).
+pub fn stack_address() -> usize {
+    START_SP.load(Ordering::Relaxed)
+}
+
+/// Names the process after the program `exe` (its base name, as the
+/// kernel's execve sets `comm`).
+pub fn set_name(exe: &[u8]) {
+    let base = exe.rsplit(|&c| c == b'/').next().unwrap_or(exe);
+    let mut name = [0u8; 16];
+    let n = base.len().min(15);
+    name[..n].copy_from_slice(&base[..n]);
+    let _ = host::set_name(&name);
 }
 
 /// Asks the host for SIGSYS when our parent dies (so the cached parent pid

@@ -216,6 +216,39 @@ pub fn hint_words() -> Option<&'static [core::sync::atomic::AtomicU64]> {
     board().map(shared::hints)
 }
 
+/// The word of process `pid`'s execve-in-place mark (one per residue of
+/// the pid: a mark can be lost to another pid's, never taken for one).
+fn exec_mark(pid: i32) -> Option<&'static AtomicU64> {
+    let words = shared::exec_marks(board()?);
+    words.get(pid as u32 as usize % words.len())
+}
+
+/// Process `pid` (the caller) replaced its program in place: the kernel
+/// still sees it as a child that has not exec'd, so its parent's
+/// setpgid(2) asks the board (`exec_marked`) to answer EACCES as Linux
+/// does after an execve.
+pub fn mark_exec_in_place(pid: i32) {
+    if let Some(w) = exec_mark(pid) {
+        w.store(pid as u32 as u64, Release);
+    }
+}
+
+/// Process `pid` was just forked: a mark left by an earlier process of
+/// that pid is not its.
+pub fn forget_exec_mark(pid: i32) {
+    if let Some(w) = exec_mark(pid) {
+        if w.load(Relaxed) == pid as u32 as u64 {
+            w.store(0, Release);
+        }
+    }
+}
+
+/// Has process `pid`, forked by a process of this tree, replaced its
+/// program in place since?
+pub fn exec_marked(pid: i32) -> bool {
+    pid > 0 && exec_mark(pid).is_some_and(|w| w.load(Acquire) == pid as u32 as u64)
+}
+
 fn slot(b: &'static Board, i: usize) -> &'static [AtomicU64] {
     let at = HEADER + i * SLOT_WORDS;
     &b[at..at + SLOT_WORDS]

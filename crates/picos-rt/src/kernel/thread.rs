@@ -119,6 +119,11 @@ pub struct Thread {
     /// wait there, in order, until the program unblocks them or takes them
     /// (sigtimedwait); further instances queue on the host behind them.
     pub held: Cell<u64>,
+    /// The thread's rseq(2) registration as the host has it (area, length,
+    /// signature; area 0: none), which an execve in place must undo
+    /// (`kernel::exec::in_place`): the kernel would go on writing into the
+    /// old program's memory.
+    pub rseq: Cell<(usize, u32, u32)>,
     // The large parts last, so that the small fields above, which the
     // runtime writes on every call and after a fork, share one page (the
     // Thread starts on a page boundary): a fork child and its parent each
@@ -555,6 +560,7 @@ pub fn alloc(
         ptrace_doorbell: Cell::new(false),
         ptrace_child: Cell::new(0),
         held: Cell::new(0),
+        rseq: Cell::new((0, 0, 0)),
     });
     Ok(t)
 }

@@ -88,8 +88,23 @@ fn brk_randomized() -> bool {
     if crate::host::personality(0xffff_ffff).is_ok_and(|p| p & ADDR_NO_RANDOMIZE != 0) {
         return false;
     }
-    crate::host::fds::read_small_file::<4>(c"/proc/sys/kernel/randomize_va_space")
-        .is_ok_and(|(b, n)| n >= 1 && b[0] == b'2')
+    // The machine's setting, read once per runtime (an execve in place
+    // asks again without reading it).
+    static FULL: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
+    match FULL.load(core::sync::atomic::Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            let full =
+                crate::host::fds::read_small_file::<4>(c"/proc/sys/kernel/randomize_va_space")
+                    .is_ok_and(|(b, n)| n >= 1 && b[0] == b'2');
+            FULL.store(
+                if full { 1 } else { 2 },
+                core::sync::atomic::Ordering::Relaxed,
+            );
+            full
+        }
+    }
 }
 
 /// The address space's part in fork: the break is locked across it.

@@ -371,6 +371,20 @@ pub fn map_code_region(at: usize, header: &[u8]) -> Result<usize, Errno> {
     Ok(n)
 }
 
+/// Unmaps every code region (an execve in place: the old program's
+/// trampolines go with it). The caller holds the patcher's state lock and
+/// is the process's only thread, which runs no code there.
+pub fn unmap_code_regions() {
+    let n = CODE_REGIONS.load(Ordering::Acquire);
+    CODE_REGIONS.store(0, Ordering::Release);
+    for r in &CODE_REGION[..n] {
+        let b = r.swap(0, Ordering::Relaxed);
+        // SAFETY: a region mapped by `map_code_region`, which only the old
+        // program's trampolines use; no thread runs there (see above).
+        let _ = unsafe { host::munmap(b, CODE_REGION_SIZE) };
+    }
+}
+
 /// For unit tests of the patcher: region 0 at `base` (nothing is mapped).
 #[cfg(test)]
 pub fn set_code_region_for_test(base: usize) {
@@ -395,6 +409,14 @@ pub fn owns_writable(addr: usize, len: usize) -> bool {
         )
 }
 
+/// The runtime's own address ranges outside the code regions: its image
+/// (holes included) and its reservation, as `(start, end)`.
+pub fn own_ranges() -> [(usize, usize); 2] {
+    let (image, len) = image_range();
+    let base = BASE.load(Ordering::Relaxed);
+    [(image, page_up(image + len)), (base, base + RESERVE_SPAN)]
+}
+
 /// Where the reservation's base is kept: the same offset from the image's
 /// start in every process that runs this runtime (another picoprocess of
 /// the tree reads it there: `kernel::vm::runtime_of`).
@@ -413,6 +435,43 @@ pub fn image_range() -> (usize, usize) {
         IMAGE.load(Ordering::Relaxed),
         IMAGE_LEN.load(Ordering::Relaxed),
     )
+}
+
+// ---------------------------------------------------------------------------
+// Values replaced now and then, never freed.
+
+/// A value set at start-up and replaced now and then (the launch
+/// configuration, by an execve in place), read without a lock: each `set`
+/// leaks its box, so a reference `get` gave stays valid for ever (a few
+/// hundred bytes per replacement).
+pub struct Replaceable<T: 'static>(core::sync::atomic::AtomicPtr<T>);
+
+impl<T: 'static> Replaceable<T> {
+    pub const fn new() -> Self {
+        Replaceable(core::sync::atomic::AtomicPtr::new(core::ptr::null_mut()))
+    }
+
+    /// Publishes `v` (the previous value is leaked, not dropped).
+    pub fn set(&self, v: T) {
+        self.0.store(
+            alloc::boxed::Box::leak(alloc::boxed::Box::new(v)),
+            Ordering::Release,
+        );
+    }
+
+    /// The value last published, if any.
+    pub fn get(&self) -> Option<&'static T> {
+        let p = self.0.load(Ordering::Acquire);
+        // SAFETY: `p` is null or came from `Box::leak` in `set`: a valid,
+        // initialised value that is never freed nor written again.
+        unsafe { p.as_ref() }
+    }
+}
+
+impl<T: 'static> Default for Replaceable<T> {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 // ---------------------------------------------------------------------------

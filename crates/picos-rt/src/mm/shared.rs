@@ -56,15 +56,23 @@ pub fn attach(id: i32) -> Result<&'static Board, Errno> {
 }
 
 /// The board's last words hold the hints of syscall sites that fork
-/// children leave for their parents (`patch::before_fork`); the ptrace
-/// state has the words before them.
+/// children leave for their parents (`patch::before_fork`); before them,
+/// the marks of the processes that exec'd in place
+/// (`kernel::exec::in_place`); the ptrace state has the words before those.
 pub const HINT_WORDS: usize = 512;
+/// The words of the execve-in-place marks.
+pub const EXEC_WORDS: usize = 4096;
 /// The board's words for the ptrace state.
-pub const PTRACE_WORDS: usize = BOARD_WORDS - HINT_WORDS;
+pub const PTRACE_WORDS: usize = BOARD_WORDS - HINT_WORDS - EXEC_WORDS;
 
 /// The hints' words of board `b`.
 pub fn hints(b: &'static Board) -> &'static [AtomicU64] {
-    &b[PTRACE_WORDS..]
+    &b[PTRACE_WORDS + EXEC_WORDS..]
+}
+
+/// The execve-in-place marks' words of board `b`.
+pub fn exec_marks(b: &'static Board) -> &'static [AtomicU64] {
+    &b[PTRACE_WORDS..PTRACE_WORDS + EXEC_WORDS]
 }
 
 /// Makes a new segment for a board; returns its id. It is marked for

@@ -90,6 +90,30 @@ pub fn map_fixed(
     unsafe { crate::host::mmap(addr, len, prot, flags, fd, off) }
 }
 
+/// Unmaps `[addr, addr + len)` of the program's memory (an execve in
+/// place clearing the old program's). ENOMEM, and nothing unmapped, for a
+/// range that touches the runtime's memory.
+pub fn unmap(addr: usize, len: usize) -> Result<(), Errno> {
+    if runtime::owns(addr, len) {
+        return Err(Errno::ENOMEM);
+    }
+    // SAFETY: the range is the program's (checked above); the runtime
+    // holds no reference into program memory (copies go through here).
+    unsafe { crate::host::munmap(addr, len) }.map(|_| ())
+}
+
+/// Drops the contents of `[addr, addr + len)` of the program's memory
+/// (MADV_DONTNEED: private pages read back as zeros). ENOMEM for a range
+/// that touches the runtime's memory.
+pub fn discard(addr: usize, len: usize) -> Result<(), Errno> {
+    const MADV_DONTNEED: i32 = 4;
+    if runtime::owns(addr, len) {
+        return Err(Errno::ENOMEM);
+    }
+    // SAFETY: as for `unmap`.
+    unsafe { crate::host::madvise(addr, len, MADV_DONTNEED) }.map(|_| ())
+}
+
 /// Changes the protection of `[addr, addr + len)` of the program's memory
 /// (ENOMEM for a range that touches the runtime's).
 pub fn protect(addr: usize, len: usize, prot: i32) -> Result<(), Errno> {

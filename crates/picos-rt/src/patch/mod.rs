@@ -403,6 +403,24 @@ pub fn init(cfg: &Config) {
     ENABLED.store(true, Ordering::Relaxed);
 }
 
+/// An execve in place (`kernel::exec::in_place`): the old program's
+/// sites, hints and trampolines are forgotten and its code regions
+/// unmapped; patching is off until [`init`] turns it on for the new
+/// program. The caller is the process's only thread, and no other task
+/// shares its memory.
+pub fn reset_for_exec() {
+    ENABLED.store(false, Ordering::Relaxed);
+    let mut st = state();
+    st.used = [0; runtime::MAX_CODE_REGIONS];
+    st.sites.clear();
+    st.seen.clear();
+    st.hinted.clear();
+    st.no_patch.clear();
+    st.mapped.clear();
+    st.orig.clear();
+    runtime::unmap_code_regions();
+}
+
 /// Stops patching and puts every patched site back as it was, so that
 /// each program call takes the trap path from now on: the program has
 /// installed a seccomp filter (`kernel::seccomp`), which must see every

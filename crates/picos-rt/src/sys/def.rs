@@ -161,3 +161,37 @@ mod tests {
         }
     }
 }
+
+/// Turns patching on (at start-up, and after an execve in place). Under
+/// --stats and --trace every call must reach the dispatcher: no direct
+/// entry, no inline answer. With seccomp filters (`filters`, the thread's mode),
+/// a call they may refuse is routed to the runtime's entry, which runs
+/// them (`entry::dispatch`); only the calls they allow whatever the
+/// arguments keep their direct entries, and the inline answers (getpid,
+/// getppid, gettid) stay only if all three are such calls.
+pub fn init_patching(t: &'static crate::kernel::thread::Thread, vdso: usize, filters: u32) {
+    use crate::kernel::seccomp::allows_always;
+    let every_call =
+        crate::diag::stats::on() || crate::diag::log::enabled(crate::diag::log::LogLevel::Trace);
+    let inline_ok = filters == 0 || [39, 110, 186].iter().all(|&nr| allows_always(filters, nr));
+    crate::patch::init(&crate::patch::Config {
+        vdso,
+        owner: t.process() as *const _ as usize,
+        route: if every_call {
+            |_| crate::arch::class::FAST
+        } else {
+            route
+        },
+        inline: (!every_call && inline_ok).then(crate::kernel::thread::inline_answers),
+    });
+    if filters != 0 {
+        for (nr, class) in crate::arch::DIRECT_CLASS.iter().enumerate() {
+            if !allows_always(filters, nr) {
+                class.store(
+                    crate::arch::class::FAST,
+                    core::sync::atomic::Ordering::Relaxed,
+                );
+            }
+        }
+    }
+}

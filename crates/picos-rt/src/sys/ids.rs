@@ -82,8 +82,19 @@ pub fn getsid(c: &mut Ctx<'_>, pid: i32) -> SysResult {
     c.host()
 }
 
-/// Implements setpgid(2) and setsid(2): passed to the host; the cached
-/// group and session are forgotten.
+/// Implements setpgid(2): passed to the host (but for a child that
+/// replaced its program in place: EACCES, as Linux answers for a child that
+/// has exec'd); the cached group and session are forgotten.
+pub fn setpgid(c: &mut Ctx<'_>) -> SysResult {
+    let (pid, pgid) = (c.arg(0) as i32, c.arg(1) as i32);
+    if pid > 0 && pgid >= 0 && pid != host::getpid() && exec_in_place(pid) {
+        return Err(Errno::EACCES);
+    }
+    set_pgid(c)
+}
+
+/// Implements setsid(2) (and setpgid's host call): passed to the host;
+/// the cached group and session are forgotten.
 pub fn set_pgid(c: &mut Ctx<'_>) -> SysResult {
     let r = c.host();
     let ids = cache(c);
@@ -92,6 +103,17 @@ pub fn set_pgid(c: &mut Ctx<'_>) -> SysResult {
     ids.zeros
         .fetch_and(!(ZERO_PGID | ZERO_SID), Ordering::Relaxed);
     r
+}
+
+/// Has `pid`, a child of ours in our session, replaced its program in
+/// place (`kernel::exec::in_place`)? The host still sees a child that has
+/// not exec'd (Linux's PF_FORKNOEXEC), so setpgid(2) answers EACCES here,
+/// as Linux would; a process that is not our child, or not in our session,
+/// gets the host's answer (ESRCH, EPERM).
+fn exec_in_place(pid: i32) -> bool {
+    crate::kernel::ptrace::exec_marked(pid)
+        && host::getsid(pid).ok() == host::getsid(0).ok()
+        && host::is_child(pid)
 }
 
 /// Implements gettid(2).
@@ -208,6 +230,11 @@ pub fn forget_namespaced(c: &Ctx<'_>) {
 #[syscall]
 pub fn capset(c: &mut Ctx<'_>, _hdrp: usize, _datap: usize) -> SysResult {
     let r = c.host();
+    if r.is_ok() {
+        // The kernel's execve recomputes the capabilities (root's come
+        // back); only it can.
+        crate::kernel::exec::in_place::needs_kernel("capset");
+    }
     crate::kernel::fs::dcache::clear();
     r
 }

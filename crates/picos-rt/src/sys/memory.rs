@@ -176,6 +176,8 @@ fn pkey_allocated(pkey: i32) -> bool {
 /// pkey01).
 pub fn pkey_alloc(c: &mut Ctx<'_>) -> SysResult {
     let r = c.host()?;
+    // The keys are the memory map's, which only the kernel's execve frees.
+    crate::kernel::exec::in_place::needs_kernel("pkey_alloc");
     if let Some(uc) = c.uc.as_deref_mut() {
         crate::arch::fpu::keep_pkru(uc, r as u32);
     }
@@ -367,6 +369,17 @@ pub fn membarrier(c: &mut Ctx<'_>, cmd: i32, flags: u32, _cpu_id: i32) -> SysRes
         }
         _ => {
             let r = c.host()?;
+            // A registration lives in the host's memory map, which only
+            // the kernel's execve replaces.
+            const REGISTER_GLOBAL_EXPEDITED: i32 = 4;
+            const REGISTER_PRIVATE_EXPEDITED_RSEQ: i32 = 256;
+            if matches!(
+                cmd,
+                REGISTER_GLOBAL_EXPEDITED | REGISTER_PRIVATE_EXPEDITED_RSEQ
+            ) || cmd as usize & RUNTIMES != 0
+            {
+                crate::kernel::exec::in_place::needs_kernel("membarrier registration");
+            }
             let registered = match cmd as usize {
                 REGISTER_PRIVATE_EXPEDITED => REGISTER_PRIVATE_EXPEDITED,
                 REGISTER_PRIVATE_EXPEDITED_SYNC_CORE => RUNTIMES,
@@ -378,6 +391,18 @@ pub fn membarrier(c: &mut Ctx<'_>, cmd: i32, flags: u32, _cpu_id: i32) -> SysRes
             Ok(r)
         }
     }
+}
+
+/// Implements mlockall(2): a host call. With MCL_FUTURE the host's memory
+/// map locks what is mapped later, which only the kernel's execve undoes.
+#[syscall]
+pub fn mlockall(c: &mut Ctx<'_>, flags: i32) -> SysResult {
+    const MCL_FUTURE: i32 = 2;
+    let r = c.host()?;
+    if flags & MCL_FUTURE != 0 {
+        crate::kernel::exec::in_place::needs_kernel("mlockall(MCL_FUTURE)");
+    }
+    Ok(r)
 }
 
 /// Implements process_vm_writev(2): the host writes, once the remote ranges

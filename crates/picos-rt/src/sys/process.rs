@@ -632,6 +632,22 @@ fn exec_common(
             return Err(Errno::ENOENT);
         }
     }
+    let t = c.t;
+    if crate::kernel::exec::in_place::try_exec(t, c.regs(), &full, &name, &argv, &envp) {
+        if crate::kernel::process::config().patch_syscalls {
+            let vdso = crate::kernel::process::host_auxv()
+                .iter()
+                .find(|a| a.0 == crate::kernel::exec::loader::AT_SYSINFO_EHDR)
+                .map_or(0, |a| a.1 as usize);
+            crate::sys::def::init_patching(
+                t,
+                vdso,
+                t.seccomp.load(core::sync::atomic::Ordering::Relaxed),
+            );
+        }
+        c.keep_regs = true;
+        return Ok(0);
+    }
     crate::kernel::exec::exec_runtime(c.t, &full, &name, &argv, &envp)
 }
 
@@ -674,8 +690,65 @@ pub fn arch_prctl(c: &mut Ctx<'_>, code: usize, addr: usize) -> SysResult {
             UserPtr::<usize>::new(addr).write(&c.t.guest_gs.get())?;
             Ok(0)
         }
-        _ => c.host(),
+        ARCH_GET_FS | ARCH_SET_FS | ARCH_GET_CPUID => c.host(),
+        _ => {
+            // CPUID faulting, shadow stacks, extended-state permissions:
+            // states the kernel's execve resets.
+            let r = c.host()?;
+            crate::kernel::exec::in_place::needs_kernel("arch_prctl");
+            Ok(r)
+        }
     }
+}
+
+const ARCH_SET_FS: usize = 0x1002;
+const ARCH_GET_FS: usize = 0x1003;
+const ARCH_GET_CPUID: usize = 0x1011;
+
+/// Implements rseq(2): a host call; the thread's registration is noted,
+/// so that an execve in place can undo it (`kernel::exec::in_place`).
+#[syscall]
+pub fn rseq(c: &mut Ctx<'_>, rseq: usize, rseq_len: u32, flags: i32, sig: u32) -> SysResult {
+    const RSEQ_FLAG_UNREGISTER: i32 = 1;
+    let r = c.host()?;
+    if flags == 0 {
+        c.t.rseq.set((rseq, rseq_len, sig));
+    } else if flags == RSEQ_FLAG_UNREGISTER {
+        c.t.rseq.set((0, 0, 0));
+    }
+    Ok(r)
+}
+
+/// Implements timer_create(2): a host call. The kernel's execve deletes a
+/// process's POSIX timers; an execve in place could not, so the next one
+/// goes through the kernel.
+#[syscall]
+pub fn timer_create(c: &mut Ctx<'_>) -> SysResult {
+    let r = c.host()?;
+    crate::kernel::exec::in_place::needs_kernel("timer_create");
+    Ok(r)
+}
+
+/// Implements io_setup(2): a host call. The kernel's execve destroys the
+/// process's AIO contexts; the next execve goes through the kernel.
+#[syscall]
+pub fn io_setup(c: &mut Ctx<'_>) -> SysResult {
+    let r = c.host()?;
+    crate::kernel::exec::in_place::needs_kernel("io_setup");
+    Ok(r)
+}
+
+/// Implements personality(2): a host call. A change of the execution
+/// domain's flags is the kernel's execve's to apply and clear, so the next
+/// execve goes through the kernel.
+#[syscall]
+pub fn personality(c: &mut Ctx<'_>, persona: usize) -> SysResult {
+    const QUERY: usize = 0xffff_ffff;
+    let r = c.host()?;
+    if persona as u32 as usize != QUERY {
+        crate::kernel::exec::in_place::needs_kernel("personality");
+    }
+    Ok(r)
 }
 
 use crate::host::abi::prctl::{
@@ -695,6 +768,18 @@ pub fn prctl(
     arg4: usize,
     arg5: usize,
 ) -> SysResult {
+    // PR_SET_DUMPABLE, PR_SET_KEEPCAPS, PR_SET_SECUREBITS,
+    // PR_SET_TIMERSLACK, PR_SET_MM, PR_CAP_AMBIENT, PR_SET_SPECULATION_CTRL,
+    // PR_SET_IO_FLUSHER, PR_SCHED_CORE, PR_SET_MDWE, PR_SET_MEMORY_MERGE,
+    // PR_SET_SHADOW_STACK_STATUS, PR_LOCK_SHADOW_STACK_STATUS: process
+    // states that the kernel's execve resets or acts on; the next execve
+    // goes through it.
+    if matches!(
+        option,
+        4 | 8 | 28 | 29 | 35 | 47 | 53 | 57 | 62 | 65 | 67 | 75 | 76
+    ) {
+        crate::kernel::exec::in_place::needs_kernel("prctl");
+    }
     match option {
         PR_SET_SYSCALL_USER_DISPATCH => {
             // The program's dispatch is always off: turning it off is

@@ -734,7 +734,7 @@ const DEFS: [SyscallDef; COUNT] = [
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Check,
-        note: "checked, then the runtime re-executes itself with the new program",
+        note: "checked, then loaded in place (or the runtime re-executes itself with it)",
     },
     SyscallDef {
         nr: 60,
@@ -1287,7 +1287,7 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 109,
         name: "setpgid",
-        support: Support::Mediated(sys::ids::set_pgid),
+        support: Support::Mediated(sys::ids::setpgid),
         args: "dd",
         full_context: false,
         fd_passthrough: false,
@@ -1576,13 +1576,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 135,
         name: "personality",
-        support: Support::Host,
+        support: Support::Mediated(sys::process::personality),
         args: "xxxxxx",
         full_context: false,
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Check,
-        note: "",
+        note: "host call; a change makes execve go through the kernel",
     },
     SyscallDef {
         nr: 136,
@@ -1752,13 +1752,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 151,
         name: "mlockall",
-        support: Support::Host,
+        support: Support::Mediated(sys::memory::mlockall),
         args: "xxxxxx",
         full_context: false,
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Allow,
-        note: "",
+        note: "host call; with MCL_FUTURE, execve then goes through the kernel",
     },
     SyscallDef {
         nr: 152,
@@ -2357,13 +2357,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 206,
         name: "io_setup",
-        support: Support::Host,
+        support: Support::Mediated(sys::process::io_setup),
         args: "xxxxxx",
         full_context: false,
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Allow,
-        note: "",
+        note: "host call; execve then goes through the kernel (which destroys the contexts)",
     },
     SyscallDef {
         nr: 207,
@@ -2533,13 +2533,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 222,
         name: "timer_create",
-        support: Support::Host,
+        support: Support::Mediated(sys::process::timer_create),
         args: "xxxxxx",
         full_context: false,
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Allow,
-        note: "",
+        note: "host call; execve then goes through the kernel (which deletes the timers)",
     },
     SyscallDef {
         nr: 223,
@@ -3660,7 +3660,7 @@ const DEFS: [SyscallDef; COUNT] = [
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Check,
-        note: "checked, then the runtime re-executes itself with the new program",
+        note: "checked, then loaded in place (or the runtime re-executes itself with it)",
     },
     SyscallDef {
         nr: 323,
@@ -3789,13 +3789,13 @@ const DEFS: [SyscallDef; COUNT] = [
     SyscallDef {
         nr: 334,
         name: "rseq",
-        support: Support::Host,
+        support: Support::Mediated(sys::process::rseq),
         args: "pudx",
         full_context: false,
         fd_passthrough: false,
         host_unmounted: false,
         sandbox: Sandbox::Allow,
-        note: "",
+        note: "host call; the registration is noted (an execve in place undoes it)",
     },
     SyscallDef {
         nr: 335,

@@ -59,6 +59,34 @@ pub fn image_mut(uc: &mut UContext) -> Option<&mut [u8]> {
     unsafe { Some(core::slice::from_raw_parts_mut(fp, image_size(fp))) }
 }
 
+/// Puts the FPU image of `uc` (a host signal frame's, which the host's
+/// `rt_sigreturn` loads) in the state a new program starts with, as after
+/// execve: x87 and SSE registers zero, the control words at their defaults
+/// (FCW 0x37f, MXCSR 0x1f80), every extended component (AVX and above) in
+/// its initial state. The frame's software-reserved bytes (its format) and
+/// the protection-key rights stay. Nothing without an image.
+pub fn reset_image(uc: &mut UContext) {
+    let Some(img) = image_mut(uc) else {
+        return;
+    };
+    if img.len() < FXSAVE_SIZE {
+        return;
+    }
+    // The legacy area up to MXCSR_MASK, and from ST0 to the reserved bytes.
+    img[..24].fill(0);
+    img[32..FP_SW_RESERVED].fill(0);
+    img[0..2].copy_from_slice(&0x037fu16.to_le_bytes());
+    img[24..28].copy_from_slice(&0x1f80u32.to_le_bytes());
+    if img.len() >= XSTATE_BV + 8 {
+        // XSTATE_BV: x87 and SSE loaded from the zeroed area above, PKRU
+        // kept; every other component's bit clear (its initial state).
+        let mut bv = [0u8; 8];
+        bv.copy_from_slice(&img[XSTATE_BV..XSTATE_BV + 8]);
+        let bv = u64::from_le_bytes(bv) & (0b11 | XFEATURE_PKRU);
+        img[XSTATE_BV..XSTATE_BV + 8].copy_from_slice(&bv.to_le_bytes());
+    }
+}
+
 /// XSAVE state component 9: PKRU, the protection-key rights register.
 const XFEATURE_PKRU: u64 = 1 << 9;
 /// Offset of XSTATE_BV in the XSAVE header.

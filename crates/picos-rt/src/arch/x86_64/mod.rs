@@ -1093,6 +1093,24 @@ pub fn has_fsgsbase() -> bool {
     FSGSBASE.load(core::sync::atomic::Ordering::Relaxed)
 }
 
+/// Puts in `uc` (a host signal frame's context) the registers a program
+/// starts with after execve (Linux's `start_thread`): RIP `entry`, RSP
+/// `sp`, every other general register 0, RFLAGS with IF only, the FPU in
+/// its initial state. The segment fields stay the host frame's.
+pub fn fresh_registers(uc: &mut UContext, entry: usize, sp: usize) {
+    let m = uc.mcontext;
+    uc.mcontext = on_host_frame(
+        SigContext {
+            rsp: sp as u64,
+            rip: entry as u64,
+            eflags: 0x202,
+            ..SigContext::default()
+        },
+        &m,
+    );
+    fpu::reset_image(uc);
+}
+
 /// Program registers `m` on a host signal frame's context `host`: the
 /// segment and FPU fields stay the host frame's.
 pub fn on_host_frame(m: SigContext, host: &SigContext) -> SigContext {

@@ -84,6 +84,16 @@ impl ExecError {
     }
 
     /// The reason, in words a user can act on.
+    /// The exit status a shell gives a program it could not run: 127 when
+    /// the file is not there, else 126.
+    pub fn exit_status(&self) -> i32 {
+        if matches!(self, ExecError::Open(Errno::ENOENT)) {
+            127
+        } else {
+            126
+        }
+    }
+
     pub fn reason(self) -> &'static str {
         match self {
             ExecError::Open(Errno::ENOENT) => "no such file or directory",
@@ -421,6 +431,42 @@ pub fn is_script(path: &[u8]) -> bool {
     open_exec(path).is_ok_and(|(_, head)| parse_shebang(&head).is_some())
 }
 
+/// Would executing `path` change the process's credentials (a set-user-ID
+/// or set-group-ID program, or one with file capabilities, at the end of
+/// its `#!` chain)? Only the kernel's execve can then run it. True when
+/// it cannot be told.
+pub fn raises_privileges(path: &[u8]) -> bool {
+    const S_ISUID: u32 = 0o4000;
+    const S_ISGID_XGRP: u32 = 0o2010;
+    let mut path = path.to_vec();
+    for _ in 0..=MAX_SCRIPT_DEPTH + 1 {
+        let Ok((fd, head)) = open_exec(&path) else {
+            return true;
+        };
+        match parse_shebang(&head) {
+            Some(Ok(sb)) => {
+                path = sb.interp;
+                continue;
+            }
+            Some(Err(_)) => return true,
+            None => {}
+        }
+        let Ok(st) = host::fstat(fd.0) else {
+            return true;
+        };
+        // (Set-group-ID without group execute is a locking mark, not a
+        // privilege.)
+        if st.st_mode & S_ISUID != 0 || st.st_mode & S_ISGID_XGRP == S_ISGID_XGRP {
+            return true;
+        }
+        return !matches!(
+            host::fgetxattr_size(fd.0, c"security.capability"),
+            Err(Errno::ENODATA) | Err(Errno::EOPNOTSUPP)
+        );
+    }
+    true
+}
+
 /// [`check_executable`], saying which file of the chain failed.
 pub fn check_executable_chain(path: &[u8]) -> Result<(), ExecFailure> {
     let mut path = path.to_vec();
@@ -746,6 +792,29 @@ pub fn load(path: &[u8], name: &[u8], argv: Vec<Vec<u8>>) -> Result<Loaded, Exec
     unreachable!("the loop returns")
 }
 
+/// [`load`] with descriptors of the program's table, or, where that table
+/// has no room (a program may exec with a full table, which needs no
+/// descriptor natively), of a table of the runtime's own that holds the
+/// runtime's descriptors `held` at the same numbers (a transient task,
+/// `host::fds::with_own_fds_keeping`). Nothing is mapped before every file
+/// is open, so the retry starts clean. The program's table is cheaper (no
+/// transient task, ~50 µs), and the mappings are then made by this
+/// process, where perf sees them.
+pub fn load_in_any_table(
+    path: &[u8],
+    name: &[u8],
+    argv: &[Vec<u8>],
+    held: &[i32],
+) -> Result<Loaded, ExecError> {
+    match load(path, name, argv.to_vec()) {
+        Err(ExecError::Open(Errno::EMFILE)) => {
+            host::fds::with_own_fds_keeping(held, || load(path, name, argv.to_vec()))
+                .unwrap_or_else(|e| Err(ExecError::Open(e)))
+        }
+        r => r,
+    }
+}
+
 pub const AT_NULL: u64 = 0;
 pub const AT_EXECFD: u64 = 2;
 pub const AT_PHDR: u64 = 3;
@@ -808,6 +877,10 @@ fn program_auxv(
 /// (the kernel's copy, which /proc/PID/cmdline shows): the program's argv
 /// and envp point there instead of at a copy, so that a program that
 /// rewrites them in place is seen doing so, as natively.
+///
+/// `in_place`: the process's kernel-side memory map still describes an
+/// older program (an execve in place): its argument and environment
+/// ranges (/proc/PID/cmdline, environ) are set to the new strings too.
 pub fn build_stack(
     top: usize,
     loaded: &Loaded,
@@ -815,6 +888,7 @@ pub fn build_stack(
     execfn: &[u8],
     host_auxv: &[(u64, u64)],
     reuse: Option<usize>,
+    in_place: bool,
 ) -> Result<usize, Errno> {
     let mut sp = top & !15;
     let push_bytes = |sp: &mut usize, b: &[u8], nul: bool| -> Result<usize, Errno> {
@@ -883,7 +957,24 @@ pub fn build_stack(
     // gave the runtime (a debugger finds the program's entry and headers
     // there). Only with CAP_SYS_RESOURCE: otherwise it stays the host's.
     let auxv_words = &table[words - (words - 3 - argv_p.len() - envp_p.len())..];
-    if let Err(e) = host::set_mm_auxv(auxv_words).or_else(|_| set_auxv_by_map(auxv_words)) {
+    if in_place {
+        // The strings' ranges: argv's, then envp's, back to back.
+        let arg_start = block_p as u64;
+        let env_start =
+            arg_start + offsets.get(loaded.argv.len()).map_or(block.len(), |&o| o) as u64;
+        let env_end = if envp.is_empty() {
+            env_start
+        } else {
+            arg_start + (offsets[offsets.len() - 1] + envp[envp.len() - 1].len() + 1) as u64
+        };
+        if let Err(e) =
+            set_auxv_by_map(auxv_words, Some([arg_start, env_start, env_start, env_end]))
+        {
+            crate::log!(Debug, "/proc/PID/cmdline stays the old program's: {}", e);
+        }
+    } else if let Err(e) =
+        host::set_mm_auxv(auxv_words).or_else(|_| set_auxv_by_map(auxv_words, None))
+    {
         crate::log!(Debug, "/proc/PID/auxv stays the runtime's: {}", e);
     }
     Ok(sp)
@@ -892,24 +983,46 @@ pub fn build_stack(
 /// The auxiliary vector /proc/PID/auxv shows, set with PR_SET_MM_MAP
 /// (CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE, where PR_SET_MM_AUXV's
 /// CAP_SYS_RESOURCE is missing): every other field as it is, from
-/// /proc/self/stat.
-fn set_auxv_by_map(auxv: &[u64]) -> Result<usize, Errno> {
-    let (buf, n) = host::fds::read_small_file::<2048>(c"/proc/self/stat")?;
-    let text = &buf[..n];
-    // The fields after the command name (which may hold spaces): field 3
-    // (state) is the first.
-    let rest = &text[text.iter().rposition(|&c| c == b')').ok_or(Errno::EINVAL)? + 2..];
-    let fields: Vec<u64> = rest
-        .split(|&c| c == b' ' || c == b'\n')
-        .map(|f| {
-            core::str::from_utf8(f)
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0)
-        })
-        .collect();
-    // Field k (1-based, as proc(5) numbers them) is fields[k - 3].
-    let f = |k: usize| fields.get(k - 3).copied().ok_or(Errno::EINVAL);
+/// /proc/self/stat, or the argument and environment ranges `strings`
+/// (arg_start, arg_end, env_start, env_end) when given.
+fn set_auxv_by_map(auxv: &[u64], strings: Option<[u64; 4]>) -> Result<usize, Errno> {
+    // The memory map's fields from the kernel's execve of the runtime
+    // (/proc/self/stat fields 26-28 and 45-51), read once per runtime:
+    // only PR_SET_MM_MAP changes them after that (the argument and
+    // environment ranges, given by the caller when they change), and fork
+    // keeps them.
+    static FIELDS: crate::mm::runtime::Replaceable<[u64; 52]> =
+        crate::mm::runtime::Replaceable::new();
+    let fields = match FIELDS.get() {
+        Some(f) => f,
+        None => {
+            let (buf, n) = host::fds::read_small_file::<2048>(c"/proc/self/stat")?;
+            let text = &buf[..n];
+            // The fields after the command name (which may hold spaces):
+            // field 3 (state) is the first.
+            let rest = &text[text.iter().rposition(|&c| c == b')').ok_or(Errno::EINVAL)? + 2..];
+            let mut fields = [0u64; 52];
+            for (k, f) in rest.split(|&c| c == b' ' || c == b'\n').enumerate() {
+                if let Some(slot) = fields.get_mut(k + 3) {
+                    *slot = core::str::from_utf8(f)
+                        .ok()
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(0);
+                }
+            }
+            if fields[51] == 0 {
+                return Err(Errno::EINVAL);
+            }
+            FIELDS.set(fields);
+            FIELDS.get().ok_or(Errno::EINVAL)?
+        }
+    };
+    // Field k (1-based, as proc(5) numbers them).
+    let f = |k: usize| -> Result<u64, Errno> { Ok(fields[k]) };
+    let [arg_start, arg_end, env_start, env_end] = match strings {
+        Some(s) => s,
+        None => [f(48)?, f(49)?, f(50)?, f(51)?],
+    };
     let map = [
         f(26)?,                     // start_code
         f(27)?,                     // end_code
@@ -918,10 +1031,10 @@ fn set_auxv_by_map(auxv: &[u64]) -> Result<usize, Errno> {
         f(47)?,                     // start_brk
         host::current_brk() as u64, // brk
         f(28)?,                     // start_stack
-        f(48)?,                     // arg_start
-        f(49)?,                     // arg_end
-        f(50)?,                     // env_start
-        f(51)?,                     // env_end
+        arg_start,
+        arg_end,
+        env_start,
+        env_end,
     ];
     host::set_mm_map(&map, auxv)
 }

@@ -2,6 +2,7 @@
 //! (`loader` maps it).
 #![deny(unsafe_code)]
 
+pub mod in_place;
 pub mod loader;
 
 use crate::host;
