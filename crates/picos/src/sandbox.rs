@@ -365,9 +365,22 @@ const AF_NETLINK: u64 = 16;
 const SOCK_STREAM: u64 = 1;
 const IPPROTO_TCP: u64 = 6;
 
+/// prctl's PR_SET_MM.
+const PR_SET_MM: u64 = 35;
+
+/// The PR_SET_MM forms a sandboxed process may use: the whole map at once
+/// (the runtime's execve in place sets the new program's argument and
+/// environment ranges with it) and its size query. They change what
+/// /proc shows of the process itself, checked by the kernel; replacing
+/// the executable's link (`exe_fd`) needs CAP_CHECKPOINT_RESTORE or
+/// CAP_SYS_ADMIN, which the sandbox drops. The single-field forms stay
+/// refused.
+pub const PR_SET_MM_ALLOWED: &[(u64, &str)] = &[(14, "PR_SET_MM_MAP"), (15, "PR_SET_MM_MAP_SIZE")];
+
 /// The prctl options a sandboxed program may use: those that read or set
 /// the calling process's own state. Refused: PR_SET_MM (rewrites the
-/// process's memory map fields), PR_SET_PTRACER (lets others trace it),
+/// process's memory map fields; but see [`PR_SET_MM_ALLOWED`]),
+/// PR_SET_PTRACER (lets others trace it),
 /// PR_SET_SECUREBITS and PR_CAP_AMBIENT's raise (capabilities are gone
 /// anyway), PR_SET_IO_FLUSHER and anything newer the table has not vetted.
 pub const PRCTL_ALLOWED: &[(u64, &str)] = &[
@@ -445,8 +458,9 @@ pub const CHECKS: &[Check] = &[
     },
     Check {
         call: "prctl",
-        allows: "the options of sandbox::PRCTL_ALLOWED (the process's own state)",
-        why: "PR_SET_MM, PR_SET_PTRACER and the like change what others may do",
+        allows: "the options of sandbox::PRCTL_ALLOWED (the process's own state), and PR_SET_MM's \
+                 PR_SET_MM_MAP (whole-map) form, whose executable link needs a dropped capability",
+        why: "PR_SET_MM's single fields, PR_SET_PTRACER and the like change what others may do",
     },
     Check {
         call: "personality",
@@ -562,6 +576,11 @@ pub fn seccomp_program(udp: bool) -> Vec<bpf::Insn> {
             "prctl" => check(&|b| {
                 b.load(arg(0));
                 for &(o, _) in PRCTL_ALLOWED {
+                    b.jeq(o as u32, To::Allow, To::Next);
+                }
+                // PR_SET_MM: its whole-map form only (see PR_SET_MM_ALLOWED).
+                b.jeq(PR_SET_MM as u32, To::Next, To::Deny).load(arg(1));
+                for &(o, _) in PR_SET_MM_ALLOWED {
                     b.jeq(o as u32, To::Allow, To::Next);
                 }
                 b.ret(false);
@@ -1220,6 +1239,12 @@ mod reference {
                 ("prctl", _) => PRCTL_ALLOWED
                     .iter()
                     .map(|&(o, _)| rule(vec![cond(0, Len::Dword, Op::Eq, o)]))
+                    .chain(PR_SET_MM_ALLOWED.iter().map(|&(o, _)| {
+                        rule(vec![
+                            cond(0, Len::Dword, Op::Eq, PR_SET_MM),
+                            cond(1, Len::Dword, Op::Eq, o),
+                        ])
+                    }))
                     .collect(),
                 ("personality", _) => vec![
                     rule(vec![cond(0, Len::Dword, Op::Eq, 0xffff_ffff)]),
@@ -1406,6 +1431,7 @@ bad line
             0x3d0f00,
         ];
         values.extend(PRCTL_ALLOWED.iter().map(|&(o, _)| o));
+        values.extend(PR_SET_MM_ALLOWED.iter().map(|&(o, _)| o));
         values.extend([28, 35, 0x59616d61, 44, 47]);
         values.extend((0..31).map(|b| 1u64 << b).filter(|b| b & NS_FLAGS != 0));
         let max = TABLE.iter().map(|d| d.nr).max().unwrap();
@@ -1466,6 +1492,12 @@ bad line
                 bpf::RET_EPERM
             );
             assert_eq!(bpf::run(&tree, X86_64, 0, [0; 6]), bpf::RET_ALLOW);
+            // prctl(PR_SET_MM, PR_SET_MM_MAP): allowed; another field: not.
+            let prctl = |a0, a1| bpf::run(&tree, X86_64, 157, [a0, a1, 0, 0, 0, 0]);
+            assert_eq!(prctl(PR_SET_MM, 14), bpf::RET_ALLOW);
+            assert_eq!(prctl(PR_SET_MM, 15), bpf::RET_ALLOW);
+            assert_eq!(prctl(PR_SET_MM, 1), bpf::RET_EPERM);
+            assert_eq!(prctl(PR_SET_MM, 13), bpf::RET_EPERM);
         }
     }
 
