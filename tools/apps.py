@@ -403,6 +403,41 @@ echo "$n $((now - start))"
     return builds / (ns / 1e9)
 
 
+def shell_row(cfg, work, seconds):
+    """A shell script of small commands (as configure scripts, git hooks and
+    build glue are): per loop, four programs run by fork and exec (basename,
+    tr, wc, true) and three subshells, under /bin/sh; timed from inside, as
+    make-j2 is."""
+    script = os.path.join(work, "shell.sh")
+    with open(script, "w") as f:
+        f.write("""start=$(date +%s%N); n=0
+while :; do
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    b=$(basename /usr/lib/x86_64-linux-gnu/libc.so.6)
+    c=$(echo "$b" | tr a-z A-Z)
+    d=$(printf '%s\\n' a b c | wc -l)
+    [ "$c" = LIBC.SO.6 ] && [ "$d" = 3 ] || exit 1
+    /bin/true || exit 1
+  done
+  n=$((n + 10)); now=$(date +%s%N)
+  [ $((now - start)) -ge "$1" ] && break
+done
+echo "$n $((now - start))"
+""")
+    try:
+        r = subprocess.run(cfg.cmd(["/bin/sh", script, str(int(seconds * 1e9))]),
+                           capture_output=True, text=True, timeout=seconds * 10 + 300)
+    finally:
+        cfg.cleanup()
+    if r.returncode != 0:
+        raise RuntimeError(f"shell loop failed ({r.returncode}): {(r.stderr or r.stdout)[-400:]}")
+    try:
+        loops, ns = (int(x) for x in r.stdout.split()[-2:])
+    except ValueError:
+        raise RuntimeError(f"no loop count in {r.stdout[-200:]!r}") from None
+    return loops / (ns / 1e9)
+
+
 ROWS = [
     ("redis-set", redis_row("SET", []), ["/usr/bin/redis-server", "/usr/bin/redis-benchmark"]),
     ("redis-get", redis_row("GET", []), ["/usr/bin/redis-server", "/usr/bin/redis-benchmark"]),
@@ -417,9 +452,10 @@ ROWS = [
     ("pgbench", pgbench_row(False), [f"{PG_BIN}/postgres", "/usr/bin/pgbench"]),
     ("pgbench-connect", pgbench_row(True), [f"{PG_BIN}/postgres", "/usr/bin/pgbench"]),
     ("make-j2", make_row, ["/usr/bin/make", "/usr/bin/gcc"]),
+    ("shell", shell_row, ["/bin/sh", "/usr/bin/basename", "/usr/bin/tr", "/usr/bin/wc"]),
 ]
 
-UNITS = {"make-j2": "builds/s", "pgbench": "tps", "pgbench-connect": "tps"}
+UNITS = {"make-j2": "builds/s", "shell": "loops/s", "pgbench": "tps", "pgbench-connect": "tps"}
 
 
 def summary(values):

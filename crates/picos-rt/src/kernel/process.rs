@@ -171,8 +171,6 @@ pub fn fork(mut fork: impl FnMut() -> Result<usize, Errno>) -> Result<usize, Err
         for h in FORK_HOOKS {
             (h.child)(parent);
         }
-        // A mark an earlier process of this pid left (`in_place`) is not ours.
-        crate::kernel::ptrace::forget_exec_mark(ids.pid.load(Ordering::Relaxed));
     }
     if let Ok(old) = old {
         let _ = host::rt_sigprocmask(crate::host::abi::SIG_SETMASK, Some(old));

@@ -223,30 +223,27 @@ fn exec_mark(pid: i32) -> Option<&'static AtomicU64> {
     words.get(pid as u32 as usize % words.len())
 }
 
-/// Process `pid` (the caller) replaced its program in place: the kernel
-/// still sees it as a child that has not exec'd, so its parent's
-/// setpgid(2) asks the board (`exec_marked`) to answer EACCES as Linux
-/// does after an execve.
-pub fn mark_exec_in_place(pid: i32) {
+/// A mark's value: the process and its parent.
+fn exec_mark_value(pid: i32, parent: i32) -> u64 {
+    (u64::from(parent as u32) << 32) | u64::from(pid as u32)
+}
+
+/// Process `pid`, child of `parent`, replaced its program in place: the
+/// kernel still sees a child that has not exec'd, so the parent's
+/// setpgid(2) asks the board ([`exec_marked`]) to answer EACCES as Linux
+/// does after an execve. (Nothing clears a mark: a later child of the same
+/// parent with the same pid, after the pids wrapped around, would be taken
+/// for one that exec'd. A fork child that cleared its word would copy a
+/// page at every fork: ~10 µs.)
+pub fn mark_exec_in_place(pid: i32, parent: i32) {
     if let Some(w) = exec_mark(pid) {
-        w.store(pid as u32 as u64, Release);
+        w.store(exec_mark_value(pid, parent), Release);
     }
 }
 
-/// Process `pid` was just forked: a mark left by an earlier process of
-/// that pid is not its.
-pub fn forget_exec_mark(pid: i32) {
-    if let Some(w) = exec_mark(pid) {
-        if w.load(Relaxed) == pid as u32 as u64 {
-            w.store(0, Release);
-        }
-    }
-}
-
-/// Has process `pid`, forked by a process of this tree, replaced its
-/// program in place since?
-pub fn exec_marked(pid: i32) -> bool {
-    pid > 0 && exec_mark(pid).is_some_and(|w| w.load(Acquire) == pid as u32 as u64)
+/// Has process `pid`, a child of `parent`, replaced its program in place?
+pub fn exec_marked(pid: i32, parent: i32) -> bool {
+    pid > 0 && exec_mark(pid).is_some_and(|w| w.load(Acquire) == exec_mark_value(pid, parent))
 }
 
 fn slot(b: &'static Board, i: usize) -> &'static [AtomicU64] {

@@ -111,7 +111,7 @@ pub fn set_pgid(c: &mut Ctx<'_>) -> SysResult {
 /// as Linux would; a process that is not our child, or not in our session,
 /// gets the host's answer (ESRCH, EPERM).
 fn exec_in_place(pid: i32) -> bool {
-    crate::kernel::ptrace::exec_marked(pid)
+    crate::kernel::ptrace::exec_marked(pid, host::getpid())
         && host::getsid(pid).ok() == host::getsid(0).ok()
         && host::is_child(pid)
 }

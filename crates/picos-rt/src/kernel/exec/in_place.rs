@@ -352,7 +352,7 @@ pub fn try_exec(
     //
     // The kernel still sees a child that has not exec'd: its parent's
     // setpgid asks the board (`sys::ids::set_pgid`).
-    crate::kernel::ptrace::mark_exec_in_place(host::getpid());
+    crate::kernel::ptrace::mark_exec_in_place(host::getpid(), host::getppid());
     // The old program's counts (`--stats`): reported as the kernel's way
     // reports them; the new program's start at zero.
     crate::kernel::process::process_exiting();
