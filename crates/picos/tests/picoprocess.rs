@@ -979,6 +979,40 @@ fn fork_writes_few_pages() {
     );
 }
 
+/// A vfork child runs in its parent's memory, and leaves in it nothing of
+/// its own once it has exec'd (tests/picoprocess/vfork_memory.c: 400
+/// vfork + execve and 400 posix_spawn of /bin/true, the resident set's
+/// growth). Before the 29th session each child took a new runtime stack
+/// slot and left its execve's heap allocations behind: +17 MB for 400
+/// children (a shell loop grew without end, and its forks slowed down).
+#[test]
+fn vfork_children_leave_no_memory_behind() {
+    let prog = compile_with("vfork_memory", &["-O2"]);
+    let growth = |out: std::process::Output| -> Vec<(String, i64)> {
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{text}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text.lines()
+            .map(|l| {
+                let (k, v) = l.split_once(' ').expect("NAME KIB");
+                (k.to_string(), v.parse().expect("a number"))
+            })
+            .collect()
+    };
+    let native = growth(Command::new(&prog).output().unwrap());
+    let picos = growth(Command::new(PICOS).arg("run").arg(&prog).output().unwrap());
+    assert_eq!(native.len(), 2);
+    for ((kind, n), (_, p)) in native.iter().zip(&picos) {
+        assert!(
+            *p <= n + 2048,
+            "{kind}: the resident set grew by {p} KiB under picos, {n} KiB natively"
+        );
+    }
+}
+
 /// Every new thread has the runtime's signal stack (set by the
 /// rt_sigreturn that starts it, since the 28th session): a trapped call on
 /// a nearly exhausted program stack still works, natively and under picos.

@@ -1019,30 +1019,86 @@ pub fn getcwd(buf: &mut [u8]) -> HostResult {
     unsafe { sc!(nr::GETCWD, buf.as_mut_ptr() as usize, buf.len()) }
 }
 
-/// execve(2) of `path` with `argv` and `envp` (each string without its
-/// NUL). Returns only on failure.
-pub fn execve(path: &core::ffi::CStr, argv: &[Vec<u8>], envp: &[Vec<u8>]) -> HostResult {
-    /// NUL-terminated copies and a NULL-terminated pointer vector into them.
-    fn c_vector(items: &[Vec<u8>]) -> (Vec<Vec<u8>>, Vec<usize>) {
-        let store: Vec<Vec<u8>> = items
-            .iter()
-            .map(|s| [s.as_slice(), b"\0"].concat())
-            .collect();
-        let mut ptrs: Vec<usize> = store.iter().map(|s| s.as_ptr() as usize).collect();
-        ptrs.push(0);
-        (store, ptrs)
+/// execve(2)'s argument and environment vectors, strings and pointers, in
+/// an anonymous mapping of their own rather than in the runtime's heap.
+/// A vfork child shares its parent's memory: what it allocated from the
+/// heap and still held when its execve succeeded stayed allocated in the
+/// parent for ever (~50 KiB per vfork + exec with a small environment, a
+/// shell's whole environment each time). With the vectors here, the
+/// caller frees everything else before the call, and the parent unmaps the
+/// block ([`ExecArgs::release`]) once the child has exec'd.
+pub struct ExecArgs {
+    addr: usize,
+    len: usize,
+    argv: usize,
+    envp: usize,
+}
+
+impl ExecArgs {
+    /// Lays `argv` and `envp` out in a fresh mapping.
+    pub fn new(argv: &[Vec<u8>], envp: &[Vec<u8>]) -> Result<ExecArgs, Errno> {
+        const PROT_RW: i32 = 3;
+        const MAP_PRIVATE_ANON: i32 = 0x22;
+        let ptr_bytes = (argv.len() + envp.len() + 2) * 8;
+        let str_bytes: usize = argv.iter().chain(envp).map(|s| s.len() + 1).sum();
+        let len = (ptr_bytes + str_bytes + 4095) & !4095;
+        // SAFETY: a fresh private anonymous mapping (no MAP_FIXED): it
+        // replaces nothing.
+        let addr = unsafe { mmap(0, len, PROT_RW, MAP_PRIVATE_ANON, -1, 0) }?;
+        // SAFETY: `addr` is the start of the `len` bytes just mapped
+        // read-write, which nothing else uses.
+        let mem = unsafe { core::slice::from_raw_parts_mut(addr as *mut u8, len) };
+        let (ptrs, strs) = mem.split_at_mut(ptr_bytes);
+        let mut at = 0;
+        let mut slot = 0;
+        for list in [argv, envp] {
+            for s in list {
+                strs[at..at + s.len()].copy_from_slice(s);
+                strs[at + s.len()] = 0;
+                let p = (addr + ptr_bytes + at) as u64;
+                ptrs[slot * 8..slot * 8 + 8].copy_from_slice(&p.to_ne_bytes());
+                at += s.len() + 1;
+                slot += 1;
+            }
+            // (The mapping is zeroed: the NULL that ends the vector.)
+            slot += 1;
+        }
+        Ok(ExecArgs {
+            addr,
+            len,
+            argv: addr,
+            envp: addr + (argv.len() + 1) * 8,
+        })
     }
-    let (_astore, a) = c_vector(argv);
-    let (_estore, e) = c_vector(envp);
-    // SAFETY: every pointer references a live NUL-terminated string (kept
-    // by the stores) or ends its NULL-terminated vector.
-    unsafe {
-        sc!(
-            nr::EXECVE,
-            path.as_ptr() as usize,
-            a.as_ptr() as usize,
-            e.as_ptr() as usize
-        )
+
+    /// The mapping, `(address, length)`.
+    pub fn range(&self) -> (usize, usize) {
+        (self.addr, self.len)
+    }
+
+    /// execve(2) of `path` with these vectors. Returns only on failure.
+    pub fn execve(&self, path: &core::ffi::CStr) -> HostResult {
+        // SAFETY: the vectors are NULL-terminated arrays of pointers to
+        // NUL-terminated strings, all in the live mapping `self` owns.
+        unsafe { sc!(nr::EXECVE, path.as_ptr() as usize, self.argv, self.envp) }
+    }
+
+    /// Unmaps the block a vfork child left behind when its execve
+    /// succeeded (its `range`), in the parent that shares the memory.
+    pub fn release(range: (usize, usize)) {
+        if range.0 != 0 {
+            // SAFETY: the block of an `ExecArgs` whose owner (the child,
+            // now another program) never returns to use it; nothing else
+            // refers to it.
+            let _ = unsafe { munmap(range.0, range.1) };
+        }
+    }
+}
+
+impl Drop for ExecArgs {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping; the pointers into it die with `self`.
+        let _ = unsafe { munmap(self.addr, self.len) };
     }
 }
 

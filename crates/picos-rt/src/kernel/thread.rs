@@ -124,6 +124,10 @@ pub struct Thread {
     /// (`kernel::exec::in_place`): the kernel would go on writing into the
     /// old program's memory.
     pub rseq: Cell<(usize, u32, u32)>,
+    /// While the thread's execve of the runtime is under way: its
+    /// argument block (`host::ExecArgs`), which a vfork parent unmaps
+    /// when the child's execve has succeeded.
+    pub exec_args: Cell<(usize, usize)>,
     // The large parts last, so that the small fields above, which the
     // runtime writes on every call and after a fork, share one page (the
     // Thread starts on a page boundary): a fork child and its parent each
@@ -561,6 +565,7 @@ pub fn alloc(
         ptrace_child: Cell::new(0),
         held: Cell::new(0),
         rseq: Cell::new((0, 0, 0)),
+        exec_args: Cell::new((0, 0)),
     });
     Ok(t)
 }

@@ -500,10 +500,22 @@ pub fn note_shared_memory() {
     }
 }
 
+/// No other task shares this process's memory any more: in a fork child
+/// (its only thread, its own copy of the memory; the patcher's state was
+/// locked across the fork, so no code write was under way), and in the
+/// parent of a vfork child once the clone returns (the child has exec'd or
+/// exited) if nothing shared the memory before it. Written only if set (a
+/// write would copy the page in every fork child).
+pub fn note_private_memory() {
+    if MULTI.load(Ordering::Relaxed) {
+        MULTI.store(false, Ordering::Relaxed);
+    }
+}
+
 /// Does (or did) another task share this process's memory: a thread, or
-/// a child made with CLONE_VM? Set by the first such clone, never cleared
-/// (a fork child of a process that had threads keeps it); each program
-/// starts without it.
+/// a child made with CLONE_VM? Set by the first such clone; cleared only
+/// where nothing can share it any more ([`note_private_memory`]); each
+/// program starts without it.
 pub fn memory_shared() -> bool {
     MULTI.load(Ordering::Relaxed)
 }

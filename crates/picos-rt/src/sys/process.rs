@@ -375,6 +375,10 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
             .set_shared(false);
         crate::host::fds::note_private_fds();
     }
+    if r == 0 {
+        // The child's memory is its own copy, and it has one thread.
+        crate::patch::note_private_memory();
+    }
     if r == 0 && clear_handlers {
         crate::kernel::signal::clear_handlers(crate::kernel::thread::current());
     }
@@ -390,6 +394,7 @@ fn fork_process(c: &mut Ctx<'_>, a: CloneArgs) -> SysResult {
 /// the parent's registers (RAX = 0, RSP = the new stack).
 fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs, traced_child: Option<usize>) -> SysResult {
     let parent = c.t;
+    let was_shared = crate::patch::memory_shared();
     crate::patch::note_shared_memory();
     // A process of its own (no CLONE_SIGHAND) gets a copy of our process
     // state, a table of its own (no CLONE_FILES) a copy of our table's.
@@ -457,9 +462,16 @@ fn clone_vm(c: &mut Ctx<'_>, a: CloneArgs, traced_child: Option<usize>) -> SysRe
         .tid
         .store(r as i32, core::sync::atomic::Ordering::Release);
     if a.flags & CLONE_VFORK != 0 {
-        // The child has exec'd or exited: its runtime state is ours to free.
+        // The child has exec'd or exited: its runtime state is ours to free,
+        // and, if nothing shared our memory before it, nothing does now
+        // (the fork children and execs in place that follow need not
+        // count with it). Its execve's argument block is ours to unmap.
+        host::ExecArgs::release(child.exec_args.get());
         thread::free_unused(child);
         release();
+        if !was_shared {
+            crate::patch::note_private_memory();
+        }
     } else if a.flags & CLONE_THREAD == 0 {
         // A process sharing our memory: its stack slot is freed once it is
         // gone; its process state and table stay (they are small, and we
@@ -632,6 +644,9 @@ fn exec_common(
             return Err(Errno::ENOENT);
         }
     }
+    // (Nothing of the call's own left in the heap for the kernel's way:
+    // `exec_runtime`.)
+    drop((path, held, table_full));
     let t = c.t;
     if crate::kernel::exec::in_place::try_exec(t, c.regs(), &full, &name, &argv, &envp) {
         if crate::kernel::process::config().patch_syscalls {
@@ -648,7 +663,7 @@ fn exec_common(
         c.keep_regs = true;
         return Ok(0);
     }
-    crate::kernel::exec::exec_runtime(c.t, &full, &name, &argv, &envp)
+    crate::kernel::exec::exec_runtime(c.t, full, name, argv, envp)
 }
 
 /// Implements exit(2): ends the calling thread (the host clears and wakes

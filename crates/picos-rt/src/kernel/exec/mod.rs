@@ -52,16 +52,18 @@ pub fn exec_path(dirfd: isize, path: &[u8], empty_path: bool) -> Result<Vec<u8>,
 }
 
 /// Replaces the process with a fresh runtime running `path` (execve).
-/// Returns only on failure.
+/// Returns only on failure. Takes its arguments by value: nothing of them
+/// is left in the heap when the execve succeeds (a vfork child's heap is
+/// its parent's: see `host::ExecArgs`).
 pub fn exec_runtime(
     t: &thread::Thread,
-    path: &[u8],
-    name: &[u8],
-    argv: &[Vec<u8>],
-    envp: &[Vec<u8>],
+    path: Vec<u8>,
+    name: Vec<u8>,
+    argv: Vec<Vec<u8>>,
+    envp: Vec<Vec<u8>>,
 ) -> Result<usize, Errno> {
     let mut cfg = config().clone();
-    cfg.exe = path.to_vec();
+    cfg.exe = path.clone();
     if cfg.profile != 0 {
         // `--profile`: the next program need not measure the counter's rate.
         cfg.profile = crate::diag::stats::tsc_per_ms().unwrap_or(1).max(1);
@@ -87,15 +89,21 @@ pub fn exec_runtime(
     // no free descriptor for them: the program's table may be full).
     const F_SETFD: i32 = 2;
     const FD_CLOEXEC: usize = 1;
-    let mut opened = Vec::new();
+    let mut opened = [-1i32; crate::kernel::fs::mount::MAX_MOUNTS];
+    let mut n_opened = 0;
     for m in cfg.mounts.iter_mut() {
         if let Some(i) = crate::kernel::fs::mount::table()
             .iter()
             .position(|x| x.guest == m.guest)
         {
             m.fd = crate::kernel::fs::mount::root_fd(t.fd_table.get(), i);
-            if !m.detached() && m.fd >= 0 && host::fcntl(m.fd, F_SETFD, 0).is_ok() {
-                opened.push(m.fd);
+            if !m.detached()
+                && m.fd >= 0
+                && n_opened < opened.len()
+                && host::fcntl(m.fd, F_SETFD, 0).is_ok()
+            {
+                opened[n_opened] = m.fd;
+                n_opened += 1;
             }
         }
     }
@@ -106,6 +114,9 @@ pub fn exec_runtime(
         .cloned()
         .collect();
     env.push([prefix.as_slice(), cfg.encode().as_bytes()].concat());
+    // Everything the execve needs, out of the heap; the rest freed.
+    let args = host::ExecArgs::new(&argv, &env)?;
+    drop((env, envp, argv, cfg, prefix, path, name));
     // Instances the runtime held because the host's queue had no room
     // (`Thread::held`) go back to the host, which keeps pending signals
     // across execve as Linux does (still no room: they are lost).
@@ -128,9 +139,13 @@ pub fn exec_runtime(
         ),
     );
     crate::kernel::signal::ignored_for_exec(t, false);
-    let r = host::execve(c"/proc/self/exe", argv, &env);
+    // (A vfork child's parent unmaps the block once the execve succeeded.)
+    t.exec_args.set(args.range());
+    let r = args.execve(c"/proc/self/exe");
+    t.exec_args.set((0, 0));
+    drop(args);
     crate::kernel::signal::ignored_for_exec(t, true);
-    for &fd in &opened {
+    for &fd in &opened[..n_opened] {
         let _ = host::fcntl(fd, F_SETFD, FD_CLOEXEC);
     }
     let _ = host::rt_sigprocmask(
