@@ -198,7 +198,13 @@ pub fn mseal(c: &mut Ctx<'_>, addr: usize, len: usize, flags: usize) -> SysResul
     }
     match advice_range(addr, len)? {
         Some(end) if runtime::owns(addr, end - addr) => Err(Errno::ENOMEM),
-        _ => c.host(),
+        _ => {
+            let r = c.host()?;
+            // Sealed mappings cannot be unmapped: only the kernel's
+            // execve, which replaces the whole memory map, can drop them.
+            crate::kernel::exec::in_place::needs_kernel("mseal");
+            Ok(r)
+        }
     }
 }
 

@@ -25,7 +25,8 @@
 //! set-group-ID or file-capability binary to run, and no process state
 //! that only the kernel's execve resets (POSIX timers, AIO contexts,
 //! personality, capability changes, membarrier registrations, `mlockall`
-//! of future mappings, some prctl and arch_prctl settings:
+//! of future mappings, protection keys, sealed mappings, some prctl and
+//! arch_prctl settings:
 //! [`needs_kernel`]). Otherwise, or if the preparation fails (a full
 //! descriptor table), the kernel's way.
 //!
@@ -351,7 +352,7 @@ pub fn try_exec(
     // The point of no return.
     //
     // The kernel still sees a child that has not exec'd: its parent's
-    // setpgid asks the board (`sys::ids::set_pgid`).
+    // setpgid asks the board (`sys::ids::setpgid`).
     crate::kernel::ptrace::mark_exec_in_place(host::getpid(), host::getppid());
     // The old program's counts (`--stats`): reported as the kernel's way
     // reports them; the new program's start at zero.
