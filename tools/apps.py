@@ -358,6 +358,24 @@ def pgbench_row(connect):
     return measure
 
 
+def timed_loop(cfg, script, args, seconds, what):
+    """Runs `script` (a /bin/sh loop that times itself: its first argument
+    is how long to run, in ns; it prints how many rounds it made and in how
+    many ns) under configuration `cfg`; returns rounds per second."""
+    try:
+        r = subprocess.run(cfg.cmd(["/bin/sh", script, str(int(seconds * 1e9))] + args),
+                           capture_output=True, text=True, timeout=seconds * 10 + 300)
+    finally:
+        cfg.cleanup()
+    if r.returncode != 0:
+        raise RuntimeError(f"{what} failed ({r.returncode}): {(r.stderr or r.stdout)[-400:]}")
+    try:
+        rounds, ns = (int(x) for x in r.stdout.split()[-2:])
+    except ValueError:
+        raise RuntimeError(f"no round count in {r.stdout[-200:]!r}") from None
+    return rounds / (ns / 1e9)
+
+
 def make_row(cfg, work, seconds):
     src = os.path.join(work, "proj")
     if not os.path.isdir(src):
@@ -389,18 +407,7 @@ while :; do
 done
 echo "$n $((now - start))"
 """)
-    try:
-        r = subprocess.run(cfg.cmd(["/bin/sh", script, str(int(seconds * 1e9)), src]),
-                           capture_output=True, text=True, timeout=seconds * 10 + 300)
-    finally:
-        cfg.cleanup()
-    if r.returncode != 0:
-        raise RuntimeError(f"make failed ({r.returncode}): {(r.stderr or r.stdout)[-400:]}")
-    try:
-        builds, ns = (int(x) for x in r.stdout.split()[-2:])
-    except ValueError:
-        raise RuntimeError(f"no build count in {r.stdout[-200:]!r}") from None
-    return builds / (ns / 1e9)
+    return timed_loop(cfg, script, [src], seconds, "make")
 
 
 def shell_row(cfg, work, seconds):
@@ -424,18 +431,7 @@ while :; do
 done
 echo "$n $((now - start))"
 """)
-    try:
-        r = subprocess.run(cfg.cmd(["/bin/sh", script, str(int(seconds * 1e9))]),
-                           capture_output=True, text=True, timeout=seconds * 10 + 300)
-    finally:
-        cfg.cleanup()
-    if r.returncode != 0:
-        raise RuntimeError(f"shell loop failed ({r.returncode}): {(r.stderr or r.stdout)[-400:]}")
-    try:
-        loops, ns = (int(x) for x in r.stdout.split()[-2:])
-    except ValueError:
-        raise RuntimeError(f"no loop count in {r.stdout[-200:]!r}") from None
-    return loops / (ns / 1e9)
+    return timed_loop(cfg, script, [], seconds, "shell loop")
 
 
 ROWS = [
