@@ -83,7 +83,6 @@ impl ExecError {
         }
     }
 
-    /// The reason, in words a user can act on.
     /// The exit status a shell gives a program it could not run: 127 when
     /// the file is not there, else 126.
     pub fn exit_status(&self) -> i32 {
@@ -94,6 +93,7 @@ impl ExecError {
         }
     }
 
+    /// The reason, in words a user can act on.
     pub fn reason(self) -> &'static str {
         match self {
             ExecError::Open(Errno::ENOENT) => "no such file or directory",
@@ -1018,19 +1018,17 @@ fn set_auxv_by_map(auxv: &[u64], strings: Option<[u64; 4]>) -> Result<usize, Err
         }
     };
     // Field k (1-based, as proc(5) numbers them).
-    let f = |k: usize| -> Result<u64, Errno> { Ok(fields[k]) };
-    let [arg_start, arg_end, env_start, env_end] = match strings {
-        Some(s) => s,
-        None => [f(48)?, f(49)?, f(50)?, f(51)?],
-    };
+    let f = |k: usize| fields[k];
+    let [arg_start, arg_end, env_start, env_end] =
+        strings.unwrap_or_else(|| [f(48), f(49), f(50), f(51)]);
     let map = [
-        f(26)?,                     // start_code
-        f(27)?,                     // end_code
-        f(45)?,                     // start_data
-        f(46)?,                     // end_data
-        f(47)?,                     // start_brk
+        f(26),                      // start_code
+        f(27),                      // end_code
+        f(45),                      // start_data
+        f(46),                      // end_data
+        f(47),                      // start_brk
         host::current_brk() as u64, // brk
-        f(28)?,                     // start_stack
+        f(28),                      // start_stack
         arg_start,
         arg_end,
         env_start,
