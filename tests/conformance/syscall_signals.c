@@ -54,7 +54,7 @@ static void storm(long us)
 }
 
 /* A raw pread from a `mov $17, %eax; syscall` site of the program's own
- * (patched under picos after it traps twice), checking what the kernel
+ * (patched under picos after it traps six times), checking what the kernel
  * guarantees across `syscall`: RFLAGS as before (CF set here), RCX = the
  * address after the instruction, R11 = RFLAGS, every other register but
  * RAX unchanged. Returns the number of wrong outcomes in `rounds` calls. */

@@ -2,7 +2,7 @@
  * between the two system calls that touches memory: musl's thread exit
  * (`__unmapself`) does this for every detached thread.
  *
- * Under picos the `munmap` site is patched after its second trap, and the
+ * Under picos the `munmap` site is patched after its sixth trap, and the
  * fast entry read the program's stack after the call (the RFLAGS it had
  * saved there): until the 25th session the third such exit killed the
  * program with a fault in the runtime. Each case runs 20 times, so that

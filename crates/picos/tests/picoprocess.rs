@@ -649,9 +649,10 @@ fn python_runs_on_the_fast_path() {
     let script = "import os\nfor i in range(2000): os.getppid(); os.stat('/')";
     let (_, text) = run_with_stats(&[], &["/usr/bin/python3", "-c", script]);
     let p = process_records(&text).next().expect("a process record");
-    // 4,000 calls in the loop; traps are each site's first call plus the few
-    // shapes the patcher does not take.
-    assert!(json_num(p, "trap_path") < 100, "{p}");
+    // 4,000 calls in the loop; traps are each site's first calls (a site
+    // is patched at its sixth trap: `patch::PATCH_AT_TRAP`; ~140 traps in
+    // all) plus the few shapes the patcher does not take.
+    assert!(json_num(p, "trap_path") < 250, "{p}");
     assert!(json_num(p, "fast_path") > 4000, "{p}");
 }
 

@@ -100,7 +100,7 @@ fn sigsys(sig: i32, info: &SigInfo, uc: &mut UContext) {
         crate::patch::hint_exit(after, nr, &regs, owner);
     } else if nr == crate::host::nr::EXIT as u64 {
         // Nor does a thread's exit: its site (glibc's thread exit) is seen,
-        // and patched at its second trap, before the call.
+        // and patched at its `patch::PATCH_AT_TRAP`th trap, before the call.
         let _ = crate::patch::maybe_patch(after, nr, &regs, owner);
     }
     crate::entry::dispatch::dispatch(t, uc);

@@ -26,7 +26,8 @@
 //! R+24:     .quad continuation        where the fast path continues
 //! ```
 //!
-//! Only sites actually seen trapping are patched, so the bytes are known to
+//! Only sites actually seen trapping are patched (at their
+//! [`PATCH_AT_TRAP`]th trap), so the bytes are known to
 //! be a `syscall` reached with RAX = NR right after that `mov`. The `syscall`
 //! bytes stay in place after the `jmp`, so jumps to them (and SA_RESTART
 //! rewinds) still work. Calls that need a full signal context (sigreturn,
@@ -76,6 +77,18 @@ const ENTRY_DIRECT_FD_BLOCKING: usize = 32;
 const ENTRY_DYNAMIC: usize = 40;
 const ENTRIES: usize = 6;
 
+/// The trap at which a site is patched ([`State::seen`]). A patch costs
+/// about what six trapped calls cost (the write through /proc/self/mem
+/// that copies the code page, the trampoline's, the page made a mapping of
+/// its own: ~10 µs, a trap ~1.7 µs; docs/BENCHMARKS.md, 30th session), so
+/// code that runs fewer times than that (start-up, the dynamic loader's
+/// calls in a short program, a fork child's `_exit`) is better left
+/// trapping, and code that runs more pays for five extra traps once: at
+/// most about twice what knowing in advance would have cost. (Patching at
+/// the second trap made every run of /bin/true patch six of the dynamic
+/// loader's sites that it then called a few times each.)
+const PATCH_AT_TRAP: u8 = 6;
+
 /// Pseudo syscall number the slow path uses to finish a deferred fast call.
 pub const DEFERRED_NR: u64 = 0x7069_636f; // "pico"
 
@@ -123,10 +136,9 @@ struct State {
     used: [usize; runtime::MAX_CODE_REGIONS],
     /// Sites already patched (or being patched).
     sites: BTreeSet<usize>,
-    /// Sites seen trapping once: a site is patched when it traps a second
-    /// time, so code that runs once (start-up, a fork child's `_exit`) does
-    /// not pay for a patch it would never use.
-    seen: BTreeSet<usize>,
+    /// Sites seen trapping, with how many times: a site is patched at its
+    /// [`PATCH_AT_TRAP`]th trap.
+    seen: BTreeMap<usize, u8>,
     /// Sites hinted once by fork children ([`before_fork`]): patched at
     /// the second hint, or at a trap here. Apart from `seen`, which the
     /// children inherit: a child that finds its site there patches it in
@@ -169,7 +181,7 @@ static STATE: crate::sync::Lock<State> = crate::sync::Lock::new(
     State {
         used: [0; runtime::MAX_CODE_REGIONS],
         sites: BTreeSet::new(),
-        seen: BTreeSet::new(),
+        seen: BTreeMap::new(),
         hinted: BTreeSet::new(),
         hinted_pid: 0,
         no_patch: Vec::new(),
@@ -556,7 +568,7 @@ pub fn forget_range(addr: usize, len: usize) {
     let gone: Vec<usize> = st
         .sites
         .range(addr..end)
-        .chain(st.seen.range(addr..end))
+        .chain(st.seen.range(addr..end).map(|(s, _)| s))
         .copied()
         .collect();
     for s in gone {
@@ -1499,12 +1511,19 @@ fn patch_seen(site: Site, after: usize, nr: u64, trapped: bool) -> Option<usize>
         return None;
     }
     if trapped {
-        if !st.own_hints().remove(&site.start) && st.seen.insert(site.start) {
-            // The first trap here.
-            leave_hint(after, nr, !site.fixed_nr);
-            return None;
+        if !st.own_hints().remove(&site.start) {
+            let n = st.seen.entry(site.start).or_insert(0);
+            *n = n.saturating_add(1);
+            let n = *n;
+            if n == 1 {
+                // The first trap here.
+                leave_hint(after, nr, !site.fixed_nr);
+            }
+            if n < PATCH_AT_TRAP {
+                return None;
+            }
         }
-    } else if !st.seen.contains(&site.start) && st.own_hints().insert(site.start) {
+    } else if !st.seen.contains_key(&site.start) && st.own_hints().insert(site.start) {
         return None; // the first hint
     }
     st.seen.remove(&site.start);
@@ -1549,17 +1568,18 @@ fn patch_seen(site: Site, after: usize, nr: u64, trapped: bool) -> Option<usize>
 // ---------------------------------------------------------------------------
 // Hints from fork children.
 //
-// A site is patched at its second trap, so that code that runs once is not
-// patched for nothing. But code that a fork child runs once right after the
+// A site is patched at its [`PATCH_AT_TRAP`]th trap, so that code that
+// runs a few times is not patched for nothing. But code that a fork child runs once right after the
 // fork (glibc's `set_robust_list` in `_Fork`, `_exit`, a shell's
 // redirections before `execve`) is never run by the parent, and so never
 // patched where the next children come from: every child traps there
 // again. So a fork child that traps at a site for the first time (or at its
 // `exit_group`, which never returns to be patched: [`hint_exit`]) leaves a
 // hint on the tree's shared board (`mm::shared::hints`), and a process
-// reads the hints before it forks ([`before_fork`]): a hint counts as a
-// trap there, so a site that two children trapped at is patched in the
-// parent, and the next children inherit it patched. A hint is an address
+// reads the hints before it forks ([`before_fork`]): a site that two
+// children trapped at (or one child, and this process too) is patched in
+// the parent, and the next children inherit it patched: a site every child
+// runs once pays back its patch within a few forks. A hint is an address
 // and a number, tagged with the address of the runtime's reservation (the
 // same in a process and its fork children, random for each new program).
 // The reader patches it only if its own memory there is executable (asked
