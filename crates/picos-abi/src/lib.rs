@@ -114,6 +114,12 @@ pub struct LaunchConfig {
     /// None: not known (the tree's first process): the runtime asks the
     /// host for each signal's disposition.
     pub ignored: Option<u64>,
+    /// The CPU features the runtime uses, as the runtime that called
+    /// execve probed them with CPUID (its `arch::probe_cpu` bits, the
+    /// "probed" bit set), so that the next runtime on the same machine
+    /// need not: in a virtual machine each CPUID exits to the hypervisor
+    /// (~4 µs here). 0: not known (the runtime probes).
+    pub cpu: u8,
     /// The tid of the parent's thread that created this process (its end
     /// is what Linux's parent-death signal reports), passed on through
     /// execve. 0: unknown.
@@ -243,6 +249,7 @@ impl Default for LaunchConfig {
             root_pid: 0,
             tree_exe: Vec::new(),
             ignored: None,
+            cpu: 0,
             parent_thread: 0,
             board: 0,
             seccomp: Vec::new(),
@@ -480,6 +487,10 @@ impl LaunchConfig {
             s.push_str(";ignored=");
             push_u64(&mut s, m);
         }
+        if self.cpu != 0 {
+            s.push_str(";cpu=");
+            push_u64(&mut s, self.cpu.into());
+        }
         if self.parent_thread != 0 {
             s.push_str(";pthread=");
             push_u64(&mut s, self.parent_thread.into());
@@ -580,6 +591,12 @@ impl LaunchConfig {
                 }
                 b"treeexe" => cfg.tree_exe = hex_decode(value).ok_or(DecodeError::BadField)?,
                 b"ignored" => cfg.ignored = Some(parse_u64(value).ok_or(DecodeError::BadField)?),
+                b"cpu" => {
+                    cfg.cpu = parse_u64(value)
+                        .and_then(|v| u8::try_from(v).ok())
+                        .filter(|&v| v != 0)
+                        .ok_or(DecodeError::BadField)?;
+                }
                 b"seccomp" => cfg.seccomp = hex_decode(value).ok_or(DecodeError::BadField)?,
                 b"pthread" => {
                     cfg.parent_thread = parse_u64(value)
@@ -651,6 +668,7 @@ mod tests {
             root_pid: 4_194_304,
             tree_exe: b"/root/.cache/picos/picos-rt-0123.t-9 (deleted)".to_vec(),
             ignored: Some(u64::MAX),
+            cpu: 0x9f,
             parent_thread: 4_194_303,
             board: 7,
             seccomp: vec![1, 2, 0, 6, 0, 0, 0, 0, 0xff, 0x7f, 0],
@@ -741,6 +759,7 @@ mod tests {
                 root_pid: 0,
                 tree_exe: Vec::new(),
                 ignored: None,
+                cpu: 0,
                 parent_thread: 0,
                 board: 0,
                 seccomp: Vec::new(),
@@ -781,6 +800,14 @@ mod tests {
             LaunchConfig::decode(b"v1;stack=99999999999999999999;exe=41"),
             Err(DecodeError::BadField)
         );
+        // CPU features: a byte, never 0 (0 is "not known", left out).
+        for bad in [
+            &b"v1;cpu=256;exe=41"[..],
+            b"v1;cpu=0;exe=41",
+            b"v1;cpu=;exe=41",
+        ] {
+            assert_eq!(LaunchConfig::decode(bad), Err(DecodeError::BadField));
+        }
     }
 
     #[test]

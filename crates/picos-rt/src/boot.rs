@@ -77,6 +77,7 @@ pub fn start(args: StartArgs) -> ! {
         Err(e) => fatal(2, format_args!("bad launch configuration: {}", e)),
     };
     crate::diag::log::set_level(cfg.log_level);
+    crate::arch::adopt_cpu_features(cfg.cpu);
     if cfg.stats {
         crate::diag::stats::enable();
     }
@@ -143,7 +144,8 @@ extern "C" fn main_on_runtime_stack() -> ! {
         .map_or(0, |a| a.1 as usize);
     crate::host::vdso::init(vdso);
     // CPUID while it surely works (execve re-enables it); the program may
-    // disable it with arch_prctl(ARCH_SET_CPUID, 0).
+    // disable it with arch_prctl(ARCH_SET_CPUID, 0). (Nothing to do when
+    // the runtime before the execve passed its findings on.)
     crate::arch::probe_cpu();
     // PR_SET_TSC survives execve: a program started with `rdtsc` faulting
     // keeps the runtime off the TSC from the start.

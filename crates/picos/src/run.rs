@@ -529,6 +529,8 @@ fn plan(args: &RunArgs, manifest: Manifest) -> Result<Plan, RunError> {
         tree_exe: Vec::new(),
         // The runtime asks the host (nohup's SIGHUP, say).
         ignored: None,
+        // The runtime probes the CPU itself (the CLI would pay the same).
+        cpu: 0,
         // The root's parent is no picoprocess.
         parent_thread: 0,
         board: 0,

@@ -70,6 +70,8 @@ pub fn exec_runtime(
     }
     cfg.board = crate::kernel::ptrace::config_value();
     cfg.ignored = Some(crate::kernel::signal::ignored_mask(t));
+    // The next runtime runs on this machine: it need not ask CPUID again.
+    cfg.cpu = crate::arch::probe_cpu();
     cfg.parent_thread = t
         .ids()
         .parent_thread
