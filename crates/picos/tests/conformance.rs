@@ -676,6 +676,15 @@ fn exec_state() {
     conformance_with("exec_state", &[ok(&[])], &["--kernel-exec"]);
 }
 
+/// /proc/self/stat's code, data and stack addresses, cmdline and environ
+/// describe the program (tests/conformance/proc_stat.c), at start-up and
+/// after an execve in place or through the kernel.
+#[test]
+fn proc_stat() {
+    conformance_patched_and_trapped("proc_stat", &[ok(&[]), ok(&["exec"])]);
+    conformance_with("proc_stat", &[ok(&["exec"])], &["--kernel-exec"]);
+}
+
 /// The descriptor table is the program's alone (RLIMIT_NOFILE 64: as many
 /// files as natively, no foreign number valid while the runtime patches,
 /// execve after a full table).
@@ -919,6 +928,7 @@ fn sandboxed() {
         ("jit_syscall", &[ok(&[])][..]),
         ("exec", &[ok(&[])][..]),
         ("exec_state", &[ok(&[])][..]),
+        ("proc_stat", &[ok(&["exec"])][..]),
         ("fd_table", &[ok(&[])][..]),
         ("map_replace", &[ok(&[])][..]),
         ("fork_wait", &[ok(&[])][..]),

@@ -1308,8 +1308,8 @@ pub fn set_mm_auxv(words: &[u64]) -> HostResult {
 
 /// prctl(PR_SET_MM, PR_SET_MM_MAP) with the memory map's addresses
 /// `fields` (struct prctl_mm_map's first 11 words, in its order) and the
-/// auxiliary vector `auxv`, the executable left as it is (needs
-/// CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE).
+/// auxiliary vector `auxv`, the executable left as it is (so no
+/// capability is needed; the kernel must have CONFIG_CHECKPOINT_RESTORE).
 pub fn set_mm_map(fields: &[u64; 11], auxv: &[u64]) -> HostResult {
     const PR_SET_MM: usize = 35;
     const PR_SET_MM_MAP: usize = 14;

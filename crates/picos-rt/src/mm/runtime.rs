@@ -737,6 +737,12 @@ pub fn set_brk_start(start: usize) {
     BRK_START.store(start, core::sync::atomic::Ordering::Relaxed);
 }
 
+/// The program's initial break ([`set_brk_start`]; 0 before a program
+/// is loaded).
+pub fn brk_start() -> usize {
+    BRK_START.load(core::sync::atomic::Ordering::Relaxed)
+}
+
 /// Does `[addr, addr + len)` overlap the room kept for the program's heap?
 pub fn in_brk_room(addr: usize, len: usize) -> bool {
     let s = BRK_START.load(core::sync::atomic::Ordering::Relaxed);

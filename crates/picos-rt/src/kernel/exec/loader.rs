@@ -527,6 +527,33 @@ pub struct Image {
     pub low: usize,
     /// End of the highest segment (where the program break starts).
     pub end: usize,
+    /// The memory map's code and data bounds as Linux's ELF loader sets
+    /// them for an executable (/proc/PID/stat fields 26, 27, 45 and 46):
+    /// [`code_data_bounds`].
+    pub bounds: [usize; 4],
+}
+
+/// `start_code`, `end_code`, `start_data` and `end_data` of the segments
+/// `loads` placed at `bias`, as Linux's `load_elf_binary` computes them:
+/// the code from the lowest start to the highest file end of the
+/// executable segments, the data from the highest start of any segment to
+/// the highest file end of any.
+fn code_data_bounds(loads: &[&ProgramHeader64<LE>], bias: usize) -> [usize; 4] {
+    let (mut start_code, mut end_code, mut start_data, mut end_data) = (usize::MAX, 0, 0, 0);
+    for p in loads {
+        let start = p.p_vaddr.get(LE) as usize;
+        let file_end = start.saturating_add(p.p_filesz.get(LE) as usize);
+        if p.p_flags.get(LE) & PF_X != 0 {
+            start_code = start_code.min(start);
+            end_code = end_code.max(file_end);
+        }
+        start_data = start_data.max(start);
+        end_data = end_data.max(file_end);
+    }
+    if start_code == usize::MAX {
+        start_code = 0;
+    }
+    [start_code, end_code, start_data, end_data].map(|v| v.wrapping_add(bias))
 }
 
 fn prot_of(flags: u32) -> i32 {
@@ -581,6 +608,7 @@ fn map_elf(
         phnum: phdrs.len(),
         low,
         end,
+        bounds: code_data_bounds(&loads, bias),
     })
 }
 
@@ -955,91 +983,81 @@ pub fn build_stack(
     user::copy_out(sp, user::slice_bytes(&table))?;
     // /proc/PID/auxv shows the program's vector, not the one the kernel
     // gave the runtime (a debugger finds the program's entry and headers
-    // there). Only with CAP_SYS_RESOURCE: otherwise it stays the host's.
+    // there), and /proc/PID/stat the program's code, data, break and stack
+    // addresses; /proc/PID/cmdline and environ its strings.
     let auxv_words = &table[words - (words - 3 - argv_p.len() - envp_p.len())..];
-    if in_place {
-        // The strings' ranges: argv's, then envp's, back to back.
-        let arg_start = block_p as u64;
-        let env_start =
-            arg_start + offsets.get(loaded.argv.len()).map_or(block.len(), |&o| o) as u64;
-        let env_end = if envp.is_empty() {
-            env_start
-        } else {
-            arg_start + (offsets[offsets.len() - 1] + envp[envp.len() - 1].len() + 1) as u64
-        };
-        if let Err(e) =
-            set_auxv_by_map(auxv_words, Some([arg_start, env_start, env_start, env_end]))
-        {
-            crate::log!(Debug, "/proc/PID/cmdline stays the old program's: {}", e);
+    // The strings' ranges: argv's, then envp's, back to back. (With
+    // `reuse`, the kernel's strings: the last of them, the launch
+    // configuration, is past `env_end`.)
+    let arg_start = block_p as u64;
+    let env_start = arg_start + offsets.get(loaded.argv.len()).map_or(block.len(), |&o| o) as u64;
+    let env_end = if envp.is_empty() {
+        env_start
+    } else {
+        arg_start + (offsets[offsets.len() - 1] + envp[envp.len() - 1].len() + 1) as u64
+    };
+    let [start_code, end_code, start_data, end_data] = loaded.main.bounds.map(|v| v as u64);
+    let brk = runtime::brk_start() as u64;
+    let map = [
+        start_code, end_code, start_data, end_data, brk, // start_brk
+        brk, // brk: none taken yet
+        sp as u64, arg_start, env_start, // arg_end
+        env_start, env_end,
+    ];
+    if let Err(e) = host::set_mm_map(&map, auxv_words) {
+        if in_place {
+            crate::log!(
+                Debug,
+                "/proc/PID/cmdline, environ, stat and auxv stay the old program's: {}",
+                e
+            );
+        } else if let Err(e) = host::set_mm_auxv(auxv_words) {
+            crate::log!(
+                Debug,
+                "/proc/PID/auxv, environ and stat stay the runtime's: {}",
+                e
+            );
         }
-    } else if let Err(e) =
-        host::set_mm_auxv(auxv_words).or_else(|_| set_auxv_by_map(auxv_words, None))
-    {
-        crate::log!(Debug, "/proc/PID/auxv stays the runtime's: {}", e);
     }
     Ok(sp)
-}
-
-/// The auxiliary vector /proc/PID/auxv shows, set with PR_SET_MM_MAP
-/// (CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE, where PR_SET_MM_AUXV's
-/// CAP_SYS_RESOURCE is missing): every other field as it is, from
-/// /proc/self/stat, or the argument and environment ranges `strings`
-/// (arg_start, arg_end, env_start, env_end) when given.
-fn set_auxv_by_map(auxv: &[u64], strings: Option<[u64; 4]>) -> Result<usize, Errno> {
-    // The memory map's fields from the kernel's execve of the runtime
-    // (/proc/self/stat fields 26-28 and 45-51), read once per runtime:
-    // only PR_SET_MM_MAP changes them after that (the argument and
-    // environment ranges, given by the caller when they change), and fork
-    // keeps them.
-    static FIELDS: crate::mm::runtime::Replaceable<[u64; 52]> =
-        crate::mm::runtime::Replaceable::new();
-    let fields = match FIELDS.get() {
-        Some(f) => f,
-        None => {
-            let (buf, n) = host::fds::read_small_file::<2048>(c"/proc/self/stat")?;
-            let text = &buf[..n];
-            // The fields after the command name (which may hold spaces):
-            // field 3 (state) is the first.
-            let rest = &text[text.iter().rposition(|&c| c == b')').ok_or(Errno::EINVAL)? + 2..];
-            let mut fields = [0u64; 52];
-            for (k, f) in rest.split(|&c| c == b' ' || c == b'\n').enumerate() {
-                if let Some(slot) = fields.get_mut(k + 3) {
-                    *slot = core::str::from_utf8(f)
-                        .ok()
-                        .and_then(|s| s.parse().ok())
-                        .unwrap_or(0);
-                }
-            }
-            if fields[51] == 0 {
-                return Err(Errno::EINVAL);
-            }
-            FIELDS.set(fields);
-            FIELDS.get().ok_or(Errno::EINVAL)?
-        }
-    };
-    // Field k (1-based, as proc(5) numbers them).
-    let f = |k: usize| fields[k];
-    let [arg_start, arg_end, env_start, env_end] =
-        strings.unwrap_or_else(|| [f(48), f(49), f(50), f(51)]);
-    let map = [
-        f(26),                      // start_code
-        f(27),                      // end_code
-        f(45),                      // start_data
-        f(46),                      // end_data
-        f(47),                      // start_brk
-        host::current_brk() as u64, // brk
-        f(28),                      // start_stack
-        arg_start,
-        arg_end,
-        env_start,
-        env_end,
-    ];
-    host::set_mm_map(&map, auxv)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn code_and_data_bounds_as_linux_sets_them() {
+        use object::{U32, U64};
+        let seg = |flags: u32, vaddr: u64, filesz: u64, memsz: u64| ProgramHeader64::<LE> {
+            p_type: U32::new(LE, PT_LOAD),
+            p_flags: U32::new(LE, flags),
+            p_offset: U64::new(LE, vaddr),
+            p_vaddr: U64::new(LE, vaddr),
+            p_paddr: U64::new(LE, vaddr),
+            p_filesz: U64::new(LE, filesz),
+            p_memsz: U64::new(LE, memsz),
+            p_align: U64::new(LE, 0x1000),
+        };
+        // A PIE as lld and ld lay it out: headers, code, read-only data,
+        // data with its .bss (memsz beyond filesz).
+        let segs = [
+            seg(PF_R, 0, 0x8a0, 0x8a0),
+            seg(PF_R | PF_X, 0x1000, 0x155, 0x155),
+            seg(PF_R, 0x2000, 0xf4, 0xf4),
+            seg(PF_R | PF_W, 0x3db0, 0x268, 0x2000),
+        ];
+        let loads: Vec<&ProgramHeader64<LE>> = segs.iter().collect();
+        // The code: the executable segment's file bytes; the data: from the
+        // last segment's start to the end of its file bytes (/proc/PID/stat
+        // of such a program natively).
+        assert_eq!(
+            code_data_bounds(&loads, 0x5555_0000_0000),
+            [0x5555_0000_1000, 0x5555_0000_1155, 0x5555_0000_3db0, 0x5555_0000_4018]
+        );
+        // No executable segment: no code.
+        assert_eq!(code_data_bounds(&loads[2..], 0)[..2], [0, 0]);
+    }
 
     #[test]
     fn auxv_takes_the_hosts_with_the_programs_values() {
@@ -1051,6 +1069,7 @@ mod tests {
                 phnum: 9,
                 low: 0x1000,
                 end: 0x3000,
+                bounds: [0x1100, 0x1200, 0x2000, 0x2100],
             },
             interp: None,
             argv: Vec::new(),
