@@ -219,11 +219,11 @@ fn kept_by_query(fd: i32) -> Result<Kept, Errno> {
 
 /// As [`kept_by_query`], from the maps text (a kernel before 6.11).
 fn kept_by_text(fd: i32) -> Result<Kept, &'static str> {
-    let maps = read_all(fd).map_err(|_| "cannot read /proc/self/maps")?;
+    let maps = host::read_to_end(fd).map_err(|_| "cannot read /proc/self/maps")?;
     let mut keep = Vec::new();
     let mut stack = None;
     for line in maps.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-        let Some((start, end, name)) = parse_maps_line(line) else {
+        let Some((start, end, name)) = crate::kernel::fs::procview::parse_maps_line(line) else {
             return Err("an unexpected /proc/self/maps line");
         };
         if name == b"[stack]" {
@@ -233,51 +233,6 @@ fn kept_by_text(fd: i32) -> Result<Kept, &'static str> {
         }
     }
     Ok((keep, stack.ok_or("no [stack] mapping")?))
-}
-
-/// `(start, end, name)` of a /proc/PID/maps line.
-fn parse_maps_line(line: &[u8]) -> Option<(usize, usize, &[u8])> {
-    let dash = line.iter().position(|&b| b == b'-')?;
-    let sp = line.iter().position(|&b| b == b' ')?;
-    let hex = |s: &[u8]| usize::from_str_radix(core::str::from_utf8(s).ok()?, 16).ok();
-    let (start, end) = (hex(&line[..dash])?, hex(line.get(dash + 1..sp)?)?);
-    if end <= start {
-        return None;
-    }
-    // Five fields (range, perms, offset, device, inode), then the name
-    // after spaces, if any.
-    let mut rest = line;
-    for field in 0..5 {
-        let Some(i) = rest.iter().position(|&b| b == b' ') else {
-            // The inode ends the line: no name.
-            return (field == 4).then_some((start, end, &[][..]));
-        };
-        rest = &rest[i + 1..];
-        while rest.first() == Some(&b' ') {
-            rest = &rest[1..];
-        }
-    }
-    Some((start, end, rest))
-}
-
-/// The whole of the file `fd` (a /proc file), read from its start.
-fn read_all(fd: i32) -> Result<Vec<u8>, Errno> {
-    let mut buf: Vec<u8> = Vec::with_capacity(16 << 10);
-    loop {
-        if buf.capacity() - buf.len() < 4096 {
-            buf.reserve(buf.capacity());
-        }
-        let len = buf.len();
-        buf.resize(buf.capacity(), 0);
-        match host::pread(fd, &mut buf[len..], len as u64) {
-            Ok(0) => {
-                buf.truncate(len);
-                return Ok(buf);
-            }
-            Ok(n) => buf.truncate(len + n),
-            Err(e) => return Err(e),
-        }
-    }
 }
 
 /// The program's descriptors marked close-on-exec (the runtime's own stay
@@ -296,24 +251,7 @@ fn close_on_exec(t: &Thread) -> Result<Vec<i32>, Errno> {
     let r = loop {
         match host::getdents64(dir, &mut buf) {
             Ok(0) => break Ok(()),
-            Ok(n) => {
-                let mut off = 0;
-                while off + 19 < n {
-                    let reclen = u16::from_ne_bytes([buf[off + 16], buf[off + 17]]) as usize;
-                    let name = &buf[off + 19..off + reclen];
-                    let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-                    if let Some(fd) = core::str::from_utf8(name)
-                        .ok()
-                        .and_then(|s| s.parse::<i32>().ok())
-                    {
-                        fds.push(fd);
-                    }
-                    if reclen == 0 {
-                        break;
-                    }
-                    off += reclen;
-                }
-            }
+            Ok(n) => fds.extend(host::dirent_names(&buf[..n]).filter_map(host::parse_fd_name)),
             Err(e) => break Err(e),
         }
     };
@@ -399,6 +337,10 @@ pub fn try_exec(
     };
     set_config(cfg);
     // (After the point of no return, as the kernel's execve does.)
+    // As Linux since 5.18: a program started with no arguments at all gets
+    // one, the empty string (its argc is never 0: CVE-2021-4034).
+    let empty = [Vec::new()];
+    let argv = if argv.is_empty() { &empty[..] } else { argv };
     let loaded = loader::load_in_any_table(path, name, argv, &table.held()).unwrap_or_else(|e| {
         fatal(
             e.exit_status(),
@@ -424,40 +366,6 @@ pub fn try_exec(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn maps_lines() {
-        let cases: [(&[u8], Option<(usize, usize, &[u8])>); 7] = [
-            (
-                b"7ffd1c2a0000-7ffd1c2c1000 rw-p 00000000 00:00 0                          [stack]",
-                Some((0x7ffd1c2a0000, 0x7ffd1c2c1000, b"[stack]")),
-            ),
-            (
-                b"55d0c0a00000-55d0c0a02000 r--p 00000000 fe:01 1054891                    /usr/bin/a b",
-                Some((0x55d0c0a00000, 0x55d0c0a02000, b"/usr/bin/a b")),
-            ),
-            // No name: a space after the inode, or none.
-            (
-                b"7f0000000000-7f0000001000 rw-p 00000000 00:00 0 ",
-                Some((0x7f0000000000, 0x7f0000001000, b"")),
-            ),
-            (
-                b"7f0000000000-7f0000001000 rw-p 00000000 00:00 0",
-                Some((0x7f0000000000, 0x7f0000001000, b"")),
-            ),
-            (b"1000-2000 r--p 0", None),
-            (b"zz-10 r--p", None),
-            (b"2000-1000 r--p 0 0:0 0", None),
-        ];
-        for (line, want) in cases {
-            assert_eq!(
-                parse_maps_line(line),
-                want,
-                "{:?}",
-                core::str::from_utf8(line)
-            );
-        }
-    }
 
     #[test]
     fn gaps_between_kept_ranges() {
