@@ -77,18 +77,9 @@ fn read_file(path: &[u8]) -> Result<Vec<u8>, Errno> {
     p.push(0);
     let p = core::ffi::CStr::from_bytes_with_nul(&p).map_err(|_| Errno::EINVAL)?;
     let fd = host::openat(host::AT_FDCWD, p, host::O_RDONLY | host::O_CLOEXEC, 0)? as i32;
-    let mut out = Vec::new();
-    let mut chunk = alloc::vec![0u8; 64 << 10];
-    let r = loop {
-        match host::pread(fd, &mut chunk, out.len() as u64) {
-            Ok(0) => break Ok(()),
-            Ok(n) => out.extend_from_slice(&chunk[..n]),
-            Err(Errno::EINTR) => {}
-            Err(e) => break Err(e),
-        }
-    };
+    let r = host::read_to_end(fd);
     let _ = host::close(fd);
-    r.map(|()| out)
+    r
 }
 
 /// The perf map's lines for the table `text` with the image at `base`:
@@ -101,29 +92,19 @@ fn map_lines(text: &[u8], base: usize) -> Vec<u8> {
         let (Some(off), Some(rest)) = (parts.next(), parts.next()) else {
             continue;
         };
-        let (Some(off), Ok(rest)) = (parse_hex(off), core::str::from_utf8(rest)) else {
+        let (Some(off), Ok(rest)) = (host::parse_hex(off), core::str::from_utf8(rest)) else {
             continue;
         };
         // `SIZE NAME`: a hexadecimal size and a name.
-        let well_formed = rest
-            .split_once(' ')
-            .is_some_and(|(size, name)| parse_hex(size.as_bytes()).is_some() && !name.is_empty());
+        let well_formed = rest.split_once(' ').is_some_and(|(size, name)| {
+            host::parse_hex(size.as_bytes()).is_some() && !name.is_empty()
+        });
         if !well_formed {
             continue;
         }
         let _ = writeln!(out, "{:x} {}", base + off, rest);
     }
     out.into_bytes()
-}
-
-fn parse_hex(s: &[u8]) -> Option<usize> {
-    if s.is_empty() || s.len() > 16 {
-        return None;
-    }
-    s.iter().try_fold(0usize, |v, &c| {
-        let d = (c as char).to_digit(16)?;
-        Some(v << 4 | d as usize)
-    })
 }
 
 #[cfg(test)]
@@ -142,9 +123,9 @@ mod tests {
 
     #[test]
     fn hex() {
-        assert_eq!(parse_hex(b"ff"), Some(255));
-        assert_eq!(parse_hex(b""), None);
-        assert_eq!(parse_hex(b"xyz"), None);
-        assert_eq!(parse_hex(b"11111111111111111"), None);
+        assert_eq!(host::parse_hex(b"ff"), Some(255));
+        assert_eq!(host::parse_hex(b""), None);
+        assert_eq!(host::parse_hex(b"xyz"), None);
+        assert_eq!(host::parse_hex(b"11111111111111111"), None);
     }
 }

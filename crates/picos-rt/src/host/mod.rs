@@ -251,6 +251,68 @@ pub fn getdents64(fd: i32, buf: &mut [u8]) -> HostResult {
     unsafe { sc!(nr::GETDENTS64, fd, buf.as_mut_ptr(), buf.len()) }
 }
 
+/// The entry at byte `off` of a getdents64 buffer `buf` (its filled
+/// part): its length and its name (without the NUL), or None past the last
+/// whole entry. (struct linux_dirent64: u64 ino, i64 off, u16 reclen, u8
+/// type, then the name.)
+pub fn dirent_at(buf: &[u8], off: usize) -> Option<(usize, &[u8])> {
+    const NAME: usize = 19;
+    let head = buf.get(off..off.checked_add(NAME)?)?;
+    let reclen = u16::from_ne_bytes([head[16], head[17]]) as usize;
+    let name = buf.get(off + NAME..off.checked_add(reclen)?)?;
+    let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    Some((reclen, &name[..len]))
+}
+
+/// The names in a getdents64 buffer's filled part `buf`, in order
+/// ([`dirent_at`]).
+pub fn dirent_names(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut off = 0;
+    core::iter::from_fn(move || {
+        let (reclen, name) = dirent_at(buf, off)?;
+        off += reclen;
+        Some(name)
+    })
+}
+
+/// The descriptor number a /proc/PID/fd entry's name is (decimal digits,
+/// within i32; "." and ".." are not).
+pub fn parse_fd_name(name: &[u8]) -> Option<i32> {
+    if name.is_empty() || name.len() > 10 || !name.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    name.iter()
+        .try_fold(0i64, |n, d| Some(n * 10 + (d - b'0') as i64))
+        .and_then(|n| i32::try_from(n).ok())
+}
+
+/// A hexadecimal number without prefix (as /proc's maps and the perf
+/// tables write them): digits only, at least one, within usize.
+pub fn parse_hex(s: &[u8]) -> Option<usize> {
+    if s.is_empty() {
+        return None;
+    }
+    s.iter().try_fold(0usize, |v, &c| {
+        let d = (c as char).to_digit(16)? as usize;
+        v.checked_mul(16)?.checked_add(d)
+    })
+}
+
+/// The whole of the file open at `fd` (a /proc file, a table), read with
+/// pread from its start; EINTR retried.
+pub fn read_to_end(fd: i32) -> Result<Vec<u8>, Errno> {
+    let mut out = Vec::new();
+    let mut chunk = alloc::vec![0u8; 16 << 10];
+    loop {
+        match pread(fd, &mut chunk, out.len() as u64) {
+            Ok(0) => return Ok(out),
+            Ok(n) => out.extend_from_slice(&chunk[..n]),
+            Err(Errno::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// pread64(2) into a slice.
 pub fn pread(fd: i32, buf: &mut [u8], off: u64) -> HostResult {
     // SAFETY: `buf` is a live, writable slice.
@@ -1357,4 +1419,60 @@ pub fn mm_map_allowed() -> bool {
 pub fn current_brk() -> usize {
     // SAFETY: brk(0) changes nothing.
     unsafe { sc!(nr::BRK, 0) }.unwrap_or(0)
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use super::*;
+
+    /// A getdents64 record for `name`, of length `reclen` (0: the real one).
+    fn dirent(name: &str, reclen: usize) -> Vec<u8> {
+        let real = (19 + name.len() + 1 + 7) & !7;
+        let mut e = alloc::vec![0u8; real];
+        let len = if reclen == 0 { real } else { reclen };
+        e[16..18].copy_from_slice(&(len as u16).to_ne_bytes());
+        e[19..19 + name.len()].copy_from_slice(name.as_bytes());
+        e
+    }
+
+    #[test]
+    fn dirents_are_read_within_their_buffer() {
+        let mut buf = Vec::new();
+        for n in [".", "..", "0", "17", "255"] {
+            buf.extend_from_slice(&dirent(n, 0));
+        }
+        let names: Vec<&[u8]> = dirent_names(&buf).collect();
+        assert_eq!(names, [&b"."[..], b"..", b"0", b"17", b"255"]);
+        let fds: Vec<i32> = dirent_names(&buf).filter_map(parse_fd_name).collect();
+        assert_eq!(fds, [0, 17, 255]);
+        // A record cut short, a length of 0 or shorter than the header, a
+        // length past the buffer: the walk stops there, nothing is read
+        // outside the buffer.
+        let whole = buf.len();
+        assert_eq!(dirent_names(&buf[..whole - 3]).count(), 4);
+        for bad in [0xffff, 5] {
+            let mut b = dirent("1", 0);
+            b.extend_from_slice(&dirent("2", bad));
+            b.extend_from_slice(&dirent("3", 0));
+            assert_eq!(dirent_names(&b).collect::<Vec<_>>(), [&b"1"[..]]);
+        }
+        let mut zero = dirent("1", 0);
+        zero[16..18].copy_from_slice(&0u16.to_ne_bytes());
+        assert_eq!(dirent_names(&zero).count(), 0);
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(parse_fd_name(b"984"), Some(984));
+        assert_eq!(parse_fd_name(b"2147483647"), Some(i32::MAX));
+        for bad in [&b""[..], b"x", b"-1", b"2147483648", b"99999999999", b"1 "] {
+            assert_eq!(parse_fd_name(bad), None);
+        }
+        assert_eq!(parse_hex(b"7ffd1c2a0000"), Some(0x7ffd1c2a0000));
+        assert_eq!(parse_hex(b"FF"), Some(255));
+        assert_eq!(parse_hex(b"ffffffffffffffff"), Some(usize::MAX));
+        for bad in [&b""[..], b"xyz", b"1-2", b"10000000000000000"] {
+            assert_eq!(parse_hex(bad), None);
+        }
+    }
 }

@@ -180,31 +180,19 @@ pub fn runtime_of(pid: i32) -> Result<Option<[(usize, usize); 2]>, crate::host::
     let path = core::ffi::CStr::from_bytes_with_nul(path.as_bytes()).map_err(|_| Errno::EINVAL)?;
     let maps = crate::host::fds::with_transient_fds(|| {
         let fd = host::openat(host::AT_FDCWD, path, host::O_RDONLY | host::O_CLOEXEC, 0)? as i32;
-        let mut out = alloc::vec::Vec::new();
-        let mut buf = [0u8; 4096];
-        let r = loop {
-            match host::pread(fd, &mut buf, out.len() as u64) {
-                Ok(0) => break Ok(()),
-                Ok(n) => out.extend_from_slice(&buf[..n]),
-                Err(e) => break Err(e),
-            }
-        };
+        let r = host::read_to_end(fd);
         let _ = host::close(fd);
-        r.map(|()| out)
+        r
     })
     .map_err(|_| Errno::ESRCH)?;
     // The runtime file's name, as the maps show it (without " (deleted)").
     let name = runtime.strip_suffix(b" (deleted)").unwrap_or(runtime);
     let (mut lo, mut hi) = (usize::MAX, 0);
     for line in maps.split(|&b| b == b'\n') {
-        let mut fields = line.split(|&b| b == b' ').filter(|f| !f.is_empty());
-        let Some(range) = fields.next() else { continue };
-        let Some(file) = fields.nth(4) else { continue };
-        if !file.starts_with(name) {
+        let Some((a, b, file)) = crate::kernel::fs::procview::parse_maps_line(line) else {
             continue;
-        }
-        let mut ends = range.split(|&b| b == b'-').map(parse_hex);
-        if let (Some(Some(a)), Some(Some(b))) = (ends.next(), ends.next()) {
+        };
+        if file.starts_with(name) {
             lo = lo.min(a);
             hi = hi.max(b);
         }
@@ -220,13 +208,4 @@ pub fn runtime_of(pid: i32) -> Result<Option<[(usize, usize); 2]>, crate::host::
         (lo, hi),
         (base, base.saturating_add(runtime::RESERVE_SPAN)),
     ]))
-}
-
-fn parse_hex(s: &[u8]) -> Option<usize> {
-    let mut v = 0usize;
-    for &c in s {
-        let d = (c as char).to_digit(16)? as usize;
-        v = v.checked_mul(16)?.checked_add(d)?;
-    }
-    (!s.is_empty()).then_some(v)
 }

@@ -2155,12 +2155,12 @@ pub fn getdents64(c: &mut Ctx<'_>, fd: i32, dirp: usize, count: u32) -> SysResul
         let kept = if root {
             // /proc: the processes of the tree only.
             drop_entries(&mut buf, |name| {
-                parse_fd(name)
+                host::parse_fd_name(name)
                     .is_some_and(|pid| pid > 0 && !crate::kernel::process::in_tree(pid as u32))
             })
         } else {
             drop_entries(&mut buf, |name| {
-                parse_fd(name).is_some_and(|fd| t.is_hidden(fd))
+                host::parse_fd_name(name).is_some_and(|fd| t.is_hidden(fd))
             })
         };
         if kept > 0 {
@@ -2181,30 +2181,14 @@ enum ProcDir {
     Root,
 }
 
-/// The descriptor number a /proc/PID/fd entry's name is.
-fn parse_fd(name: &[u8]) -> Option<i32> {
-    if name.is_empty() || name.len() > 10 || !name.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    name.iter()
-        .try_fold(0i64, |n, d| Some(n * 10 + (d - b'0') as i64))
-        .and_then(|n| i32::try_from(n).ok())
-}
-
 /// Removes from a getdents64 buffer the entries whose name `drop` accepts,
 /// moving the others up; returns the length left.
 fn drop_entries(buf: &mut [u8], drop: impl Fn(&[u8]) -> bool) -> usize {
-    // struct linux_dirent64: u64 ino, i64 off, u16 reclen, u8 type, name.
     let mut read = 0;
     let mut write = 0;
-    while read + 19 <= buf.len() {
-        let reclen = u16::from_ne_bytes([buf[read + 16], buf[read + 17]]) as usize;
-        if reclen < 19 || read + reclen > buf.len() {
-            break;
-        }
-        let name = &buf[read + 19..read + reclen];
-        let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-        if !drop(name) {
+    while let Some((reclen, name)) = host::dirent_at(buf, read) {
+        let dropped = drop(name);
+        if !dropped {
             buf.copy_within(read..read + reclen, write);
             write += reclen;
         }
@@ -2237,9 +2221,9 @@ mod tests {
             i += reclen;
         }
         assert_eq!(names, [b"0".to_vec(), b"1".to_vec(), b"3".to_vec()]);
-        assert_eq!(parse_fd(b"984"), Some(984));
-        assert_eq!(parse_fd(b"x"), None);
-        assert_eq!(parse_fd(b"99999999999"), None);
+        assert_eq!(host::parse_fd_name(b"984"), Some(984));
+        assert_eq!(host::parse_fd_name(b"x"), None);
+        assert_eq!(host::parse_fd_name(b"99999999999"), None);
     }
 
     #[test]

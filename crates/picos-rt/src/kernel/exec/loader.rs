@@ -1053,7 +1053,12 @@ mod tests {
         // of such a program natively).
         assert_eq!(
             code_data_bounds(&loads, 0x5555_0000_0000),
-            [0x5555_0000_1000, 0x5555_0000_1155, 0x5555_0000_3db0, 0x5555_0000_4018]
+            [
+                0x5555_0000_1000,
+                0x5555_0000_1155,
+                0x5555_0000_3db0,
+                0x5555_0000_4018
+            ]
         );
         // No executable segment: no code.
         assert_eq!(code_data_bounds(&loads[2..], 0)[..2], [0, 0]);

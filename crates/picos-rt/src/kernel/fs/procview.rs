@@ -101,17 +101,46 @@ fn own_view(fd: i32) -> Option<View> {
 /// The records of a maps or smaps listing for which `keep(start, end)`
 /// holds: a record is a line that starts with an address range, and (in
 /// smaps) the lines that follow it up to the next.
+/// The `START-END` range (hexadecimal) that begins a /proc/PID/maps or
+/// smaps line's first field `field`; None if it is not one.
+pub fn parse_range(field: &[u8]) -> Option<(usize, usize)> {
+    let dash = field.iter().position(|&b| b == b'-')?;
+    Some((
+        host::parse_hex(&field[..dash])?,
+        host::parse_hex(&field[dash + 1..])?,
+    ))
+}
+
+/// `(start, end, name)` of a /proc/PID/maps line (the name, which may
+/// hold spaces, empty when there is none); None for anything else.
+pub fn parse_maps_line(line: &[u8]) -> Option<(usize, usize, &[u8])> {
+    let sp = line.iter().position(|&b| b == b' ')?;
+    let (start, end) = parse_range(&line[..sp])?;
+    if end <= start {
+        return None;
+    }
+    // Five fields (range, perms, offset, device, inode), then the name
+    // after spaces, if any.
+    let mut rest = line;
+    for field in 0..5 {
+        let Some(i) = rest.iter().position(|&b| b == b' ') else {
+            // The inode ends the line: no name.
+            return (field == 4).then_some((start, end, &[][..]));
+        };
+        rest = &rest[i + 1..];
+        while rest.first() == Some(&b' ') {
+            rest = &rest[1..];
+        }
+    }
+    Some((start, end, rest))
+}
+
 pub fn filter(listing: &[u8], keep: impl Fn(usize, usize) -> bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(listing.len());
     let mut keeping = true;
     for line in listing.split_inclusive(|&c| c == b'\n') {
         let range = line.split(|&c| c == b' ').next().unwrap_or(b"");
-        let mut ends = range.split(|&c| c == b'-');
-        let parse = |h: Option<&[u8]>| {
-            let h = h.filter(|h| !h.is_empty() && h.iter().all(u8::is_ascii_hexdigit))?;
-            usize::from_str_radix(core::str::from_utf8(h).ok()?, 16).ok()
-        };
-        if let (Some(s), Some(e)) = (parse(ends.next()), parse(ends.next())) {
+        if let Some((s, e)) = parse_range(range) {
             keeping = keep(s, e);
         }
         if keeping {
@@ -163,12 +192,7 @@ pub fn usage(smaps: &[u8], pick: impl Fn(usize, usize) -> bool) -> Usage {
     for line in smaps.split(|&c| c == b'\n') {
         let mut words = line.split(|&c| c == b' ').filter(|w| !w.is_empty());
         let first = words.next().unwrap_or(b"");
-        let mut ends = first.split(|&c| c == b'-');
-        let hex = |h: Option<&[u8]>| {
-            let h = h.filter(|h| !h.is_empty() && h.iter().all(u8::is_ascii_hexdigit))?;
-            usize::from_str_radix(core::str::from_utf8(h).ok()?, 16).ok()
-        };
-        if let (Some(s), Some(e)) = (hex(ends.next()), hex(ends.next())) {
+        if let Some((s, e)) = parse_range(first) {
             end_record(&mut u, picked, shmem_file, rss, anon);
             (rss, anon) = (0, 0);
             picked = pick(s, e);
@@ -297,22 +321,9 @@ fn read_own(name: &str) -> Result<Vec<u8>, Errno> {
     let path = alloc::format!("/proc/{}/{name}\0", host::getpid());
     let c = core::ffi::CStr::from_bytes_with_nul(path.as_bytes()).map_err(|_| Errno::EINVAL)?;
     let m = host::openat(host::AT_FDCWD, c, host::O_RDONLY | host::O_CLOEXEC, 0)?;
-    let r = read_all(m as i32);
+    let r = host::read_to_end(m as i32);
     let _ = host::close(m as i32);
     r
-}
-
-/// The whole content of the file open at host descriptor `fd`.
-fn read_all(fd: i32) -> Result<Vec<u8>, Errno> {
-    let mut listing = Vec::new();
-    let mut chunk = alloc::vec![0u8; 16 << 10];
-    loop {
-        let n = host::pread(fd, &mut chunk, listing.len() as u64)?;
-        if n == 0 {
-            return Ok(listing);
-        }
-        listing.extend_from_slice(&chunk[..n]);
-    }
 }
 
 /// If `fd` (the program's, just opened for reading, close-on-exec as
@@ -324,7 +335,7 @@ pub fn replace_view(fd: i32, cloexec: bool) {
         return;
     };
     let r = (|| -> Result<(), Errno> {
-        let listing = read_all(fd)?;
+        let listing = host::read_to_end(fd)?;
         let view = match kind {
             View::Maps => filter(&listing, |s, e| {
                 !crate::mm::runtime::owns(s, e.saturating_sub(s))
@@ -577,6 +588,40 @@ pub fn mounts_listing(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn maps_lines() {
+        let cases: [(&[u8], Option<(usize, usize, &[u8])>); 7] = [
+            (
+                b"7ffd1c2a0000-7ffd1c2c1000 rw-p 00000000 00:00 0                          [stack]",
+                Some((0x7ffd1c2a0000, 0x7ffd1c2c1000, b"[stack]")),
+            ),
+            (
+                b"55d0c0a00000-55d0c0a02000 r--p 00000000 fe:01 1054891                    /usr/bin/a b",
+                Some((0x55d0c0a00000, 0x55d0c0a02000, b"/usr/bin/a b")),
+            ),
+            // No name: a space after the inode, or none.
+            (
+                b"7f0000000000-7f0000001000 rw-p 00000000 00:00 0 ",
+                Some((0x7f0000000000, 0x7f0000001000, b"")),
+            ),
+            (
+                b"7f0000000000-7f0000001000 rw-p 00000000 00:00 0",
+                Some((0x7f0000000000, 0x7f0000001000, b"")),
+            ),
+            (b"1000-2000 r--p 0", None),
+            (b"zz-10 r--p", None),
+            (b"2000-1000 r--p 0 0:0 0", None),
+        ];
+        for (line, want) in cases {
+            assert_eq!(
+                parse_maps_line(line),
+                want,
+                "{:?}",
+                core::str::from_utf8(line)
+            );
+        }
+    }
 
     #[test]
     fn keeps_the_programs_lines() {
