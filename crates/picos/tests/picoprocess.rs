@@ -1014,6 +1014,37 @@ fn vfork_children_leave_no_memory_behind() {
     }
 }
 
+/// `--stats` counts a vfork child's own calls and thread only
+/// (tests/picoprocess/vfork_stats.c: a parent with three threads that made
+/// 600 calls vforks a child that execs /bin/true). The child's report at
+/// its execve said 4 threads and the parent's calls before the 30th
+/// session: it summed every thread state in the memory it shares.
+#[test]
+fn vfork_child_reports_its_own_counts() {
+    let prog = compile_with("vfork_stats", &["-pthread", "-O2"]);
+    let (out, text) = run_with_stats(&[], &[prog.to_str().unwrap()]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+    let records: Vec<&str> = process_records(&text).collect();
+    // The parent (4 threads, 600 getppid calls and more), the vfork child
+    // at its execve, /bin/true.
+    assert_eq!(records.len(), 3, "{text}");
+    let parent = records
+        .iter()
+        .max_by_key(|l| json_num(l, "syscalls"))
+        .unwrap();
+    assert!(json_num(parent, "syscalls") > 600, "{parent}");
+    let others: Vec<&&str> = records.iter().filter(|r| *r != parent).collect();
+    for r in &others {
+        assert_eq!(json_num(r, "threads"), 1, "{r}");
+    }
+    // The child's own calls before its execve: the execve, a few more.
+    let child = others
+        .iter()
+        .min_by_key(|l| json_num(l, "syscalls"))
+        .unwrap();
+    assert!(json_num(child, "syscalls") < 20, "{child}");
+}
+
 /// Every new thread has the runtime's signal stack (set by the
 /// rt_sigreturn that starts it, since the 28th session): a trapped call on
 /// a nearly exhausted program stack still works, natively and under picos.

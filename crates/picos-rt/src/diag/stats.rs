@@ -325,6 +325,9 @@ impl Totals {
 /// `--profile` counters they no longer need.
 struct Exited {
     totals: Option<Totals>,
+    /// The process whose threads `totals` counts (a child sharing our
+    /// memory, vfork's, sees them too, and must not count them).
+    pid: i32,
     spare: Vec<Box<Profile>>,
 }
 
@@ -332,6 +335,7 @@ static EXITED: crate::sync::Lock<Exited> = crate::sync::Lock::new(
     crate::sync::Rank::Exited,
     Exited {
         totals: None,
+        pid: 0,
         spare: Vec::new(),
     },
 );
@@ -381,7 +385,13 @@ pub fn report(kind: &str, id: i32, t: &Totals, json: &mut LineBuf) {
 /// counters, zeroed, go to the next thread that needs some.
 pub fn add_exited(c: &Counters) {
     ANY_EXITED.store(true, Ordering::Relaxed);
+    let pid = crate::host::getpid();
     let mut g = EXITED.lock();
+    if g.pid != pid {
+        // Another process's (the parent's, for a child sharing its memory).
+        g.totals = None;
+        g.pid = pid;
+    }
     g.totals.get_or_insert_with(Totals::default).add(c);
     if let Some(mut p) = c.profile.take() {
         p.clear();
@@ -389,9 +399,14 @@ pub fn add_exited(c: &Counters) {
     }
 }
 
-/// The counters of the threads that have exited.
+/// The counters of the threads of this process that have exited (none of
+/// another process that shares its memory: a vfork child's parent).
 pub fn exited() -> Totals {
-    EXITED.lock().totals.clone().unwrap_or_default()
+    let g = EXITED.lock();
+    match &g.totals {
+        Some(t) if g.pid == crate::host::getpid() => t.clone(),
+        _ => Totals::default(),
+    }
 }
 
 /// The stats' part in fork: the exited threads' totals are locked across

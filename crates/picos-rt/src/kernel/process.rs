@@ -765,7 +765,14 @@ pub fn process_exiting() {
         return;
     }
     let mut total = stats::exited();
-    thread::for_each_live(|t| total.add(&t.stats));
+    // This process's threads only: a child that shares its parent's memory
+    // (vfork, posix_spawn) sees its parent's threads' states too.
+    let me = thread::current_checked().map(|t| t.process() as *const Process);
+    thread::for_each_live(|t| {
+        if me.is_none_or(|p| core::ptr::eq(t.process(), p)) {
+            total.add(&t.stats);
+        }
+    });
     if stats::lines() {
         report_stats("process", host::getpid(), &total);
     }
