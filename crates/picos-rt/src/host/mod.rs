@@ -1245,6 +1245,10 @@ pub struct Vma {
     pub flags: u64,
     /// The backing file's inode (0: none).
     pub inode: u64,
+    /// Its device (major in the low 32 bits, minor in the high ones).
+    pub dev: u64,
+    /// The file offset the mapping starts at.
+    pub offset: u64,
     /// Its name's length in the buffer given, NUL included (0: no name).
     pub name_len: usize,
 }
@@ -1279,6 +1283,8 @@ pub fn procmap_vma(
         end: q[4] as usize,
         flags: q[5],
         inode: q[8],
+        dev: q[9],
+        offset: q[7],
         name_len: (q[10] & 0xffff_ffff) as usize,
     })
 }

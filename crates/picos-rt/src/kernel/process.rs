@@ -142,6 +142,7 @@ pub static FORK_HOOKS: &[ForkHook] = &[
 pub fn fork(mut fork: impl FnMut() -> Result<usize, Errno>) -> Result<usize, Errno> {
     // The tree's ptrace board, shared with the child from its start.
     crate::kernel::ptrace::ensure();
+    crate::patch::use_known_sites(crate::kernel::ptrace::known_site_words());
     // Sites earlier children trapped at, patched here first; the page of
     // hints shared with the child.
     crate::patch::before_fork(

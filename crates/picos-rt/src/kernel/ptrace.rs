@@ -216,6 +216,12 @@ pub fn hint_words() -> Option<&'static [core::sync::atomic::AtomicU64]> {
     board().map(shared::hints)
 }
 
+/// The words of the board's table of known syscall sites
+/// (`patch::known`), if there is a board.
+pub fn known_site_words() -> Option<&'static [core::sync::atomic::AtomicU64]> {
+    board().map(shared::known_sites)
+}
+
 /// The word of process `pid`'s execve-in-place mark (one per residue of
 /// the pid: a mark can be lost to another pid's, never taken for one).
 fn exec_mark(pid: i32) -> Option<&'static AtomicU64> {
@@ -269,9 +275,10 @@ pub fn init(board_cfg: u32) {
 }
 
 /// The board, made now if this process has none: before its first fork
-/// (a child must share it), or at its first ptrace request (a vfork child,
-/// which shares our memory). A process that never forks never makes one,
-/// so a lone program has no segment in `ipcs`.
+/// (a child must share it), at its first ptrace request (a vfork child,
+/// which shares our memory), or before an execve through the kernel (the
+/// next runtime attaches it). A process that never forks nor execs never
+/// makes one, so a lone program has no segment in `ipcs`.
 pub fn ensure() {
     BOARD.call_once(|| {
         let id = match shared::create() {

@@ -62,17 +62,25 @@ pub fn attach(id: i32) -> Result<&'static Board, Errno> {
 pub const HINT_WORDS: usize = 512;
 /// The words of the execve-in-place marks.
 pub const EXEC_WORDS: usize = 4096;
+/// The words of the table of known syscall sites, by file and offset
+/// (`patch::known`), before the marks.
+pub const KNOWN_WORDS: usize = 8192;
 /// The board's words for the ptrace state.
-pub const PTRACE_WORDS: usize = BOARD_WORDS - HINT_WORDS - EXEC_WORDS;
+pub const PTRACE_WORDS: usize = BOARD_WORDS - HINT_WORDS - EXEC_WORDS - KNOWN_WORDS;
 
 /// The hints' words of board `b`.
 pub fn hints(b: &'static Board) -> &'static [AtomicU64] {
-    &b[PTRACE_WORDS + EXEC_WORDS..]
+    &b[PTRACE_WORDS + KNOWN_WORDS + EXEC_WORDS..]
 }
 
 /// The execve-in-place marks' words of board `b`.
 pub fn exec_marks(b: &'static Board) -> &'static [AtomicU64] {
-    &b[PTRACE_WORDS..PTRACE_WORDS + EXEC_WORDS]
+    &b[PTRACE_WORDS + KNOWN_WORDS..PTRACE_WORDS + KNOWN_WORDS + EXEC_WORDS]
+}
+
+/// The known sites' words of board `b`.
+pub fn known_sites(b: &'static Board) -> &'static [AtomicU64] {
+    &b[PTRACE_WORDS..PTRACE_WORDS + KNOWN_WORDS]
 }
 
 /// Makes a new segment for a board; returns its id. It is marked for

@@ -102,6 +102,9 @@ static VDSO: AtomicUsize = AtomicUsize::new(0);
 /// own (vfork, posix_spawn) never patches: its parent may be patching, or
 /// waiting in a clone with the patcher's state as it was.
 static OWNER: AtomicUsize = AtomicUsize::new(0);
+mod known;
+pub use known::use_table as use_known_sites;
+
 /// Offsets for the trampolines' inline answers (see [`Inline`]).
 static INLINE: spin::Once<Option<Inline>> = spin::Once::new();
 
@@ -161,6 +164,9 @@ struct State {
     /// The bytes each patched site's jump replaced (see
     /// [`stop_for_seccomp`]).
     orig: BTreeMap<usize, [u8; 5]>,
+    /// The mappings the known sites' table was asked about
+    /// ([`known::file_map`]).
+    files: Vec<known::FileMap>,
 }
 
 impl State {
@@ -188,6 +194,7 @@ static STATE: crate::sync::Lock<State> = crate::sync::Lock::new(
         mapped: BTreeMap::new(),
         entries: [0; ENTRIES],
         orig: BTreeMap::new(),
+        files: Vec::new(),
     },
 );
 
@@ -430,6 +437,7 @@ pub fn reset_for_exec() {
     st.no_patch.clear();
     st.mapped.clear();
     st.orig.clear();
+    st.files.clear();
     runtime::unmap_code_regions();
 }
 
@@ -558,6 +566,7 @@ pub fn forget_range(addr: usize, len: usize) {
     }
     let end = addr.saturating_add(len);
     let mut st = state();
+    known::forget(&mut st, addr, end);
     // Most ranges hold no site (a thread's stack that glibc gives back
     // with MADV_DONTNEED at every thread's end): two lookups, no walk of
     // every trampoline. A trampoline's site is always in `sites`.
@@ -1518,6 +1527,17 @@ fn patch_seen(site: Site, after: usize, nr: u64, trapped: bool) -> Option<usize>
             if n == 1 {
                 // The first trap here.
                 leave_hint(after, nr, !site.fixed_nr);
+                // A site other processes trapped at more than once: patched
+                // now, with the others known on its page.
+                if !multi {
+                    if let Some(cont) = known::patch_page(&mut st, after, nr, !site.fixed_nr) {
+                        return cont;
+                    }
+                }
+            } else if n == 2 {
+                if let Some(f) = known::file_map(&mut st, after) {
+                    known::record(&f, after, nr, !site.fixed_nr);
+                }
             }
             if n < PATCH_AT_TRAP {
                 return None;

@@ -184,6 +184,8 @@ pub fn init_patching(t: &'static crate::kernel::thread::Thread, vdso: usize, fil
         },
         inline: (!every_call && inline_ok).then(crate::kernel::thread::inline_answers),
     });
+    // The sites earlier processes of the tree trapped at (`patch::known`).
+    crate::patch::use_known_sites(crate::kernel::ptrace::known_site_words());
     if filters != 0 {
         for (nr, class) in crate::arch::DIRECT_CLASS.iter().enumerate() {
             if !allows_always(filters, nr) {

@@ -68,6 +68,10 @@ pub fn exec_runtime(
         // `--profile`: the next program need not measure the counter's rate.
         cfg.profile = crate::diag::stats::tsc_per_ms().unwrap_or(1).max(1);
     }
+    // The tree's board goes on (made now if there is none: the next
+    // runtime finds the syscall sites earlier programs trapped at there,
+    // `patch::known`).
+    crate::kernel::ptrace::ensure();
     cfg.board = crate::kernel::ptrace::config_value();
     cfg.ignored = Some(crate::kernel::signal::ignored_mask(t));
     // The next runtime runs on this machine: it need not ask CPUID again.
