@@ -101,6 +101,22 @@ pub(super) fn file_map(st: &mut State, addr: usize) -> Option<FileMap> {
     Some(f)
 }
 
+/// Notes that `[start, end)` maps code of the file on device `dev` (as
+/// `host::Vma::dev`) with inode `inode`, its offset 0 at `base` (the
+/// loader's mappings: no query needed at their first trap).
+pub(super) fn note(st: &mut State, start: usize, end: usize, dev: u64, inode: u64, base: usize) {
+    forget(st, start, end);
+    if st.files.len() >= MAX_FILES {
+        st.files.remove(0);
+    }
+    st.files.push(FileMap {
+        start,
+        end,
+        key: key(dev, inode),
+        base,
+    });
+}
+
 /// Forgets the mappings in `[addr, end)` (unmapped or replaced).
 pub(super) fn forget(st: &mut State, addr: usize, end: usize) {
     st.files.retain(|f| f.end <= addr || end <= f.start);

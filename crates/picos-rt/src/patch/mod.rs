@@ -105,6 +105,11 @@ static OWNER: AtomicUsize = AtomicUsize::new(0);
 mod known;
 pub use known::use_table as use_known_sites;
 
+/// The loader mapped code of a file at `[start, end)` (see `known::note`).
+pub fn note_file_code(start: usize, end: usize, dev: u64, inode: u64, base: usize) {
+    known::note(&mut state(), start, end, dev, inode, base);
+}
+
 /// Offsets for the trampolines' inline answers (see [`Inline`]).
 static INLINE: spin::Once<Option<Inline>> = spin::Once::new();
 
@@ -614,9 +619,17 @@ fn write_code(ops: &[CodeOp<'_>]) -> Result<(), Errno> {
     let run = || -> Result<Result<(), Errno>, Errno> {
         let flags = host::O_RDWR | host::O_CLOEXEC;
         let fd = host::openat(host::AT_FDCWD, host::own_mem_path(), flags, 0)? as i32;
+        // (Several writes to one page: made apart once.)
+        let apart = core::cell::Cell::new(usize::MAX);
         let r = ops.iter().try_for_each(|op| match *op {
             CodeOp::Write(addr, bytes) => {
-                crate::mm::user::keep_code_page_apart(addr, bytes.len());
+                if !bytes.is_empty() && !runtime::owns(addr, bytes.len()) {
+                    let page = addr & !(PAGE_SIZE - 1);
+                    let last = (addr + bytes.len() - 1) & !(PAGE_SIZE - 1);
+                    if apart.replace(page) != page || last != page {
+                        crate::mm::user::keep_code_page_apart(addr, bytes.len());
+                    }
+                }
                 // The kernel writes `addr` in our own address space, which
                 // the caller has checked is program code or a trampoline
                 // region of ours.

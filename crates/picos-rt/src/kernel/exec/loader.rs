@@ -533,6 +533,28 @@ pub struct Image {
     pub bounds: [usize; 4],
 }
 
+/// Tells the patcher which file the executable segments `loads` (placed at
+/// `bias`) map, so that it need not ask the kernel at their first trap
+/// (`patch::known`).
+fn note_code_of_file(fd: i32, loads: &[&ProgramHeader64<LE>], bias: usize) {
+    let Ok(st) = host::fstat(fd) else {
+        return;
+    };
+    // The device as /proc's maps give it: major and minor, from the
+    // kernel's encoding of st_dev.
+    let d = st.st_dev;
+    let (major, minor) = ((d >> 8) & 0xfff, (d & 0xff) | ((d >> 12) & 0xf_ff00));
+    for p in loads.iter().filter(|p| p.p_flags.get(LE) & PF_X != 0) {
+        let vaddr = p.p_vaddr.get(LE) as usize;
+        let start = page_down(bias.wrapping_add(vaddr));
+        let end = page_up(bias.wrapping_add(vaddr) + p.p_memsz.get(LE) as usize);
+        let base = bias
+            .wrapping_add(vaddr)
+            .wrapping_sub(p.p_offset.get(LE) as usize);
+        crate::patch::note_file_code(start, end, major | minor << 32, st.st_ino, base);
+    }
+}
+
 /// `start_code`, `end_code`, `start_data` and `end_data` of the segments
 /// `loads` placed at `bias`, as Linux's `load_elf_binary` computes them:
 /// the code from the lowest start to the highest file end of the
@@ -601,6 +623,7 @@ fn map_elf(
         };
         map_segment(fd, p, bias, fixed)?;
     }
+    note_code_of_file(fd, &loads, bias);
     Ok(Image {
         bias,
         entry: bias + h.e_entry.get(LE) as usize,
