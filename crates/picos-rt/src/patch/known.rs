@@ -30,8 +30,8 @@
 //! file's key (never 0), word 1 `offset << 32 | checksum << 16 | dynamic
 //! << 15 | nr` (0 while being written: readers skip it).
 use super::{
-    alloc_trampoline, find_hinted_site, may_patch, rel32, trampoline_bytes, write_code, CodeOp,
-    State, PAGE_SIZE,
+    alloc_trampoline, find_hinted_site, jump_bytes, may_patch, trampoline_bytes, write_code,
+    CodeOp, State, PAGE_SIZE,
 };
 use crate::host;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -75,7 +75,7 @@ fn key(dev: u64, inode: u64) -> u64 {
 /// The mapping that holds `addr`: the one remembered, or the kernel's
 /// answer (one `PROCMAP_QUERY`, where the program never sees the
 /// descriptor), remembered.
-pub(super) fn file_map(st: &mut State, addr: usize) -> Option<FileMap> {
+fn file_map(st: &mut State, addr: usize) -> Option<FileMap> {
     if let Some(f) = st.files.iter().find(|f| f.start <= addr && addr < f.end) {
         return Some(*f);
     }
@@ -148,9 +148,13 @@ fn slot(key: u64, page: usize, slots: usize) -> usize {
 }
 
 /// Records the site that returns to `after` (number `nr`; `dynamic`: its
-/// number is moved from a register) in mapping `f`, unless it is there.
-pub(super) fn record(f: &FileMap, after: usize, nr: u64, dynamic: bool) {
+/// number is moved from a register) in the table, unless it is there (its
+/// mapping asked of the kernel only when there is a table).
+pub(super) fn record(st: &mut State, after: usize, nr: u64, dynamic: bool) {
     let Some(words) = TABLE.get() else {
+        return;
+    };
+    let Some(f) = file_map(st, after) else {
         return;
     };
     if f.key == 0 || after < f.start || after > f.end {
@@ -278,12 +282,9 @@ pub(super) fn patch_page(
         let Some((tcode, cont, map)) = trampoline_bytes(t, n as u32, &site) else {
             continue;
         };
-        let Some(rel) = rel32(site.start + 5, t) else {
+        let Some(jmp) = jump_bytes(&site, t) else {
             continue;
         };
-        if site.pun.is_some_and(|p| !p.matches(rel)) {
-            continue;
-        }
         let mut orig = [0u8; 5];
         if crate::mm::user::copy_in(&mut orig, site.start).is_err() {
             continue;
@@ -294,7 +295,7 @@ pub(super) fn patch_page(
             after: a,
             t,
             tcode,
-            jmp: [0xe9, rel[0], rel[1], rel[2], rel[3]],
+            jmp,
             cont,
             map,
             orig,

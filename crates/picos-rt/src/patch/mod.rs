@@ -54,6 +54,14 @@ use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
+mod known;
+pub use known::use_table as use_known_sites;
+
+/// The loader mapped code of a file at `[start, end)` (see `known::note`).
+pub fn note_file_code(start: usize, end: usize, dev: u64, inode: u64, base: usize) {
+    known::note(&mut state(), start, end, dev, inode, base);
+}
+
 /// Largest trampoline in bytes (with the most copied moves).
 const TRAMP_SIZE: usize = 80;
 /// Longest run of register moves copied between `mov $NR` and `syscall`.
@@ -102,14 +110,6 @@ static VDSO: AtomicUsize = AtomicUsize::new(0);
 /// own (vfork, posix_spawn) never patches: its parent may be patching, or
 /// waiting in a clone with the patcher's state as it was.
 static OWNER: AtomicUsize = AtomicUsize::new(0);
-mod known;
-pub use known::use_table as use_known_sites;
-
-/// The loader mapped code of a file at `[start, end)` (see `known::note`).
-pub fn note_file_code(start: usize, end: usize, dev: u64, inode: u64, base: usize) {
-    known::note(&mut state(), start, end, dev, inode, base);
-}
-
 /// Offsets for the trampolines' inline answers (see [`Inline`]).
 static INLINE: spin::Once<Option<Inline>> = spin::Once::new();
 
@@ -1548,9 +1548,7 @@ fn patch_seen(site: Site, after: usize, nr: u64, trapped: bool) -> Option<usize>
                     }
                 }
             } else if n == 2 {
-                if let Some(f) = known::file_map(&mut st, after) {
-                    known::record(&f, after, nr, !site.fixed_nr);
-                }
+                known::record(&mut st, after, nr, !site.fixed_nr);
             }
             if n < PATCH_AT_TRAP {
                 return None;
@@ -1820,11 +1818,7 @@ fn entry_name(site: &Site, nr: u32) -> &'static str {
 /// several (`multi`), an `int3` first, then the rest, then the opcode,
 /// with a core-serialising barrier between steps.
 fn install_jump(site: &Site, t: usize, tcode: &[u8], multi: bool) -> Option<()> {
-    let rel = rel32(site.start + 5, t)?;
-    if site.pun.is_some_and(|p| !p.matches(rel)) {
-        return None; // alloc_trampoline guarantees it
-    }
-    let jmp = [0xe9, rel[0], rel[1], rel[2], rel[3]];
+    let jmp = jump_bytes(site, t)?;
     let s0 = site.start;
     let ok = if !multi {
         write_code(&[CodeOp::Write(t, tcode), CodeOp::Write(s0, &jmp)]).is_ok()
@@ -1846,6 +1840,17 @@ fn install_jump(site: &Site, t: usize, tcode: &[u8], multi: bool) -> Option<()> 
         return None;
     }
     Some(())
+}
+
+/// The `jmp rel32` from `site` to trampoline `t`, if it reaches and
+/// (for a punned jump) repeats the bytes it must (`alloc_trampoline`
+/// chose `t` so).
+fn jump_bytes(site: &Site, t: usize) -> Option<[u8; 5]> {
+    let rel = rel32(site.start + 5, t)?;
+    if site.pun.is_some_and(|p| !p.matches(rel)) {
+        return None;
+    }
+    Some([0xe9, rel[0], rel[1], rel[2], rel[3]])
 }
 
 /// A SIGTRAP at `rip` from an `int3` the patcher put at `rip - 1`: the

@@ -1020,12 +1020,22 @@ pub fn build_stack(
         arg_start + (offsets[offsets.len() - 1] + envp[envp.len() - 1].len() + 1) as u64
     };
     let [start_code, end_code, start_data, end_data] = loaded.main.bounds.map(|v| v as u64);
-    let brk = runtime::brk_start() as u64;
+    // No break taken yet; argv's strings end where envp's start.
+    let (start_brk, brk) = (runtime::brk_start() as u64, runtime::brk_start() as u64);
+    let (start_stack, arg_end) = (sp as u64, env_start);
+    // struct prctl_mm_map's order.
     let map = [
-        start_code, end_code, start_data, end_data, brk, // start_brk
-        brk, // brk: none taken yet
-        sp as u64, arg_start, env_start, // arg_end
-        env_start, env_end,
+        start_code,
+        end_code,
+        start_data,
+        end_data,
+        start_brk,
+        brk,
+        start_stack,
+        arg_start,
+        arg_end,
+        env_start,
+        env_end,
     ];
     if let Err(e) = host::set_mm_map(&map, auxv_words) {
         if in_place {
