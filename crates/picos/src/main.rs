@@ -30,18 +30,28 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// The command-line interface.
-fn cli() -> Command {
+/// `picos` with no subcommands yet.
+fn top() -> Command {
     Command::new("picos")
         .version(env!("CARGO_PKG_VERSION"))
         .about("Run unmodified Linux x86-64 programs in a picoprocess")
         .subcommand_required(true)
         .arg_required_else_help(true)
-        .subcommand(run::RunArgs::augment(Command::new("run").about(
-            "Run a program under picos (picos becomes the program's first process: its \
-                 exit status, or the signal that killed it, is picos's); 127 if it does not \
-                 exist; 126 if it cannot be run",
-        )))
+}
+
+/// `picos run`'s command line.
+fn run_command() -> Command {
+    run::RunArgs::augment(Command::new("run").about(
+        "Run a program under picos (picos becomes the program's first process: its \
+             exit status, or the signal that killed it, is picos's); 127 if it does not \
+             exist; 126 if it cannot be run",
+    ))
+}
+
+/// The command-line interface.
+fn cli() -> Command {
+    top()
+        .subcommand(run_command())
         .subcommand(
             Command::new("syscalls")
                 .about("Print the syscall table: number, name, how picos serves it, note")
@@ -155,7 +165,17 @@ fn main() -> ExitCode {
     if oci::is_oci_run(&args) {
         return oci::main_run(&args);
     }
-    let matches = match oci::commands(cli()).try_get_matches() {
+    // `picos run PROGRAM` (the OCI runtime's `run` was told apart above)
+    // is parsed by a command line of `run` alone: building every
+    // subcommand's parser (the OCI runtime's, bench's) costs each program's
+    // start-up page faults and ~0.1 ms (docs/BENCHMARKS.md, "Thirty-first
+    // session"). Its help, errors and matches are the same.
+    let cmd = if args.first().is_some_and(|a| a == "run") {
+        top().subcommand(run_command())
+    } else {
+        oci::commands(cli())
+    };
+    let matches = match cmd.try_get_matches() {
         Ok(m) => m,
         Err(e)
             if !e.use_stderr()

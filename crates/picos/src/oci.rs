@@ -395,6 +395,15 @@ fn globals(cmd: Command) -> Command {
 /// one of runc's `run` options (`--bundle`/`-b`, `--detach`/`-d`, ...)
 /// right after it. Both sets are [`oci_run_command`]'s own arguments.
 pub fn is_oci_run(args: &[OsString]) -> bool {
+    // What every `picos run PROGRAM` and every other subcommand is, told
+    // without building the command line (`picos run`'s start-up): no
+    // option first, and no option after a `run`.
+    let is_option = |a: &OsString| a.as_encoded_bytes().starts_with(b"-");
+    if let Some(first) = args.first().filter(|a| !is_option(a)) {
+        if first != "run" || !args.get(1).is_some_and(is_option) {
+            return false;
+        }
+    }
     let cmd = oci_run_command();
     // Whether `a` names one of `options`, and whether it takes a value.
     let option = |options: &Command, a: &str| -> Option<bool> {
