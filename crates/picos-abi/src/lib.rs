@@ -139,7 +139,27 @@ pub struct LaunchConfig {
     /// (`OFFSET SIZE NAME` lines) from which each process writes
     /// `/tmp/perf-PID.map`. Empty: no perf map.
     pub perf_map: Vec<u8>,
+    /// The user's known-sites file (the syscall sites earlier programs
+    /// trapped at, kept across runs: [`KNOWN_SITES_FILE`], the runtime's
+    /// `patch::known`), which every runtime of the tree maps shared. Empty:
+    /// none (the sandbox, containers, no cache: the tree keeps what it
+    /// learns on its own board).
+    pub sites: Vec<u8>,
 }
+
+/// The known-sites file's name in the runtime cache, with its format's
+/// version: a header page ([`KNOWN_SITES_MAGIC`], then the creation time
+/// in seconds since the epoch), then [`KNOWN_SITES_WORDS`] 64-bit words of
+/// the runtime's table (`patch::known`), in the machine's byte order.
+pub const KNOWN_SITES_FILE: &str = "known-sites-v1";
+/// The header's first word.
+pub const KNOWN_SITES_MAGIC: u64 = u64::from_le_bytes(*b"picosKS1");
+/// The header's length (the table starts on the second page).
+pub const KNOWN_SITES_HEADER: usize = 4096;
+/// The table's words: 32,768 sites.
+pub const KNOWN_SITES_WORDS: usize = 65536;
+/// The file's length.
+pub const KNOWN_SITES_LEN: usize = KNOWN_SITES_HEADER + KNOWN_SITES_WORDS * 8;
 
 /// The most `[[fs.mounts]]` entries picos takes.
 pub const MAX_MOUNTS: usize = 32;
@@ -255,6 +275,7 @@ impl Default for LaunchConfig {
             seccomp: Vec::new(),
             mounts: Vec::new(),
             perf_map: Vec::new(),
+            sites: Vec::new(),
         }
     }
 }
@@ -475,6 +496,10 @@ impl LaunchConfig {
             s.push_str(";perfmap=");
             hex_encode(&mut s, &self.perf_map);
         }
+        if !self.sites.is_empty() {
+            s.push_str(";sites=");
+            hex_encode(&mut s, &self.sites);
+        }
         if self.root_pid != 0 {
             s.push_str(";root=");
             push_u64(&mut s, self.root_pid.into());
@@ -583,6 +608,7 @@ impl LaunchConfig {
                 b"profile" => cfg.profile = parse_u64(value).ok_or(DecodeError::BadField)?,
                 b"statsjson" => cfg.stats_json = hex_decode(value).ok_or(DecodeError::BadField)?,
                 b"perfmap" => cfg.perf_map = hex_decode(value).ok_or(DecodeError::BadField)?,
+                b"sites" => cfg.sites = hex_decode(value).ok_or(DecodeError::BadField)?,
                 b"root" => {
                     cfg.root_pid = parse_u64(value)
                         .and_then(|v| u32::try_from(v).ok())
@@ -665,6 +691,7 @@ mod tests {
             stats_json: b"/tmp/s;t=1.json".to_vec(),
             profile: 2_800_000,
             perf_map: b"/tmp/picos-rt;1.syms".to_vec(),
+            sites: b"/root/.cache/picos/runtime/known-sites-v1".to_vec(),
             root_pid: 4_194_304,
             tree_exe: b"/root/.cache/picos/picos-rt-0123.t-9 (deleted)".to_vec(),
             ignored: Some(u64::MAX),
@@ -765,6 +792,7 @@ mod tests {
                 seccomp: Vec::new(),
                 mounts: Vec::new(),
                 perf_map: Vec::new(),
+                sites: Vec::new(),
             };
             assert_eq!(LaunchConfig::decode(cfg.encode().as_bytes()).unwrap(), cfg);
         }

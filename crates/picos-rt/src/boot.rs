@@ -90,6 +90,13 @@ pub fn start(args: StartArgs) -> ! {
         .collect();
     crate::kernel::process::set_config(cfg);
     crate::diag::perfmap::at_start(&config().perf_map);
+    // The syscall sites earlier runs learnt (`patch::known`), before the
+    // program's first trap.
+    if !config().sites.is_empty() {
+        if let Err(e) = crate::mm::shared::map_known_sites(&config().sites) {
+            crate::log!(Debug, "cannot map the known-sites file: {}", e);
+        }
+    }
 
     // SIGSYS is blocked across our execve (see `exec_runtime`), not by the program.
     let mask = host::rt_sigprocmask(crate::host::abi::SIG_BLOCK, None).unwrap_or(0)

@@ -543,6 +543,8 @@ fn plan(args: &RunArgs, manifest: Manifest) -> Result<Plan, RunError> {
         } else {
             Vec::new()
         },
+        // Known when the runtime's image is (`launch`).
+        sites: Vec::new(),
     };
     Ok(Plan {
         container: None,
@@ -677,6 +679,25 @@ fn launch(p: Plan) -> Result<std::convert::Infallible, RunError> {
     let mut config = p.config;
     config.root_pid = std::process::id();
     config.tree_exe = image.link.clone();
+    // What earlier runs learnt of the syscall sites of the libraries (and
+    // programs) this one maps, kept beside the image: not for a sandboxed
+    // tree, whose programs must not change what later trees patch.
+    if image.source == crate::runtime_image::Source::Cache
+        && p.sandbox.is_none()
+        && p.kernel_seccomp.is_empty()
+        && config.patch_syscalls
+    {
+        let sites = crate::runtime_image::cache_dir()
+            .ok_or_else(|| std::io::Error::other("no cache directory"))
+            .and_then(|d| crate::runtime_image::known_sites(&d));
+        match sites {
+            Ok(path) => config.sites = path.into_os_string().into_vec(),
+            Err(e) if config.log_level >= picos_abi::LogLevel::Debug => {
+                eprintln!("picos: no known-sites file ({e}): each run learns its sites anew");
+            }
+            Err(_) => {}
+        }
+    }
     let prefix = format!("{CONFIG_ENV}=");
     let mut env: Vec<std::ffi::CString> = p
         .env

@@ -190,6 +190,81 @@ pub fn from_cache(dir: &Path) -> std::io::Result<Image> {
     }
 }
 
+/// How long a known-sites file is kept before it starts again empty: its
+/// entries are never removed, so files replaced since (a package upgrade)
+/// would fill it, and a full table records nothing more.
+const KNOWN_SITES_DAYS: u64 = 7;
+
+/// The known-sites file in the cache `dir` (whose image was just opened:
+/// the directory is checked), made empty if it is missing, damaged or
+/// older than [`KNOWN_SITES_DAYS`] (under a temporary name, then renamed:
+/// a tree that has the old one mapped keeps it). The runtime maps it
+/// shared (`patch::known`): what one run's processes learn about a
+/// library's syscall sites, the next run's patch at their first trap. It
+/// must belong to this user and be writable by nobody else, as the image.
+pub fn known_sites(dir: &Path) -> std::io::Result<PathBuf> {
+    use picos_abi::{KNOWN_SITES_FILE, KNOWN_SITES_HEADER, KNOWN_SITES_LEN, KNOWN_SITES_MAGIC};
+    let path = dir.join(KNOWN_SITES_FILE);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let usable = |fd: &OwnedFd| -> std::io::Result<bool> {
+        let st = check_owned(fd, "the known-sites file")?;
+        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile
+            || st.st_size as u64 != KNOWN_SITES_LEN as u64
+        {
+            return Ok(false);
+        }
+        let mut head = [0u8; 16];
+        if rustix::io::pread(fd, &mut head, 0)? != head.len() {
+            return Ok(false);
+        }
+        let word = |i: usize| u64::from_ne_bytes(head[8 * i..8 * i + 8].try_into().unwrap());
+        let made = word(1);
+        Ok(word(0) == KNOWN_SITES_MAGIC
+            && made <= now + 86_400
+            && now.saturating_sub(made) < KNOWN_SITES_DAYS * 86_400)
+    };
+    let open = || {
+        rustix::fs::open(
+            &path,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+    };
+    match open() {
+        Ok(fd) if usable(&fd)? => return Ok(path),
+        Ok(_) | Err(Errno::NOENT) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let tmp = dir.join(format!("{KNOWN_SITES_FILE}.tmp-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let made = (|| -> std::io::Result<()> {
+        let fd = rustix::fs::open(
+            &tmp,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )?;
+        let mut head = vec![0u8; KNOWN_SITES_HEADER];
+        head[..8].copy_from_slice(&KNOWN_SITES_MAGIC.to_ne_bytes());
+        head[8..16].copy_from_slice(&now.to_ne_bytes());
+        let mut f = std::fs::File::from(fd);
+        f.write_all(&head)?;
+        // The table: zeros, a hole until sites are recorded.
+        f.set_len(KNOWN_SITES_LEN as u64)?;
+        std::fs::rename(&tmp, &path)
+    })();
+    if let Err(e) = made {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    match open() {
+        Ok(fd) if usable(&fd)? => Ok(path),
+        Ok(_) => Err(std::io::Error::other("it was changed as it was made")),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Makes the cache directory `dir` (and what it needs above it), mode
 /// 0700, only below one of this user's own directories or a sticky one
 /// such as /tmp (root under `sudo -E` makes none in the invoking user's
@@ -343,7 +418,12 @@ fn prune(dir: &Path, keep: &str) {
     for e in entries.flatten() {
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
-        if !name.starts_with("picos-rt-") || name == keep {
+        // Images and their leftovers; known-sites files' leftovers only.
+        let sites = name.starts_with(picos_abi::KNOWN_SITES_FILE);
+        if !(name.starts_with("picos-rt-") || sites)
+            || name == keep
+            || (sites && !name.contains('.'))
+        {
             continue;
         }
         let Ok(modified) = e.metadata().and_then(|m| m.modified()) else {

@@ -1019,43 +1019,128 @@ fn vfork_children_leave_no_memory_behind() {
 /// (`patch::known`): in a loop of /bin/true, each a new program (an
 /// execve in place, or the kernel's with `--kernel-exec`), the first run
 /// traps at every call of the dynamic loader (27 trapped calls of 29 on
-/// the 30th session's machine), the later ones at far fewer (11).
+/// the 30th session's machine), the later ones at far fewer (11). That is
+/// the tree's own table, on its board, where there is no known-sites file
+/// (here: no cache directory, as without a home directory; under the
+/// sandbox). With the user's file, the first /bin/true already traps as
+/// little: the shell recorded the loader's and the C library's sites.
 #[test]
 fn known_sites_spare_later_programs_their_traps() {
     for extra in [&[][..], &["--kernel-exec"][..]] {
-        let dir = tempfile::tempdir().unwrap();
-        let json = dir.path().join("stats.json");
-        let out = Command::new(PICOS)
-            .arg("run")
-            .args(extra)
-            .arg("--stats-json")
-            .arg(&json)
-            .args(["/bin/sh", "-c", "for i in 1 2 3 4 5; do /bin/true; done"])
-            // (cargo's library path would make the loader search more.)
-            .env_remove("LD_LIBRARY_PATH")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{extra:?}: {out:?}");
-        let text = std::fs::read_to_string(&json).unwrap();
-        // /bin/true's records: the five with the same number of calls, in
-        // the order they ended (each vfork child's own record at its
-        // execve, with a call or two, aside).
-        let records: Vec<(u64, u64)> = process_records(&text)
-            .map(|l| (json_num(l, "syscalls"), json_num(l, "trap_path")))
-            .filter(|&(n, _)| n > 10)
-            .collect();
-        let calls = records
-            .iter()
-            .map(|r| r.0)
-            .find(|&n| records.iter().filter(|r| r.0 == n).count() == 5)
-            .unwrap_or_else(|| panic!("{extra:?}: no five runs alike: {text}"));
-        let trues: Vec<(u64, u64)> = records.into_iter().filter(|r| r.0 == calls).collect();
-        let (first, last) = (trues[0].1, trues[4].1);
+        // The five /bin/true's trapped calls, without and with the file.
+        let traps = |file: bool| -> Vec<u64> {
+            let dir = tempfile::tempdir().unwrap();
+            let json = dir.path().join("stats.json");
+            let mut c = Command::new(PICOS);
+            if file {
+                c.env("XDG_CACHE_HOME", dir.path());
+            } else {
+                c.env_remove("XDG_CACHE_HOME").env_remove("HOME");
+            }
+            let out = c
+                .arg("run")
+                .args(extra)
+                .arg("--stats-json")
+                .arg(&json)
+                .args(["/bin/sh", "-c", "for i in 1 2 3 4 5; do /bin/true; done"])
+                // (cargo's library path would make the loader search more.)
+                .env_remove("LD_LIBRARY_PATH")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{extra:?}: {out:?}");
+            let text = std::fs::read_to_string(&json).unwrap();
+            // /bin/true's records: the five with the same number of calls,
+            // in the order they ended (each vfork child's own record at
+            // its execve, with a call or two, aside).
+            let records: Vec<(u64, u64)> = process_records(&text)
+                .map(|l| (json_num(l, "syscalls"), json_num(l, "trap_path")))
+                .filter(|&(n, _)| n > 10)
+                .collect();
+            let calls = records
+                .iter()
+                .map(|r| r.0)
+                .find(|&n| records.iter().filter(|r| r.0 == n).count() == 5)
+                .unwrap_or_else(|| panic!("{extra:?}: no five runs alike: {text}"));
+            records
+                .into_iter()
+                .filter(|r| r.0 == calls)
+                .map(|r| r.1)
+                .collect()
+        };
+        let board = traps(false);
+        let (first, last) = (board[0], board[4]);
         assert!(
             last * 2 < first,
-            "{extra:?}: the first /bin/true trapped {first} times, the last {last}: {text}"
+            "{extra:?}: the first /bin/true trapped {first} times, the last {last}"
+        );
+        let file = traps(true);
+        assert!(
+            file.iter().all(|&n| n * 2 < first),
+            "{extra:?}: with the known-sites file: {file:?}; without, the first: {first}"
         );
     }
+}
+
+/// The trapped calls of one run of `args` (`--stats-json`; its process
+/// record with the most calls), with `cache` as the cache directory.
+fn trapped_calls(cache: &std::path::Path, flags: &[&str], args: &[&str]) -> u64 {
+    let json = cache.join("stats.json");
+    let _ = std::fs::remove_file(&json);
+    let out = Command::new(PICOS)
+        .env("XDG_CACHE_HOME", cache)
+        .env_remove("LD_LIBRARY_PATH")
+        .arg("run")
+        .args(flags)
+        .arg("--stats-json")
+        .arg(&json)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}: {out:?}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    let p = process_records(&text)
+        .max_by_key(|l| json_num(l, "syscalls"))
+        .unwrap_or_else(|| panic!("no process record: {text}"));
+    json_num(p, "trap_path")
+}
+
+/// The syscall sites a run's processes trapped at more than once are kept
+/// in the user's known-sites file (the runtime cache's `known-sites-v1`):
+/// the next run of the same program patches them at its first trap on
+/// their page. A file of the wrong size is made again; a sandboxed run
+/// neither reads nor writes it.
+#[test]
+fn known_sites_are_kept_across_runs() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("picos/runtime/known-sites-v1");
+    let sh = ["/bin/sh", "-c", "for i in 1 2 3; do /bin/true; done"];
+    // The sandbox first: no file made.
+    let sandboxed = trapped_calls(dir.path(), &["--sandbox"], &["/bin/true"]);
+    assert!(sandboxed > 0);
+    assert!(!file.exists(), "a sandboxed run made {}", file.display());
+    let first = trapped_calls(dir.path(), &[], &["/bin/true"]);
+    let meta = std::fs::metadata(&file).unwrap();
+    assert_eq!(meta.len(), 4096 + 65536 * 8);
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    // Sites /bin/true's loader trapped at once only are recorded by a
+    // process that traps at them twice: a shell's loop of three.
+    let _ = trapped_calls(dir.path(), &[], &sh);
+    let second = trapped_calls(dir.path(), &[], &["/bin/true"]);
+    assert!(
+        second * 2 < first,
+        "the first run of /bin/true trapped {first} times, the second {second}"
+    );
+    // Damaged: cut short, it is made again (empty), and runs still work.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_len(100)
+        .unwrap();
+    let again = trapped_calls(dir.path(), &[], &["/bin/true"]);
+    assert_eq!(again, first, "after the file was made again");
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 4096 + 65536 * 8);
 }
 
 /// `--stats` counts a vfork child's own calls and thread only

@@ -216,10 +216,11 @@ pub fn hint_words() -> Option<&'static [core::sync::atomic::AtomicU64]> {
     board().map(shared::hints)
 }
 
-/// The words of the board's table of known syscall sites
-/// (`patch::known`), if there is a board.
+/// The words of the table of known syscall sites (`patch::known`): the
+/// user's known-sites file's, kept across runs, if this process maps it
+/// (`mm::shared::map_known_sites`), else the board's, if there is one.
 pub fn known_site_words() -> Option<&'static [core::sync::atomic::AtomicU64]> {
-    board().map(shared::known_sites)
+    shared::known_sites_file().or_else(|| board().map(shared::known_sites))
 }
 
 /// The word of process `pid`'s execve-in-place mark (one per residue of

@@ -688,7 +688,7 @@ unsafe impl dlmalloc::Allocator for ReservationSystem {
             return (core::ptr::null_mut(), 0, 0);
         }
         let off = HEAP_TOP.fetch_add(size, Ordering::Relaxed);
-        if off + size > HEAP_LIMIT - super::shared::BOARD_SPAN {
+        if off + size > HEAP_LIMIT - super::shared::SHARED_SPAN {
             HEAP_TOP.fetch_sub(size, Ordering::Relaxed);
             return (core::ptr::null_mut(), 0, 0);
         }

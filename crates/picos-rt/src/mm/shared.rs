@@ -21,7 +21,8 @@ pub const BOARD_WORDS: usize = BOARD_SPAN / 8;
 pub type Board = [AtomicU64; BOARD_WORDS];
 
 /// Where the board lies: the top of the heap part of the reservation
-/// (the heap's limit stops below it: `runtime::HEAP_TOP_LIMIT`).
+/// (the heap's limit stops below it and the known-sites file:
+/// [`SHARED_SPAN`]).
 fn board_addr() -> usize {
     runtime::reservation_base() + HEAP_LIMIT - BOARD_SPAN
 }
@@ -88,6 +89,92 @@ pub fn known_sites(b: &'static Board) -> &'static [AtomicU64] {
 pub fn create() -> Result<i32, Errno> {
     let id = host::shmget_private(BOARD_SPAN)? as i32;
     Ok(id)
+}
+
+/// The span kept for the user's known-sites file, just below the board
+/// (the heap's limit stops below both).
+pub const SITES_SPAN: usize = runtime::page_up(picos_abi::KNOWN_SITES_LEN);
+/// The board and the known-sites file: the top of the heap part of the
+/// reservation.
+pub const SHARED_SPAN: usize = BOARD_SPAN + SITES_SPAN;
+
+/// The known-sites table, once its file is mapped ([`map_known_sites`]).
+static SITES: spin::Once<&'static [AtomicU64]> = spin::Once::new();
+
+/// The table of the user's known-sites file, if this process maps it.
+pub fn known_sites_file() -> Option<&'static [AtomicU64]> {
+    SITES.get().copied()
+}
+
+/// Maps the known-sites file at `path` (the launch configuration's
+/// `sites`: the CLI made and checked it) shared, at its place below the
+/// board, and returns its table: every process of every tree of the user
+/// that maps it reads and records sites there (`patch::known`), and the
+/// page cache keeps them for the next runs. Fork children inherit the
+/// mapping; the runtime after an execve in place keeps it; one that the
+/// kernel starts maps it again from the path. The descriptor is closed at
+/// once. A file of another length or without the header's magic is not
+/// mapped (a shorter file would fault).
+pub fn map_known_sites(path: &[u8]) -> Result<&'static [AtomicU64], Errno> {
+    use picos_abi::{KNOWN_SITES_HEADER, KNOWN_SITES_LEN, KNOWN_SITES_MAGIC, KNOWN_SITES_WORDS};
+    if let Some(t) = SITES.get() {
+        return Ok(t);
+    }
+    let base = runtime::reservation_base();
+    if base == 0 || path.is_empty() {
+        return Err(Errno::EINVAL);
+    }
+    let mut p = alloc::vec::Vec::with_capacity(path.len() + 1);
+    p.extend_from_slice(path);
+    p.push(0);
+    let c = core::ffi::CStr::from_bytes_with_nul(&p).map_err(|_| Errno::EINVAL)?;
+    let flags = host::O_RDWR | host::O_NOFOLLOW | host::O_CLOEXEC;
+    let fd = host::openat(host::AT_FDCWD, c, flags, 0)? as i32;
+    let mapped = (|| {
+        let st = host::fstat(fd)?;
+        if st.st_mode & 0o170000 != 0o100000 || st.st_size as usize != KNOWN_SITES_LEN {
+            return Err(Errno::EINVAL);
+        }
+        let mut magic = [0u8; 8];
+        host::pread_exact(fd, &mut magic, 0)?;
+        if u64::from_ne_bytes(magic) != KNOWN_SITES_MAGIC {
+            return Err(Errno::EINVAL);
+        }
+        let at = board_addr() - SITES_SPAN;
+        // SAFETY: the range is the reservation's, kept for this file:
+        // nothing else of the runtime's lies there, and the program's calls
+        // never map the reservation.
+        let got = unsafe {
+            host::mmap(
+                at,
+                KNOWN_SITES_LEN,
+                runtime::PROT_READ | runtime::PROT_WRITE,
+                runtime::MAP_SHARED | runtime::MAP_FIXED,
+                fd,
+                0,
+            )
+        }?;
+        if got != at {
+            return Err(Errno::EINVAL);
+        }
+        Ok(at)
+    })();
+    let _ = host::close(fd);
+    let at = mapped?;
+    // SAFETY: the table's words lie after the header, inside the
+    // KNOWN_SITES_LEN bytes just mapped shared, read-write, for the life
+    // of the process (never unmapped by the runtime; the program cannot
+    // unmap the reservation); AtomicU64 has no invalid bit patterns, and
+    // the page-aligned header keeps the words aligned. The file's length
+    // was checked: only its truncation by someone else meanwhile would
+    // make a word fault, as a program's own mapped file would.
+    let words = unsafe {
+        core::slice::from_raw_parts(
+            (at + KNOWN_SITES_HEADER) as *const AtomicU64,
+            KNOWN_SITES_WORDS,
+        )
+    };
+    Ok(*SITES.call_once(|| words))
 }
 
 /// Marks segment `id` for removal once nothing has it attached.

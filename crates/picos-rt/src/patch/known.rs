@@ -259,6 +259,9 @@ pub(super) fn patch_page(
         cont: usize,
         map: super::TrampMap,
         orig: [u8; 5],
+        nr: u64,
+        punned: bool,
+        entry: &'static str,
     }
     let mut plans: alloc::vec::Vec<Plan> = alloc::vec::Vec::new();
     for (a, n, d, sum) in found {
@@ -299,6 +302,9 @@ pub(super) fn patch_page(
             cont,
             map,
             orig,
+            nr: n,
+            punned: site.pun.is_some(),
+            entry: super::entry_name(&site, n as u32),
         });
     }
     let mine = plans.iter().position(|p| p.after == after)?;
@@ -312,6 +318,17 @@ pub(super) fn patch_page(
         return None;
     }
     for p in &plans {
+        // As `patch_seen` logs a site (tests read the entries from these).
+        crate::log!(
+            Debug,
+            "patch site {:#x} nr {} -> trampoline {:#x} (known site; cont {:#x}, {}{})",
+            p.start,
+            p.nr,
+            p.t,
+            p.cont,
+            if p.punned { "punned jump, " } else { "" },
+            p.entry
+        );
         st.sites.insert(p.start);
         st.seen.remove(&p.start);
         st.hinted.remove(&p.start);
