@@ -596,6 +596,66 @@ mod tests {
         assert!(s.ends_with(" (deleted)"), "{s}");
     }
 
+    /// The known-sites file: made once (0600, the header, the length),
+    /// then reused as it is; made again when damaged or too old; refused
+    /// when others may write it.
+    #[test]
+    fn known_sites_file_is_made_checked_and_remade() {
+        use picos_abi::{KNOWN_SITES_LEN, KNOWN_SITES_MAGIC};
+        use std::os::unix::fs::MetadataExt;
+        let d = scratch("sites");
+        std::fs::create_dir_all(&d).unwrap();
+        let path = known_sites(&d).unwrap();
+        assert_eq!(path, d.join("known-sites-v1"));
+        let m = std::fs::metadata(&path).unwrap();
+        assert_eq!(m.len(), KNOWN_SITES_LEN as u64);
+        assert_eq!(m.permissions().mode() & 0o777, 0o600);
+        let head = std::fs::read(&path).unwrap();
+        assert_eq!(head[..8], KNOWN_SITES_MAGIC.to_ne_bytes());
+        // What a run recorded stays.
+        let mut f = std::fs::File::options().write(true).open(&path).unwrap();
+        rustix::io::pwrite(&f, &[7u8; 8], 8192).unwrap();
+        known_sites(&d).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().ino(), m.ino());
+        assert_eq!(std::fs::read(&path).unwrap()[8192], 7);
+        // Damaged ways: each made again, empty.
+        let remade = |damage: &dyn Fn(&mut std::fs::File)| {
+            let mut f = std::fs::File::options()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .unwrap();
+            rustix::io::pwrite(&f, &[7u8; 8], 8192).unwrap();
+            damage(&mut f);
+            drop(f);
+            known_sites(&d).unwrap();
+            let b = std::fs::read(&path).unwrap();
+            assert_eq!(b.len(), KNOWN_SITES_LEN);
+            assert_eq!(b[8192], 0, "not made again");
+        };
+        remade(&|f| f.set_len(100).unwrap());
+        remade(&|f| {
+            rustix::io::pwrite(&*f, b"picosXX1", 0).unwrap();
+        });
+        // Made eight days ago.
+        remade(&|f| {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs();
+            rustix::io::pwrite(&*f, &(now - 8 * 86_400).to_ne_bytes(), 8).unwrap();
+        });
+        f.set_len(KNOWN_SITES_LEN as u64).unwrap();
+        // Others may write it: refused, not used.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o622)).unwrap();
+        let e = known_sites(&d).unwrap_err();
+        assert!(e.to_string().contains("may be written by others"), "{e}");
+        // No temporary file is left.
+        let left: Vec<_> = std::fs::read_dir(&d).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
     #[test]
     fn prune_keeps_the_newest_images() {
         let d = scratch("prune");
@@ -622,6 +682,16 @@ mod tests {
         let fresh = d.join("picos-rt-old5.tmp-3");
         std::fs::write(&fresh, b"x").unwrap();
         std::fs::write(d.join("other"), b"x").unwrap();
+        // The known-sites file stays; its stale leftover goes.
+        std::fs::write(d.join("known-sites-v1"), b"x").unwrap();
+        let sites_tmp = d.join("known-sites-v1.tmp-9");
+        std::fs::write(&sites_tmp, b"x").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&sites_tmp)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(7200))
+            .unwrap();
         prune(&d, "picos-rt-new");
         let mut left: Vec<String> = std::fs::read_dir(&d)
             .unwrap()
@@ -632,6 +702,7 @@ mod tests {
         assert_eq!(
             left,
             [
+                "known-sites-v1",
                 "other",
                 "picos-rt-old3",
                 "picos-rt-old4",
