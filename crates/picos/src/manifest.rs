@@ -376,8 +376,25 @@ impl Manifest {
     /// (one chroot mount `/` <- `file:/`), the caller's working directory, environment and
     /// argv, log level `warning`.
     pub fn embedded_default() -> Manifest {
-        Manifest::parse(DEFAULT_MANIFEST, "<default manifest>")
-            .expect("the embedded default manifest is valid (checked by a unit test)")
+        // What parsing DEFAULT_MANIFEST gives (the unit test
+        // `embedded_default` compares them), built without the parser: a
+        // TOML parse was half of the CLI's own work in every `picos run`
+        // without `-m` (docs/BENCHMARKS.md, "Thirty-first session").
+        Manifest {
+            use_cmdline_argv: true,
+            use_host_env: true,
+            log_level: LogLevel::Warning,
+            mounts: vec![Mount {
+                kind: "chroot".into(),
+                size: None,
+                path: "/".into(),
+                uri: "file:/".into(),
+                readonly: false,
+                exclusive: false,
+                writeback: false,
+            }],
+            ..Manifest::default()
+        }
     }
 
     /// Reads and validates the manifest at `path`, which must be a regular

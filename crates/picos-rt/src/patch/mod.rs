@@ -621,27 +621,31 @@ fn write_code(ops: &[CodeOp<'_>]) -> Result<(), Errno> {
         let fd = host::openat(host::AT_FDCWD, host::own_mem_path(), flags, 0)? as i32;
         // (Several writes to one page: made apart once.)
         let apart = core::cell::Cell::new(usize::MAX);
-        let r = ops.iter().try_for_each(|op| match *op {
-            CodeOp::Write(addr, bytes) => {
-                if !bytes.is_empty() && !runtime::owns(addr, bytes.len()) {
-                    let page = addr & !(PAGE_SIZE - 1);
-                    let last = (addr + bytes.len() - 1) & !(PAGE_SIZE - 1);
-                    if apart.replace(page) != page || last != page {
-                        crate::mm::user::keep_code_page_apart(addr, bytes.len());
-                    }
-                }
-                // The kernel writes `addr` in our own address space, which
-                // the caller has checked is program code or a trampoline
-                // region of ours.
-                let n = host::pwrite(fd, bytes, addr as u64)?;
-                if n == bytes.len() {
-                    Ok(())
-                } else {
-                    Err(Errno::EIO)
+        let write = |addr: usize, bytes: &[u8]| {
+            if !bytes.is_empty() && !runtime::owns(addr, bytes.len()) {
+                let page = addr & !(PAGE_SIZE - 1);
+                let last = (addr + bytes.len() - 1) & !(PAGE_SIZE - 1);
+                if apart.replace(page) != page || last != page {
+                    crate::mm::user::keep_code_page_apart(addr, bytes.len());
                 }
             }
-            CodeOp::Sync => sync_op(),
-        });
+            // The kernel writes `addr` in our own address space, which
+            // the caller has checked is program code or a trampoline
+            // region of ours.
+            let n = host::pwrite(fd, bytes, addr as u64)?;
+            if n == bytes.len() {
+                Ok(())
+            } else {
+                Err(Errno::EIO)
+            }
+        };
+        let r = match coalesced(ops) {
+            Some(writes) => writes.iter().try_for_each(|(a, b)| write(*a, b)),
+            None => ops.iter().try_for_each(|op| match *op {
+                CodeOp::Write(addr, bytes) => write(addr, bytes),
+                CodeOp::Sync => sync_op(),
+            }),
+        };
         let _ = host::close(fd);
         Ok(r)
     };
@@ -690,6 +694,78 @@ fn write_code(ops: &[CodeOp<'_>]) -> Result<(), Errno> {
             Err(e)
         }
     }
+}
+
+/// The writes of `ops` as few host writes as can be, when it has several
+/// and no barrier (None otherwise, or if a program page cannot be read):
+/// each run of adjacent writes to the runtime's code regions (a batch's
+/// trampolines, allocated one after the other) as one, first, as the ops
+/// put each trampoline before its jump; then the writes to each page of
+/// program code as one, the bytes between them rewritten as they are. A
+/// page's known sites (`known::patch_page`) took two writes each through
+/// /proc/self/mem (~2-3 µs apiece): `python3 -c pass` made 170 of them at
+/// start-up. Only where the program cannot run meanwhile: the caller
+/// writes through the file only when no other task shares the calling
+/// thread's descriptor table ([`protection_first`]), so no thread of the
+/// program changes the bytes between their read and their write.
+fn coalesced(ops: &[CodeOp<'_>]) -> Option<Vec<(usize, Vec<u8>)>> {
+    let mut writes: Vec<(usize, &[u8])> = Vec::with_capacity(ops.len());
+    for op in ops {
+        match *op {
+            CodeOp::Write(a, b) if !b.is_empty() => writes.push((a, b)),
+            CodeOp::Write(..) => {}
+            CodeOp::Sync => return None,
+        }
+    }
+    if writes.len() < 2 {
+        return None;
+    }
+    // Trampolines first, then program code; each by address (a stable
+    // sort: writes to the same place stay in their order).
+    writes.sort_by_key(|&(a, b)| (!runtime::owns(a, b.len()), a));
+    let mut out: Vec<(usize, Vec<u8>)> = Vec::new();
+    // Where the last write of the last run began.
+    let mut last = 0;
+    for (a, b) in writes {
+        let own = runtime::owns(a, b.len());
+        let page = a & !(PAGE_SIZE - 1);
+        let end = a + b.len();
+        if let Some((s, buf)) = out.last_mut() {
+            let cur_end = *s + buf.len();
+            let joins = if own {
+                // The next trampoline slot (`alloc_trampoline`): the bytes
+                // between are the unused end of the last one's slot.
+                runtime::owns(*s, buf.len())
+                    && (a == cur_end
+                        || (a > cur_end && a - last == TRAMP_SIZE && cur_end - last <= TRAMP_SIZE))
+            } else {
+                !runtime::owns(*s, buf.len())
+                    && *s & !(PAGE_SIZE - 1) == page
+                    && end <= page + PAGE_SIZE
+                    && a >= *s
+            };
+            if joins {
+                if a > cur_end && own {
+                    // (Never run: int3.)
+                    buf.resize(a - *s, 0xcc);
+                } else if a > cur_end {
+                    let mut gap = alloc::vec![0u8; a - cur_end];
+                    crate::mm::user::copy_in(&mut gap, cur_end).ok()?;
+                    buf.extend_from_slice(&gap);
+                }
+                last = a;
+                let at = a - *s;
+                if buf.len() < at + b.len() {
+                    buf.resize(at + b.len(), 0);
+                }
+                buf[at..at + b.len()].copy_from_slice(b);
+                continue;
+            }
+        }
+        out.push((a, b.to_vec()));
+        last = a;
+    }
+    Some(out)
 }
 
 /// [`write_code`] has said once (at the debug level) that it writes code
@@ -1863,6 +1939,52 @@ pub fn is_patch_trap(rip: usize) -> bool {
 mod tests {
     use super::*;
     use alloc::vec;
+
+    #[repr(align(4096))]
+    struct Pages([u8; 3 * PAGE_SIZE]);
+
+    /// A batch's writes to one page of program code become one write (the
+    /// bytes between as they are); a write across a page boundary and
+    /// writes to another page stay apart; a batch with a barrier, or of
+    /// one write, is left as it is.
+    #[test]
+    fn writes_are_coalesced_by_page() {
+        let mut pages = Pages([0; 3 * PAGE_SIZE]);
+        for (i, b) in pages.0.iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        let base = pages.0.as_ptr() as usize;
+        let (j1, j2, j3, j4) = ([0xe9u8; 5], [0xe8u8; 5], [0xaau8; 5], [0xbbu8; 5]);
+        let ops = [
+            CodeOp::Write(base + 100, &j2),
+            CodeOp::Write(base + 10, &j1),
+            CodeOp::Write(base + PAGE_SIZE - 2, &j3),
+            CodeOp::Write(base + PAGE_SIZE + 50, &j4),
+            CodeOp::Write(base + 2 * PAGE_SIZE + 8, &[]),
+        ];
+        let w = coalesced(&ops).unwrap();
+        assert_eq!(
+            w.len(),
+            3,
+            "{:?}",
+            w.iter().map(|x| x.0 - base).collect::<Vec<_>>()
+        );
+        assert_eq!(w[0].0, base + 10);
+        assert_eq!(w[0].1.len(), 95);
+        assert_eq!(w[0].1[..5], j1);
+        assert_eq!(w[0].1[90..], j2);
+        // The bytes between, read back.
+        assert_eq!(w[0].1[5..90], pages.0[15..100]);
+        assert_eq!(w[1], (base + PAGE_SIZE - 2, j3.to_vec()));
+        assert_eq!(w[2], (base + PAGE_SIZE + 50, j4.to_vec()));
+        assert!(coalesced(&[
+            CodeOp::Write(base, &j1),
+            CodeOp::Sync,
+            CodeOp::Write(base + 8, &j2)
+        ])
+        .is_none());
+        assert!(coalesced(&[CodeOp::Write(base, &j1)]).is_none());
+    }
 
     #[test]
     fn seven_byte_form() {
