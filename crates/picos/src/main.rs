@@ -165,6 +165,14 @@ fn main() -> ExitCode {
     if oci::is_oci_run(&args) {
         return oci::main_run(&args);
     }
+    // `picos run PROGRAM [ARGS]...` without options, the common form,
+    // needs no parser: what clap would make of it (PROGRAM is not an
+    // option, and everything after it is the program's).
+    if let [run, prog, ..] = args.as_slice() {
+        if run == "run" && !prog.as_encoded_bytes().starts_with(b"-") {
+            return run::main(run::RunArgs::program(args[1..].to_vec()));
+        }
+    }
     // `picos run PROGRAM` (the OCI runtime's `run` was told apart above)
     // is parsed by a command line of `run` alone: building every
     // subcommand's parser (the OCI runtime's, bench's) costs each program's
