@@ -172,6 +172,9 @@ struct State {
     /// The mappings the known sites' table was asked about
     /// ([`known::file_map`]).
     files: Vec<known::FileMap>,
+    /// Pages where a known site trapped once in this process
+    /// ([`known::patch_page`] patches a page at its second).
+    known_pages: BTreeSet<usize>,
 }
 
 impl State {
@@ -200,6 +203,7 @@ static STATE: crate::sync::Lock<State> = crate::sync::Lock::new(
         entries: [0; ENTRIES],
         orig: BTreeMap::new(),
         files: Vec::new(),
+        known_pages: BTreeSet::new(),
     },
 );
 
@@ -443,6 +447,7 @@ pub fn reset_for_exec() {
     st.mapped.clear();
     st.orig.clear();
     st.files.clear();
+    st.known_pages.clear();
     runtime::unmap_code_regions();
 }
 
