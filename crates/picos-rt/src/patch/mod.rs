@@ -62,6 +62,13 @@ pub fn note_file_code(start: usize, end: usize, dev: u64, inode: u64, base: usiz
     known::note(&mut state(), start, end, dev, inode, base);
 }
 
+/// The loader mapped the executable file on device `dev` with inode
+/// `inode`: the program whose known sites this process records and
+/// patches (`known`).
+pub fn note_program(dev: u64, inode: u64) {
+    state().program = known::program_key(dev, inode);
+}
+
 /// Largest trampoline in bytes (with the most copied moves).
 const TRAMP_SIZE: usize = 80;
 /// Longest run of register moves copied between `mov $NR` and `syscall`.
@@ -175,6 +182,8 @@ struct State {
     /// Pages where a known site trapped once in this process
     /// ([`known::patch_page`] patches a page at its second).
     known_pages: BTreeSet<usize>,
+    /// The program this process runs ([`note_program`]; 0: not known).
+    program: u64,
 }
 
 impl State {
@@ -204,6 +213,7 @@ static STATE: crate::sync::Lock<State> = crate::sync::Lock::new(
         orig: BTreeMap::new(),
         files: Vec::new(),
         known_pages: BTreeSet::new(),
+        program: 0,
     },
 );
 
@@ -448,6 +458,7 @@ pub fn reset_for_exec() {
     st.orig.clear();
     st.files.clear();
     st.known_pages.clear();
+    st.program = 0;
     runtime::unmap_code_regions();
 }
 

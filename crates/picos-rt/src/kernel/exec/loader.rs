@@ -535,8 +535,9 @@ pub struct Image {
 
 /// Tells the patcher which file the executable segments `loads` (placed at
 /// `bias`) map, so that it need not ask the kernel at their first trap
-/// (`patch::known`).
-fn note_code_of_file(fd: i32, loads: &[&ProgramHeader64<LE>], bias: usize) {
+/// (`patch::known`), and, for the executable (`is_main`), which program
+/// runs (the known sites are the program's own).
+fn note_code_of_file(fd: i32, loads: &[&ProgramHeader64<LE>], bias: usize, is_main: bool) {
     let Ok(st) = host::fstat(fd) else {
         return;
     };
@@ -544,6 +545,9 @@ fn note_code_of_file(fd: i32, loads: &[&ProgramHeader64<LE>], bias: usize) {
     // kernel's encoding of st_dev.
     let d = st.st_dev;
     let (major, minor) = ((d >> 8) & 0xfff, (d & 0xff) | ((d >> 12) & 0xf_ff00));
+    if is_main {
+        crate::patch::note_program(major | minor << 32, st.st_ino);
+    }
     for p in loads.iter().filter(|p| p.p_flags.get(LE) & PF_X != 0) {
         let vaddr = p.p_vaddr.get(LE) as usize;
         let start = page_down(bias.wrapping_add(vaddr));
@@ -623,7 +627,7 @@ fn map_elf(
         };
         map_segment(fd, p, bias, fixed)?;
     }
-    note_code_of_file(fd, &loads, bias);
+    note_code_of_file(fd, &loads, bias, is_main);
     Ok(Image {
         bias,
         entry: bias + h.e_entry.get(LE) as usize,
