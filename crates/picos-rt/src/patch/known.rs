@@ -1,9 +1,9 @@
 //! Known sites: the syscall sites that processes of the picoprocess tree
 //! (and, through the user's known-sites file, of earlier runs) trapped at
-//! more than once, by program, file and offset, in a table on the tree's board or
-//! in that file, so that a new program patches them at its second trap on
-//! their page instead of trapping at each of them up to [`PATCH_AT_TRAP`]
-//! times.
+//! more than once, by program, file and offset, in a table on the tree's
+//! board or in that file, so that a new run of the program patches them at
+//! its first trap on their page instead of trapping at each of them up to
+//! [`PATCH_AT_TRAP`] times.
 //!
 //! A site is patched at its sixth trap, so a short program (a compiler's
 //! driver, an assembler, a shell's command: each a new runtime, through
@@ -14,10 +14,9 @@
 //! the same files in every process, so what one process learnt holds for
 //! the next: a site's second trap in a process records it here (the
 //! file, the offset of the address after its `syscall`, its number, and a
-//! checksum of the code before it); a process's second trap at recorded
-//! sites of one page patches them all, with one write through
-//! /proc/self/mem (the page is copied once). (At the first, a page that
-//! the program calls once would be written for one trap saved.)
+//! checksum of the code before it); a process's first trap at a recorded
+//! site patches it, and every other site the same program recorded on its
+//! page, with one write through /proc/self/mem (the page is copied once).
 //!
 //! The file is known by device and inode (`host::procmap_vma`). A file
 //! changed in place, or an inode number reused, could put other code at a
@@ -250,10 +249,9 @@ fn on_page(
 }
 
 /// At a single-threaded process's first trap at the site that returns to
-/// `after` (number `nr`, `dynamic` as for [`record`]): if the site is a
-/// recorded one, and a recorded site of its page trapped before in this
-/// process, patches it and every other recorded site on its page at
-/// once. Returns whether it was patched, and where the trapped call must
+/// `after` (number `nr`, `dynamic` as for [`record`]): if the site is one
+/// this program recorded, patches it and every other site it recorded on
+/// its page at once. Returns whether it was patched, and where the trapped call must
 /// return to (as `maybe_patch`).
 pub(super) fn patch_page(
     st: &mut State,
@@ -277,16 +275,7 @@ pub(super) fn patch_page(
     {
         return None;
     }
-    // A page is written at the second trap at its known sites, not the
-    // first: the sites other programs recorded on a page this one calls
-    // once (a short program's exit, on a page of the C library a longer
-    // one calls often) would cost it a page of code written (~10 µs in a
-    // new process) for one trap saved (~3-4 µs). vfork + exec of
-    // /bin/true with a table filled by the test suite patched 20 sites
-    // on three pages, where 6 on one page serve it.
-    if st.known_pages.insert(after & !(PAGE_SIZE - 1)) {
-        return None;
-    }
+
     // Each site as a trap would show it, its trampoline and jump.
     struct Plan {
         start: usize,

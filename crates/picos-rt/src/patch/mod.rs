@@ -179,9 +179,6 @@ struct State {
     /// The mappings the known sites' table was asked about
     /// ([`known::file_map`]).
     files: Vec<known::FileMap>,
-    /// Pages where a known site trapped once in this process
-    /// ([`known::patch_page`] patches a page at its second).
-    known_pages: BTreeSet<usize>,
     /// The program this process runs ([`note_program`]; 0: not known).
     program: u64,
 }
@@ -212,7 +209,6 @@ static STATE: crate::sync::Lock<State> = crate::sync::Lock::new(
         entries: [0; ENTRIES],
         orig: BTreeMap::new(),
         files: Vec::new(),
-        known_pages: BTreeSet::new(),
         program: 0,
     },
 );
@@ -457,7 +453,6 @@ pub fn reset_for_exec() {
     st.mapped.clear();
     st.orig.clear();
     st.files.clear();
-    st.known_pages.clear();
     st.program = 0;
     runtime::unmap_code_regions();
 }
