@@ -135,6 +135,20 @@ pub struct Mount {
 }
 
 impl Mount {
+    /// The host's whole tree at `/`, read-write (the default manifest's
+    /// one mount).
+    pub fn host_root() -> Mount {
+        Mount {
+            kind: "chroot".into(),
+            size: None,
+            path: "/".into(),
+            uri: "file:/".into(),
+            readonly: false,
+            exclusive: false,
+            writeback: false,
+        }
+    }
+
     /// The host path: [`Mount::uri`] without its `file:` prefix.
     pub fn host_path(&self) -> &str {
         self.uri.strip_prefix("file:").unwrap_or(&self.uri)
@@ -384,15 +398,7 @@ impl Manifest {
             use_cmdline_argv: true,
             use_host_env: true,
             log_level: LogLevel::Warning,
-            mounts: vec![Mount {
-                kind: "chroot".into(),
-                size: None,
-                path: "/".into(),
-                uri: "file:/".into(),
-                readonly: false,
-                exclusive: false,
-                writeback: false,
-            }],
+            mounts: vec![Mount::host_root()],
             ..Manifest::default()
         }
     }
@@ -1361,15 +1367,7 @@ mod tests {
     }
 
     fn root_mount() -> Mount {
-        Mount {
-            kind: "chroot".into(),
-            size: None,
-            path: "/".into(),
-            uri: "file:/".into(),
-            readonly: false,
-            exclusive: false,
-            writeback: false,
-        }
+        Mount::host_root()
     }
 
     fn os(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {

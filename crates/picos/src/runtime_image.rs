@@ -656,42 +656,32 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 
+    /// Writes a file at `p` last changed `secs` seconds ago.
+    fn file_aged(p: &Path, secs: u64) {
+        std::fs::write(p, b"x").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(secs))
+            .unwrap();
+    }
+
     #[test]
     fn prune_keeps_the_newest_images() {
         let d = scratch("prune");
         std::fs::create_dir_all(&d).unwrap();
         for i in 0..6 {
             let p = d.join(format!("picos-rt-old{i}"));
-            std::fs::write(&p, b"x").unwrap();
-            let t = std::time::SystemTime::now() - std::time::Duration::from_secs(100 - i);
-            std::fs::File::options()
-                .write(true)
-                .open(&p)
-                .unwrap()
-                .set_modified(t)
-                .unwrap();
+            file_aged(&p, 100 - i);
         }
-        let stale = d.join("picos-rt-old5.tree-1-2");
-        std::fs::write(&stale, b"x").unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(&stale)
-            .unwrap()
-            .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(7200))
-            .unwrap();
+        file_aged(&d.join("picos-rt-old5.tree-1-2"), 7200);
         let fresh = d.join("picos-rt-old5.tmp-3");
         std::fs::write(&fresh, b"x").unwrap();
         std::fs::write(d.join("other"), b"x").unwrap();
         // The known-sites file stays; its stale leftover goes.
         std::fs::write(d.join("known-sites-v1"), b"x").unwrap();
-        let sites_tmp = d.join("known-sites-v1.tmp-9");
-        std::fs::write(&sites_tmp, b"x").unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(&sites_tmp)
-            .unwrap()
-            .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(7200))
-            .unwrap();
+        file_aged(&d.join("known-sites-v1.tmp-9"), 7200);
         prune(&d, "picos-rt-new");
         let mut left: Vec<String> = std::fs::read_dir(&d)
             .unwrap()
