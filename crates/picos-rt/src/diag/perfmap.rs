@@ -73,10 +73,7 @@ fn try_write(table: &[u8]) -> Result<(), Errno> {
 
 /// The table at `path` (not NUL-terminated), whole.
 fn read_file(path: &[u8]) -> Result<Vec<u8>, Errno> {
-    let mut p = path.to_vec();
-    p.push(0);
-    let p = core::ffi::CStr::from_bytes_with_nul(&p).map_err(|_| Errno::EINVAL)?;
-    let fd = host::openat(host::AT_FDCWD, p, host::O_RDONLY | host::O_CLOEXEC, 0)? as i32;
+    let fd = host::open_path(path, host::O_RDONLY | host::O_CLOEXEC, 0)? as i32;
     let r = host::read_to_end(fd);
     let _ = host::close(fd);
     r

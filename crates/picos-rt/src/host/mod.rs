@@ -339,6 +339,17 @@ pub fn openat(dirfd: isize, path: &core::ffi::CStr, flags: i32, mode: u32) -> Ho
     unsafe { sc!(nr::OPENAT, dirfd, path.as_ptr(), flags, mode) }
 }
 
+/// openat(2) relative to the working directory of a path that is not
+/// NUL-terminated (one from the launch configuration); EINVAL if it holds
+/// a NUL.
+pub fn open_path(path: &[u8], flags: i32, mode: u32) -> HostResult {
+    let mut p = Vec::with_capacity(path.len() + 1);
+    p.extend_from_slice(path);
+    p.push(0);
+    let c = core::ffi::CStr::from_bytes_with_nul(&p).map_err(|_| Errno::EINVAL)?;
+    openat(AT_FDCWD, c, flags, mode)
+}
+
 /// faccessat(2).
 pub fn faccessat(dirfd: isize, path: &core::ffi::CStr, mode: i32) -> HostResult {
     // SAFETY: `path` is NUL-terminated and live.

@@ -796,12 +796,9 @@ fn stats_json_line(line: &[u8]) {
     if path.is_empty() {
         return;
     }
-    let mut p = path.clone();
-    p.push(0);
     let append = || -> Result<(), Errno> {
-        let path = core::ffi::CStr::from_bytes_with_nul(&p).map_err(|_| Errno::EINVAL)?;
         let flags = host::O_WRONLY | host::O_CREAT | host::O_APPEND | host::O_CLOEXEC;
-        let fd = host::openat(host::AT_FDCWD, path, flags, 0o644)? as i32;
+        let fd = host::open_path(path, flags, 0o644)? as i32;
         host::write_diagnostic(fd, line);
         let _ = host::close(fd);
         Ok(())

@@ -124,12 +124,8 @@ pub fn map_known_sites(path: &[u8]) -> Result<&'static [AtomicU64], Errno> {
     if base == 0 || path.is_empty() {
         return Err(Errno::EINVAL);
     }
-    let mut p = alloc::vec::Vec::with_capacity(path.len() + 1);
-    p.extend_from_slice(path);
-    p.push(0);
-    let c = core::ffi::CStr::from_bytes_with_nul(&p).map_err(|_| Errno::EINVAL)?;
     let flags = host::O_RDWR | host::O_NOFOLLOW | host::O_CLOEXEC;
-    let fd = host::openat(host::AT_FDCWD, c, flags, 0)? as i32;
+    let fd = host::open_path(path, flags, 0)? as i32;
     let mapped = (|| {
         let st = host::fstat(fd)?;
         if st.st_mode & 0o170000 != 0o100000 || st.st_size as usize != KNOWN_SITES_LEN {

@@ -275,7 +275,6 @@ pub(super) fn patch_page(
     {
         return None;
     }
-
     // Each site as a trap would show it, its trampoline and jump.
     struct Plan {
         start: usize,

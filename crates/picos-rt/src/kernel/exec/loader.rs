@@ -1025,7 +1025,8 @@ pub fn build_stack(
     };
     let [start_code, end_code, start_data, end_data] = loaded.main.bounds.map(|v| v as u64);
     // No break taken yet; argv's strings end where envp's start.
-    let (start_brk, brk) = (runtime::brk_start() as u64, runtime::brk_start() as u64);
+    let start_brk = runtime::brk_start() as u64;
+    let brk = start_brk;
     let (start_stack, arg_end) = (sp as u64, env_start);
     // struct prctl_mm_map's order.
     let map = [
