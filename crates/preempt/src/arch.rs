@@ -87,11 +87,55 @@ global_asm!(
     ".cfi_endproc",
     ".size __preempt_entry, . - __preempt_entry",
     ".popsection",
+    "",
+    // The end of a timer handler that was resumed into (`engine::on_timer`):
+    // clear `*np` and `*tail` (ending the handler tail's non-preemptible
+    // region) and rt_sigreturn from the frame whose ucontext is at rdx. An
+    // expiry between the stores and the syscall finds its rip here and
+    // defers (`in_sigreturn`).
+    ".globl __preempt_sigreturn",
+    ".hidden __preempt_sigreturn",
+    ".type __preempt_sigreturn,@function",
+    ".p2align 4",
+    "__preempt_sigreturn:",
+    "mov dword ptr [rdi], 0",
+    "mov byte ptr [rsi], 0",
+    "mov rsp, rdx",
+    "mov eax, 15",
+    "syscall",
+    "ud2",
+    ".globl __preempt_sigreturn_end",
+    ".hidden __preempt_sigreturn_end",
+    "__preempt_sigreturn_end:",
+    ".size __preempt_sigreturn, . - __preempt_sigreturn",
 );
 
 unsafe extern "C" {
     fn __preempt_switch(save: *mut *mut u8, to: *mut u8, arg: usize) -> usize;
     fn __preempt_entry();
+    fn __preempt_sigreturn(np: *mut u32, tail: *mut bool, uc: *mut core::ffi::c_void) -> !;
+    fn __preempt_sigreturn_end();
+}
+
+/// Ends a signal handler: stores 0 in `*np` and false in `*tail`, then
+/// rt_sigreturn with the frame whose ucontext is `uc` (the kernel's, as the
+/// handler got it), as the handler's return through the restorer would.
+///
+/// # Safety
+/// `uc` is the ucontext of the innermost signal frame of this thread, and
+/// nothing of the handler's is needed any more; `np` and `tail` are
+/// writable.
+pub(crate) unsafe fn sigreturn(np: *mut u32, tail: *mut bool, uc: *mut core::ffi::c_void) -> ! {
+    // SAFETY: per the contract.
+    unsafe { __preempt_sigreturn(np, tail, uc) }
+}
+
+/// Whether `rip` is inside [`sigreturn`]'s code (after its stores, before
+/// its system call completes).
+pub(crate) fn in_sigreturn(rip: usize) -> bool {
+    let start = __preempt_sigreturn as *const () as usize;
+    let end = __preempt_sigreturn_end as *const () as usize;
+    (start..end).contains(&rip)
 }
 
 /// Saves the current context's stack pointer in `*save` and continues the

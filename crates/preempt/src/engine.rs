@@ -331,6 +331,9 @@ pub(crate) struct RawCont {
     /// Return addresses of the shared calls it is inside (libset::dispatch).
     shared_depth: u32,
     shared_ret: [usize; SHARED_DEPTH],
+    /// Whether the timer handler runs its tail on this stack (resumed into,
+    /// not yet returned): see `on_timer`.
+    tail: AtomicBool,
 }
 
 /// Shared calls (libsets) nested inside one another, at most.
@@ -506,6 +509,7 @@ where
                 libset: 0,
                 shared_depth: 0,
                 shared_ret: [0; SHARED_DEPTH],
+                tail: AtomicBool::new(false),
             },
         );
     }
@@ -933,13 +937,21 @@ pub(crate) fn owned_here(raw: *mut RawCont) -> bool {
 extern "C" fn on_signal(signo: c_int, info: *mut siginfo_t, uc: *mut c_void) {
     let saved_errno = sys::errno();
     // SAFETY: the kernel passes a valid siginfo and ucontext.
-    unsafe {
+    let tail = unsafe {
         match classify(info) {
-            Some(st) => on_timer(st, uc),
-            None => sys::chain(signo, info, uc),
+            Some(st) => on_timer(st, uc).map(|raw| (st, raw)),
+            None => {
+                sys::chain(signo, info, uc);
+                None
+            }
         }
-    }
+    };
     sys::set_errno(saved_errno);
+    if let Some((st, raw)) = tail {
+        // SAFETY: `uc` is this handler's frame, on `raw`'s stack; the
+        // handler has nothing left to do.
+        unsafe { arch::sigreturn(st.np.as_ptr(), (*raw).tail.as_ptr(), uc) }
+    }
 }
 
 /// Our timer's expiry, or None for any other instance of the signal.
@@ -967,26 +979,46 @@ unsafe fn classify(info: *const siginfo_t) -> Option<&'static ThreadState> {
     }
 }
 
+/// Returns the function whose handler tail this is if the handler
+/// preempted it and was resumed: the handler must then end through
+/// [`arch::sigreturn`], which ends the tail's non-preemptible region.
+///
 /// # Safety
 /// Called from the signal handler on the thread `st` belongs to.
-unsafe fn on_timer(st: &'static ThreadState, uc: *mut c_void) {
+unsafe fn on_timer(st: &'static ThreadState, uc: *mut c_void) -> Option<*mut RawCont> {
     let expiry = st.expiry_ns.swap(0, RELAXED);
     if expiry != 0 {
         note_latency(sys::monotonic_ns().saturating_sub(expiry));
     }
+    let raw = st.current.load(RELAXED);
+    // SAFETY: `uc` is the kernel's ucontext.
+    let (rsp, rip) = unsafe {
+        let g = &(*uc.cast::<libc::ucontext_t>()).uc_mcontext.gregs;
+        (
+            g[libc::REG_RSP as usize] as usize,
+            g[libc::REG_RIP as usize] as usize,
+        )
+    };
+    // SAFETY: while in_fn, `raw` is the running function's header.
+    let in_tail = st.in_fn.load(RELAXED)
+        && !raw.is_null()
+        && (unsafe { (*raw).tail.load(RELAXED) } || arch::in_sigreturn(rip));
+    if in_tail {
+        // The tail of an earlier run of this handler, resumed into: no
+        // region end will take the expiry, so poll again shortly (after
+        // its rt_sigreturn).
+        st.pending.store(true, RELAXED);
+        let _ = sys::timer_arm(st.timer.load(RELAXED), 20_000);
+        return None;
+    }
     if !st.in_fn.load(RELAXED) || st.np.load(RELAXED) != 0 {
         // The caller's bookkeeping or a non-preemptible region: defer.
         st.pending.store(true, RELAXED);
-        return;
+        return None;
     }
-    let raw = st.current.load(RELAXED);
-    // SAFETY: `uc` is the kernel's ucontext; `raw` is the running
-    // function's header (in_fn, np == 0).
-    let on_stack = unsafe {
-        let rsp =
-            (*uc.cast::<libc::ucontext_t>()).uc_mcontext.gregs[libc::REG_RSP as usize] as usize;
-        !raw.is_null() && (*raw).stack.bottom() as usize <= rsp && rsp < (*raw).stack.top() as usize
-    };
+    // SAFETY: `raw` is the running function's header (in_fn, np == 0).
+    let on_stack = !raw.is_null()
+        && unsafe { (*raw).stack.bottom() as usize <= rsp && rsp < (*raw).stack.top() as usize };
     if !on_stack || std::thread::panicking() {
         // Not on its own stack (it switched stacks itself), or unwinding a
         // panic (the unwinder takes locks and the panic count is
@@ -994,7 +1026,7 @@ unsafe fn on_timer(st: &'static ThreadState, uc: *mut c_void) {
         // will take it.
         st.pending.store(true, RELAXED);
         let _ = sys::timer_arm(st.timer.load(RELAXED), 20_000);
-        return;
+        return None;
     }
     st.np.store(1, RELAXED);
     compiler_fence(Ordering::SeqCst);
@@ -1006,8 +1038,50 @@ unsafe fn on_timer(st: &'static ThreadState, uc: *mut c_void) {
     unsafe {
         (*raw).np_saved = 0;
         suspend(st, raw, R_TIMEOUT);
-        after_switch_in(st, raw);
+        // Resumed (np is 1, as every switch leaves it). The rest of the
+        // handler runs on the function's stack, just below the kernel's
+        // frame: an expiry preempting it here would put one more frame
+        // (~3.5 KiB with AVX-512 state) on that stack, and a loaded
+        // machine, whose timers expire late and then at once, does that
+        // time after time until the stack overflows. So the tail stays a
+        // non-preemptible region, marked as such (`tail`) for the handler,
+        // up to the rt_sigreturn that ends it.
+        (*raw).tail.store(true, RELAXED);
+        compiler_fence(Ordering::SeqCst);
+        tail_delay();
+        while st.pending.load(RELAXED) {
+            st.pending.store(false, RELAXED);
+            bump(&st.expired_early, 1);
+            (*raw).np_saved = 0;
+            suspend(st, raw, R_TIMEOUT);
+            compiler_fence(Ordering::SeqCst);
+        }
     }
+    Some(raw)
+}
+
+/// Test hook: how long (ns) the handler spins in its tail after a resume
+/// (0: not at all). See [`delay_handler_tail_for_tests`].
+static TAIL_DELAY_NS: AtomicU64 = AtomicU64::new(0);
+
+#[inline]
+fn tail_delay() {
+    let ns = TAIL_DELAY_NS.load(RELAXED);
+    if ns != 0 {
+        let end = sys::monotonic_ns().saturating_add(ns);
+        while sys::monotonic_ns() < end {
+            core::hint::spin_loop();
+        }
+    }
+}
+
+/// For tests only: makes the timer signal's handler spin `ns` nanoseconds
+/// after a preempted function is resumed into it, before it returns, so
+/// that a test can make timer expiries land there (as a loaded machine
+/// does now and then).
+#[doc(hidden)]
+pub fn delay_handler_tail_for_tests(ns: u64) {
+    TAIL_DELAY_NS.store(ns, RELAXED);
 }
 
 // ---------------------------------------------------------------------------

@@ -48,8 +48,8 @@ mod sys;
 
 pub use alloc::PreemptAlloc;
 pub use engine::{
-    in_preemptible, launch, pause, signal_number, stats, timer_lead_ns, Continuation,
-    NonPreemptible, Outcome, Reason, Stats, NO_TIMEOUT,
+    delay_handler_tail_for_tests, in_preemptible, launch, pause, signal_number, stats,
+    timer_lead_ns, Continuation, NonPreemptible, Outcome, Reason, Stats, NO_TIMEOUT,
 };
 pub use stack::STACK_SIZE;
 
