@@ -458,7 +458,11 @@ fn run_with_stats(wrapper: &[&str], args: &[&str]) -> (std::process::Output, Str
         }
         None => Command::new(PICOS),
     };
+    // A cache of its own: the counts are those of a first run, whatever
+    // the user's known-sites file learnt of an earlier build of the same
+    // program (a rebuilt test program may get its predecessor's inode).
     let out = c
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
         .args(["run", "--stats-json"])
         .arg(&json)
         .args(args)

@@ -54,8 +54,11 @@ impl Outside {
         use std::os::linux::net::SocketAddrExt;
         let dir = workdir("picos-sandbox-outside-");
         let mut sentinel = Command::new("/bin/sh");
+        // It says when its trap is set: a SIGURG before that would end it
+        // unnoticed, and the native run would report the attack blocked.
+        let ready = inside.join("sentinel-ready");
         sentinel.arg("-c").arg(format!(
-            "trap 'touch {}/signalled' URG; while :; do sleep 0.1; done",
+            "trap 'touch {0}/signalled' URG; touch {0}/sentinel-ready; while :; do sleep 0.1; done",
             inside.display()
         ));
         if rustix::process::geteuid().is_root() {
@@ -68,6 +71,14 @@ impl Outside {
             sentinel.uid(KILL_UID).gid(KILL_UID);
         }
         let sentinel = sentinel.spawn().unwrap();
+        let t = std::time::Instant::now();
+        while !ready.exists() {
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(30),
+                "the sentinel process did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         let abstract_name = format!("picos-escape-{}", std::process::id());
         let addr = std::os::unix::net::SocketAddr::from_abstract_name(&abstract_name).unwrap();
         let abs = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();

@@ -72,8 +72,13 @@ fn looping_request_does_not_hold_up_others() {
     assert_eq!(r, "6765");
     worst = worst.max(took);
     eprintln!("worst latency while a request loops: {worst:?}");
+    // Without preemption the first request would wait for the looping one
+    // to be cancelled (300 ms of budget); with it, ~2 ms slices. The bound
+    // sits between the two, far from both: a busy CI machine can stall a
+    // thread for tens of milliseconds (a 50 ms bound was met in a loaded
+    // run only by luck), and the benchmark measures the latency itself.
     assert!(
-        worst < Duration::from_millis(50),
+        worst < Duration::from_millis(200),
         "latency {worst:?} while a request loops"
     );
 
