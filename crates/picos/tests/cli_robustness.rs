@@ -225,8 +225,7 @@ fn compare_with_native(probe: &Path, path: &Path, args: &[&str]) -> Option<Strin
 }
 
 fn write_exec(path: &Path, contents: &[u8]) {
-    std::fs::write(path, contents).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    common::write_executable(path, contents);
 }
 
 fn mkfifo(path: &Path, mode: u32) {

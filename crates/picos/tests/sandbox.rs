@@ -126,7 +126,7 @@ impl Outside {
         std::fs::write(d.join("secret"), "the secret\n").unwrap();
         std::fs::write(d.join("victim"), "victim\n").unwrap();
         std::fs::set_permissions(d.join("victim"), std::fs::Permissions::from_mode(0o644)).unwrap();
-        std::fs::copy("/bin/true", d.join("true")).unwrap();
+        common::write_executable(&d.join("true"), &std::fs::read("/bin/true").unwrap());
     }
 
     fn args(&self) -> Vec<String> {

@@ -76,3 +76,21 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
         }
     }
 }
+
+/// Writes `contents` to the executable file `path` (mode 0755) without
+/// ever holding a descriptor of it open for writing in this process: a
+/// test thread's child forked meanwhile (the tests of a binary run in
+/// parallel threads) would inherit that descriptor until its exec, and an
+/// exec of `path` then fails with ETXTBSY. The bytes go to a scratch file
+/// beside it, which `cp` copies.
+#[allow(dead_code)]
+pub fn write_executable(path: &std::path::Path, contents: &[u8]) {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = path.with_extension("scratch-for-cp");
+    std::fs::write(&scratch, contents).unwrap();
+    let _ = std::fs::remove_file(path);
+    let st = Command::new("cp").arg(&scratch).arg(path).status().unwrap();
+    assert!(st.success(), "cp {} {}", scratch.display(), path.display());
+    std::fs::remove_file(&scratch).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
