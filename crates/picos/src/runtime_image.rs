@@ -613,7 +613,7 @@ mod tests {
         let head = std::fs::read(&path).unwrap();
         assert_eq!(head[..8], KNOWN_SITES_MAGIC.to_ne_bytes());
         // What a run recorded stays.
-        let mut f = std::fs::File::options().write(true).open(&path).unwrap();
+        let f = std::fs::File::options().write(true).open(&path).unwrap();
         rustix::io::pwrite(&f, &[7u8; 8], 8192).unwrap();
         known_sites(&d).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().ino(), m.ino());
