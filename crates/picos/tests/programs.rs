@@ -8,6 +8,8 @@
 //!
 //! Scripts and data live in `tests/programs/` at the top of the workspace.
 
+mod common;
+
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
@@ -570,20 +572,7 @@ fn exit_status_and_errors() {
         bytes.push((x >> 24) as u8);
     }
     bytes[0] = 0x01; // never "\x7fELF" nor "#!"
-
-    // Written by `cp`: a descriptor of it open for writing here, which a
-    // parallel test's child could inherit until its exec, would make the
-    // exec fail with ETXTBSY instead.
-    let scratch = cwd.join("junk.scratch");
-    std::fs::write(&scratch, &bytes).unwrap();
-    assert!(Command::new("cp")
-        .arg(&scratch)
-        .arg(&junk)
-        .status()
-        .unwrap()
-        .success());
-    std::fs::remove_file(&scratch).unwrap();
-    std::fs::set_permissions(&junk, std::fs::Permissions::from_mode(0o755)).unwrap();
+    common::write_executable(&junk, &bytes);
     let out = run_picos_raw(&[&"run", &junk], cwd);
     check(
         "picos run <random bytes, executable>",
