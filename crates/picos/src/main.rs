@@ -23,6 +23,7 @@ mod oci_seccomp;
 mod run;
 mod runtime_image;
 mod sandbox;
+mod stdfds;
 mod syscalls;
 
 use clap::{Arg, ArgAction, Command};

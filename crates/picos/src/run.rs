@@ -662,6 +662,7 @@ fn launch(p: Plan) -> Result<std::convert::Infallible, RunError> {
     check_syscall_user_dispatch()?;
     // From the runtime cache, but for --perf-map (perf would read the
     // cached file's symbols, of which it has none, instead of the perf map).
+    let in_container = p.container.is_some();
     let cache = p.config.perf_map.is_empty() && p.container.is_none();
     let mut why_not = None;
     let image = crate::runtime_image::open(cache, &mut why_not).map_err(RunError::Spawn)?;
@@ -736,7 +737,7 @@ fn launch(p: Plan) -> Result<std::convert::Infallible, RunError> {
             )))
         })?;
     }
-    let e = exec(&path, &argv, &env);
+    let e = exec(&path, &argv, &env, in_container);
     if image.source != crate::runtime_image::Source::Cache {
         return Err(RunError::Spawn(e));
     }
@@ -750,22 +751,31 @@ fn launch(p: Plan) -> Result<std::convert::Infallible, RunError> {
     let path = cstring(format!("/proc/self/fd/{}", image.fd.as_raw_fd()).as_bytes())?;
     env.pop();
     env.push(cstring(format!("{prefix}{}", config.encode()).as_bytes())?);
-    Err(RunError::Spawn(exec(&path, &argv, &env)))
+    Err(RunError::Spawn(exec(&path, &argv, &env, in_container)))
 }
 
 /// execve(2) of the runtime with SIGPIPE's default disposition back (the
 /// Rust runtime ignores it in this process; other ignored signals, as from
-/// nohup, are inherited, as by any program). Returns the error if it fails.
+/// nohup, are inherited, as by any program) and, unless `in_container`,
+/// the standard descriptors that were closed when the CLI started closed
+/// again (`crate::stdfds`). Returns the error if it fails.
 fn exec(
     path: &std::ffi::CStr,
     argv: &[std::ffi::CString],
     env: &[std::ffi::CString],
+    in_container: bool,
 ) -> std::io::Error {
     let mut argv_p: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     argv_p.push(std::ptr::null());
     let mut env_p: Vec<*const libc::c_char> = env.iter().map(|a| a.as_ptr()).collect();
     env_p.push(std::ptr::null());
     let _ = std::io::stdout().flush();
+    // The program gets the standard descriptors the CLI got: those that
+    // were closed are closed again (Rust's runtime put /dev/null there).
+    // Not in a container: the engine gave its process its own.
+    if !in_container {
+        crate::stdfds::close_reopened();
+    }
     // SAFETY: signal(2) with a constant disposition; execve with
     // NULL-terminated vectors of pointers into `argv` and `env`, alive for
     // the call. The process has one thread.
@@ -773,6 +783,9 @@ fn exec(
         let old = libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         libc::execve(path.as_ptr(), argv_p.as_ptr(), env_p.as_ptr());
         let e = std::io::Error::last_os_error();
+        if !in_container {
+            crate::stdfds::reopen_closed();
+        }
         libc::signal(libc::SIGPIPE, old);
         e
     }

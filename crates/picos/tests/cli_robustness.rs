@@ -722,3 +722,67 @@ fn picos_under_picos_fails_clearly() {
     assert_eq!(out.status.code(), Some(126));
     assert!(text(&out.stdout).is_empty());
 }
+
+// --- 9. The standard descriptors -------------------------------------------------------
+
+/// Reports which of descriptors 0-2 are open and which number the first
+/// file it opens gets, into the file `argv[1]` (its standard output may be
+/// closed).
+const STDFDS_C: &str = r#"
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char buf[128];
+    int n = 0;
+    if (argc < 2) return 2;
+    for (int fd = 0; fd < 3; fd++)
+        n += snprintf(buf + n, sizeof buf - n, "%d:%s ", fd,
+                      fcntl(fd, F_GETFD) == -1 ? "closed" : "open");
+    int out = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    n += snprintf(buf + n, sizeof buf - n, "first:%d\n", out);
+    return write(out, buf, n) == n ? 0 : 1;
+}
+"#;
+
+/// A program started with some of its standard descriptors closed finds
+/// them closed under picos as natively (Rust's runtime in the CLI opens
+/// /dev/null on closed ones at start; `stdfds` closes those again before
+/// the runtime's execve), and its first open takes the lowest of them.
+#[test]
+fn closed_standard_descriptors_stay_closed() {
+    let dir = tempdir();
+    let probe = compile(dir.path(), "stdfds", STDFDS_C, &[]);
+    let report = |cmd: &mut Command, closed: &'static [i32], name: &str| -> String {
+        let path = dir.path().join(name);
+        cmd.arg(&path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        // SAFETY: close(2) is async-signal-safe; nothing else runs here.
+        unsafe {
+            cmd.pre_exec(move || {
+                for &fd in closed {
+                    libc::close(fd);
+                }
+                Ok(())
+            });
+        }
+        let out = common::output_within(cmd, LIMIT);
+        assert!(out.status.success(), "{name}: {out:?}");
+        std::fs::read_to_string(&path).unwrap()
+    };
+    let cases: [&'static [i32]; 6] = [&[], &[0], &[1], &[2], &[0, 2], &[0, 1, 2]];
+    for (i, closed) in cases.into_iter().enumerate() {
+        let native = report(&mut Command::new(&probe), closed, &format!("native-{i}"));
+        let under = report(
+            Command::new(PICOS).arg("run").arg(&probe),
+            closed,
+            &format!("picos-{i}"),
+        );
+        assert_eq!(under, native, "closed {closed:?}");
+        if let Some(&lowest) = closed.first() {
+            assert!(native.ends_with(&format!("first:{lowest}\n")), "{native}");
+        }
+    }
+}
