@@ -785,4 +785,45 @@ fn closed_standard_descriptors_stay_closed() {
             assert!(native.ends_with(&format!("first:{lowest}\n")), "{native}");
         }
     }
+    // Started with its standard error closed, a program that opens a file
+    // (which takes descriptor 2) and then makes a call the runtime warns
+    // about (uselib: ENOSYS) finds no warning of the runtime's in it.
+    let warner = compile(dir.path(), "warn2", WARN2_C, &[]);
+    for (name, picos) in [("w-native", false), ("w-picos", true)] {
+        let path = dir.path().join(name);
+        let mut cmd = if picos {
+            let mut c = Command::new(PICOS);
+            c.arg("run").arg(&warner);
+            c
+        } else {
+            Command::new(&warner)
+        };
+        cmd.arg(&path).stdin(Stdio::null()).stdout(Stdio::null());
+        // SAFETY: close(2) is async-signal-safe; nothing else runs here.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::close(2);
+                Ok(())
+            });
+        }
+        let out = common::output_within(&mut cmd, LIMIT);
+        assert!(out.status.success(), "{name}: {out:?}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "", "{name}");
+    }
 }
+
+/// Opens the file `argv[1]` (descriptor 2 when standard error is closed),
+/// makes a call picos does not serve (uselib, with a warning the first
+/// time), and closes the file; fails unless the file took descriptor 2.
+const WARN2_C: &str = r#"
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+int main(int argc, char **argv) {
+    if (argc < 2) return 2;
+    int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    long r = syscall(134, 0);
+    close(fd);
+    return fd == 2 && r == -1 ? 0 : 1;
+}
+"#;
