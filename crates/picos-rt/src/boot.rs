@@ -77,6 +77,7 @@ pub fn start(args: StartArgs) -> ! {
         Err(e) => fatal(2, format_args!("bad launch configuration: {}", e)),
     };
     crate::diag::log::set_level(cfg.log_level);
+    crate::diag::log::note_stderr();
     crate::arch::adopt_cpu_features(cfg.cpu);
     if cfg.stats {
         crate::diag::stats::enable();

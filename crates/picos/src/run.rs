@@ -678,12 +678,6 @@ fn launch(p: Plan) -> Result<std::convert::Infallible, RunError> {
         .map(|a| cstring(a.as_bytes()))
         .collect::<Result<_, _>>()?;
     let mut config = p.config;
-    // Started with its standard error closed, the program may open a file
-    // there (`stdfds`): nothing of the runtime's (warnings, --trace) may
-    // be written into it. (Natively nothing shows either.)
-    if !in_container && crate::stdfds::closed_at_start().any(|fd| fd == 2) {
-        config.log_level = picos_abi::LogLevel::None;
-    }
     config.root_pid = std::process::id();
     config.tree_exe = image.link.clone();
     // What earlier runs learnt of the syscall sites of the libraries (and

@@ -785,12 +785,19 @@ fn closed_standard_descriptors_stay_closed() {
             assert!(native.ends_with(&format!("first:{lowest}\n")), "{native}");
         }
     }
-    // Started with its standard error closed, a program that opens a file
-    // (which takes descriptor 2) and then makes a call the runtime warns
-    // about (uselib: ENOSYS) finds no warning of the runtime's in it.
+    // Started with its standard error closed, or closing it itself, a
+    // program that opens a file (which takes descriptor 2) and then makes a
+    // call the runtime warns about (uselib: ENOSYS) finds no warning of the
+    // runtime's in it; with its standard error open, the warning is there.
     let warner = compile(dir.path(), "warn2", WARN2_C, &[]);
-    for (name, picos) in [("w-native", false), ("w-picos", true)] {
-        let path = dir.path().join(name);
+    for (closed_by, picos) in [
+        ("parent", false),
+        ("parent", true),
+        ("self", false),
+        ("self", true),
+    ] {
+        let name = format!("w-{closed_by}-{picos}");
+        let path = dir.path().join(&name);
         let mut cmd = if picos {
             let mut c = Command::new(PICOS);
             c.arg("run").arg(&warner);
@@ -798,29 +805,43 @@ fn closed_standard_descriptors_stay_closed() {
         } else {
             Command::new(&warner)
         };
-        cmd.arg(&path).stdin(Stdio::null()).stdout(Stdio::null());
-        // SAFETY: close(2) is async-signal-safe; nothing else runs here.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::close(2);
-                Ok(())
-            });
+        cmd.arg(&path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if closed_by == "self" {
+            cmd.arg("self");
+        } else {
+            // SAFETY: close(2) is async-signal-safe; nothing else runs here.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::close(2);
+                    Ok(())
+                });
+            }
         }
         let out = common::output_within(&mut cmd, LIMIT);
         assert!(out.status.success(), "{name}: {out:?}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "", "{name}");
     }
+    let out = run(Command::new(PICOS).arg("run").arg(&warner).arg("/dev/null"));
+    assert!(
+        text(&out.stderr).contains("unsupported system call uselib"),
+        "{out:?}"
+    );
 }
 
-/// Opens the file `argv[1]` (descriptor 2 when standard error is closed),
-/// makes a call picos does not serve (uselib, with a warning the first
-/// time), and closes the file; fails unless the file took descriptor 2.
+/// Opens the file `argv[1]` (descriptor 2 when standard error is closed;
+/// with a second argument it closes its standard error first), makes a
+/// call picos does not serve (uselib, with a warning the first time), and
+/// closes the file; fails unless the file took descriptor 2.
 const WARN2_C: &str = r#"
 #include <fcntl.h>
 #include <unistd.h>
 #include <sys/syscall.h>
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
+    if (argc > 2) close(2); /* "self": the program closes it itself */
     int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
     long r = syscall(134, 0);
     close(fd);

@@ -4,7 +4,7 @@
 
 use crate::host;
 use core::fmt::{self, Write};
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 pub use picos_abi::LogLevel;
 
 static LEVEL: AtomicU8 = AtomicU8::new(LogLevel::Warning as u8);
@@ -16,6 +16,44 @@ pub fn set_level(l: LogLevel) {
 #[inline(always)]
 pub fn enabled(l: LogLevel) -> bool {
     (l as u8) <= LEVEL.load(Ordering::Relaxed) && l != LogLevel::None
+}
+
+/// What descriptor 2 was when the program started ([`note_stderr`]):
+/// 0 not noted yet (the runtime's own start-up), 1 the file of
+/// [`STDERR_FILE`], 2 closed.
+static STDERR_STATE: AtomicU8 = AtomicU8::new(0);
+/// The device and inode of that file.
+static STDERR_FILE: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+/// Notes what descriptor 2 is as the program starts (at start-up, and at
+/// an execve in place): the runtime's messages go there, and only while
+/// descriptor 2 is still that file. A program that closes its standard
+/// error and opens a file, which then takes number 2 (a daemon's log or
+/// database), must not find the runtime's warnings in it; one started
+/// with its standard error closed gets none at all. (Natively nothing but
+/// the program writes there.)
+pub fn note_stderr() {
+    match host::fstat(2) {
+        Ok(st) => {
+            STDERR_FILE[0].store(st.st_dev, Ordering::Relaxed);
+            STDERR_FILE[1].store(st.st_ino, Ordering::Relaxed);
+            STDERR_STATE.store(1, Ordering::Relaxed);
+        }
+        Err(_) => STDERR_STATE.store(2, Ordering::Relaxed),
+    }
+}
+
+/// Is descriptor 2 still the standard error [`note_stderr`] saw? (One
+/// fstat per message.)
+fn stderr_unchanged() -> bool {
+    match STDERR_STATE.load(Ordering::Relaxed) {
+        0 => true,
+        1 => host::fstat(2).is_ok_and(|st| {
+            st.st_dev == STDERR_FILE[0].load(Ordering::Relaxed)
+                && st.st_ino == STDERR_FILE[1].load(Ordering::Relaxed)
+        }),
+        _ => false,
+    }
 }
 
 /// A fixed-size line buffer: formatting never allocates, so logging works in
@@ -55,7 +93,9 @@ impl LineBuf {
         if self.len == self.buf.len() {
             self.buf[self.len - 1] = b'\n';
         }
-        host::write_diagnostic(2, &self.buf[..self.len]);
+        if stderr_unchanged() {
+            host::write_diagnostic(2, &self.buf[..self.len]);
+        }
         self.len = 0;
     }
 }

@@ -303,6 +303,8 @@ pub fn try_exec(
         let _ = host::close(fd);
         table.forget_closed(fd as u32, fd as u32);
     }
+    // The new program's standard error is where the runtime's messages go.
+    crate::diag::log::note_stderr();
     // Signals: handlers to SIG_DFL (ignored ones stay), no alternate stack.
     crate::kernel::signal::clear_handlers(t);
     t.altstack.set(crate::host::abi::StackT::DISABLED);
