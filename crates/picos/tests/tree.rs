@@ -297,8 +297,20 @@ fn until_stopped(pid: i32) {
 /// Stopped means no progress: none for a second, once lines already in
 /// the pipe have been read.
 fn assert_no_progress(t: &Ticks, which: fn((i64, i64)) -> i64, what: &str) {
-    std::thread::sleep(Duration::from_millis(500));
-    let before = which(now(t));
+    // Ticks written before the stop may still be on their way (the pipe,
+    // the reading thread, which a busy machine may hold back): wait until
+    // the count has stood still for 500 ms (at most 20 s), then watch it
+    // for a second.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut before = which(now(t));
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let n = which(now(t));
+        if n == before || std::time::Instant::now() > deadline {
+            break;
+        }
+        before = n;
+    }
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(which(now(t)), before, "{what} made progress while stopped");
 }
