@@ -189,13 +189,22 @@ static void alarm_counter(int sig)
     alarm_hits++;
 }
 
-static void set_timer_ms(long ms)
+/* ITIMER_REAL: first expiry in `ms`, then every `every_ms` (0: once; a
+ * first expiry of 0 disarms it). */
+static void arm_timer_ms(long ms, long every_ms)
 {
     struct itimerval it;
     memset(&it, 0, sizeof it);
     it.it_value.tv_sec = ms / 1000;
     it.it_value.tv_usec = (ms % 1000) * 1000;
+    it.it_interval.tv_sec = every_ms / 1000;
+    it.it_interval.tv_usec = (every_ms % 1000) * 1000;
     setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void set_timer_ms(long ms)
+{
+    arm_timer_ms(ms, 0);
 }
 
 /* A timer that fires every `ms` until stop_timer(): for a blocking call
@@ -204,18 +213,12 @@ static void set_timer_ms(long ms)
  * interrupts the call all the same, instead of leaving it blocked. */
 static void repeat_timer_ms(long ms)
 {
-    struct itimerval it;
-    memset(&it, 0, sizeof it);
-    it.it_value.tv_sec = it.it_interval.tv_sec = ms / 1000;
-    it.it_value.tv_usec = it.it_interval.tv_usec = (ms % 1000) * 1000;
-    setitimer(ITIMER_REAL, &it, NULL);
+    arm_timer_ms(ms, ms);
 }
 
 static void stop_timer(void)
 {
-    struct itimerval it;
-    memset(&it, 0, sizeof it);
-    setitimer(ITIMER_REAL, &it, NULL);
+    arm_timer_ms(0, 0);
 }
 
 /* ---- real-time signal queueing ---- */

@@ -663,7 +663,7 @@ fn launch(p: Plan) -> Result<std::convert::Infallible, RunError> {
     // From the runtime cache, but for --perf-map (perf would read the
     // cached file's symbols, of which it has none, instead of the perf map).
     let in_container = p.container.is_some();
-    let cache = p.config.perf_map.is_empty() && p.container.is_none();
+    let cache = p.config.perf_map.is_empty() && !in_container;
     let mut why_not = None;
     let image = crate::runtime_image::open(cache, &mut why_not).map_err(RunError::Spawn)?;
     if let Some(why) = why_not {

@@ -759,15 +759,7 @@ fn closed_standard_descriptors_stay_closed() {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        // SAFETY: close(2) is async-signal-safe; nothing else runs here.
-        unsafe {
-            cmd.pre_exec(move || {
-                for &fd in closed {
-                    libc::close(fd);
-                }
-                Ok(())
-            });
-        }
+        close_in_child(cmd, closed);
         let out = common::output_within(cmd, LIMIT);
         assert!(out.status.success(), "{name}: {out:?}");
         std::fs::read_to_string(&path).unwrap()
@@ -812,13 +804,7 @@ fn closed_standard_descriptors_stay_closed() {
         if closed_by == "self" {
             cmd.arg("self");
         } else {
-            // SAFETY: close(2) is async-signal-safe; nothing else runs here.
-            unsafe {
-                cmd.pre_exec(|| {
-                    libc::close(2);
-                    Ok(())
-                });
-            }
+            close_in_child(&mut cmd, &[2]);
         }
         let out = common::output_within(&mut cmd, LIMIT);
         assert!(out.status.success(), "{name}: {out:?}");
@@ -829,6 +815,19 @@ fn closed_standard_descriptors_stay_closed() {
         text(&out.stderr).contains("unsupported system call uselib"),
         "{out:?}"
     );
+}
+
+/// Makes `cmd`'s child close descriptors `fds` before its exec.
+fn close_in_child(cmd: &mut Command, fds: &'static [i32]) {
+    // SAFETY: close(2) is async-signal-safe; nothing else runs here.
+    unsafe {
+        cmd.pre_exec(move || {
+            for &fd in fds {
+                libc::close(fd);
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Opens the file `argv[1]` (descriptor 2 when standard error is closed;
