@@ -62,22 +62,20 @@ pub fn place<T: 'static>(slot: usize, make: impl FnOnce() -> T) -> &'static T {
 #[inline]
 pub fn at<T: 'static>(addr: usize) -> Option<&'static T> {
     // (On every system call: the cheap tests first.)
-    let off = addr.wrapping_sub(runtime::slot_base(0));
-    if off >= STACK_SLOT * STACK_SLOTS || off % STACK_SLOT != STACK_SLOT - area_size::<T>() {
+    // (Areas are page aligned; the slot of an address at a slot's top
+    // area is the one it starts.)
+    let slot = runtime::slot_of(addr)?;
+    if addr != area_addr::<T>(slot) {
         return None;
     }
-    placed(off / STACK_SLOT)
+    placed(slot)
 }
 
 /// The area of the slot whose stack holds `addr` (an address on a
 /// thread's runtime stack), if placed.
 #[inline]
 pub fn of_stack<T: 'static>(addr: usize) -> Option<&'static T> {
-    let off = addr.wrapping_sub(runtime::slot_base(0));
-    if off >= STACK_SLOT * STACK_SLOTS {
-        return None;
-    }
-    placed(off / STACK_SLOT)
+    placed(runtime::slot_of(addr)?)
 }
 
 /// The area of slot `slot`, if placed.

@@ -5,10 +5,20 @@
 //! Layout of the reservation (all `PROT_NONE` until used):
 //!
 //! ```text
-//! [base, base + HEAP_LIMIT)                    heap, grown by `mprotect`
-//! [base + HEAP_LIMIT, base + HEAP_SPAN)        views of files (`FileView`)
-//! [base + HEAP_SPAN, base + RESERVE_SPAN)      thread stacks, STACK_SLOT bytes each
+//! [base, base + VIEW_SPAN)                     views of files (`FileView`)
+//! [base + VIEW_SPAN, heap_base())              thread stacks, STACK_SLOT bytes
+//!                                              each; slot 0 the highest
+//! [heap_base(), heap_base() + HEAP_LIMIT)      heap, grown by `mprotect`; the
+//!                                              board and the known-sites file
+//!                                              at its top (`mm::shared`)
 //! ```
+//!
+//! The first thread's slot (its runtime state at the slot's top, its stack
+//! below) ends where the heap starts, and `heap_base()` lies 1 MiB into a
+//! 2 MiB frame: the pages the runtime writes in every process are one
+//! mapping, under one page table. A fork copies page tables by mapping
+//! and by page-table page; the heap and the stacks 16 GiB apart cost each
+//! fork + exit ~20 µs more (docs/BENCHMARKS.md, thirty-fourth session).
 //!
 //! # Safety
 //! This module hands out raw memory to the global allocator and to thread
@@ -31,18 +41,22 @@ pub const MAP_ANONYMOUS: i32 = 0x20;
 pub const MAP_NORESERVE: i32 = 0x4000;
 pub const MAP_FIXED_NOREPLACE: i32 = 0x100000;
 
-/// Size of the heap part of the reservation.
-pub const HEAP_SPAN: usize = 16 << 30;
-/// The top of the heap part holds the views of files ([`FileView`]).
+/// The views of files ([`FileView`]), at the bottom of the reservation.
 pub const VIEW_SPAN: usize = 4 << 30;
 /// How far the heap may grow.
-pub const HEAP_LIMIT: usize = HEAP_SPAN - VIEW_SPAN;
+pub const HEAP_LIMIT: usize = 12 << 30;
 /// Size of one thread's runtime stack slot (the lowest page is a guard).
 pub const STACK_SLOT: usize = 512 << 10;
 /// Number of thread stack slots.
 pub const STACK_SLOTS: usize = 32768;
+/// The thread stacks' part of the reservation.
+pub const STACKS_SPAN: usize = STACK_SLOT * STACK_SLOTS;
 /// Total size of the reservation.
-pub const RESERVE_SPAN: usize = HEAP_SPAN + STACK_SLOT * STACK_SLOTS;
+pub const RESERVE_SPAN: usize = VIEW_SPAN + STACKS_SPAN + HEAP_LIMIT;
+/// The heap's start lies this far into a [`FRAME`].
+const HEAP_PHASE: usize = 1 << 20;
+/// What one page table maps.
+const FRAME: usize = 2 << 20;
 
 static BASE: AtomicUsize = AtomicUsize::new(0);
 static IMAGE: AtomicUsize = AtomicUsize::new(0);
@@ -68,16 +82,16 @@ pub fn init(image: usize, image_len: usize) -> Result<(), Errno> {
     // space beyond them stays free for trampolines that must lie at a given
     // distance above a library (patch: the threaded `read` shape's pun).
     let hint = probe_mmap_top()
-        .and_then(|top| top.checked_sub(LIBRARY_GAP + RESERVE_SPAN))
+        .and_then(|top| top.checked_sub(LIBRARY_GAP + RESERVE_SPAN + FRAME))
         .filter(|&h| h >= 1 << 32)
-        .map_or(0, page_down);
-    let reserve = |addr: usize, flags: i32| {
+        .map_or(0, in_phase);
+    let reserve = |addr: usize, len: usize, flags: i32| {
         // SAFETY: a fresh PROT_NONE mapping; MAP_FIXED_NOREPLACE never
         // replaces an existing one.
         unsafe {
             host::mmap(
                 addr,
-                RESERVE_SPAN,
+                len,
                 PROT_NONE,
                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | flags,
                 -1,
@@ -86,14 +100,41 @@ pub fn init(image: usize, image_len: usize) -> Result<(), Errno> {
         }
     };
     let base = match hint {
-        0 => reserve(0, 0)?,
-        h => match reserve(h, MAP_FIXED_NOREPLACE) {
-            Ok(b) if b == h => b,
-            _ => reserve(0, 0)?,
+        0 => None,
+        h => match reserve(h, RESERVE_SPAN, MAP_FIXED_NOREPLACE) {
+            Ok(b) if b == h => Some(b),
+            _ => None,
         },
+    };
+    let base = match base {
+        Some(b) => b,
+        None => {
+            // Anywhere: a frame more, and the ends around the base in
+            // phase given back.
+            let got = reserve(0, RESERVE_SPAN + FRAME, 0)?;
+            let base = in_phase(got + FRAME);
+            // SAFETY: both ends lie in the mapping just made, outside
+            // `[base, base + RESERVE_SPAN)`, and nothing uses them.
+            unsafe {
+                if base > got {
+                    let _ = host::munmap(got, base - got);
+                }
+                let _ = host::munmap(base + RESERVE_SPAN, got + FRAME - base);
+            }
+            base
+        }
     };
     BASE.store(base, Ordering::Relaxed);
     Ok(())
+}
+
+/// The highest address at or below `addr` whose heap would start in phase
+/// ([`HEAP_PHASE`] into a frame).
+const fn in_phase(addr: usize) -> usize {
+    let start = addr + VIEW_SPAN + STACKS_SPAN;
+    let heap = (start & !(FRAME - 1)) + HEAP_PHASE;
+    let heap = if heap > start { heap - FRAME } else { heap };
+    heap - VIEW_SPAN - STACKS_SPAN
 }
 
 /// Room left above the reservation for the libraries and the first
@@ -499,15 +540,40 @@ pub fn slots_seen() -> usize {
     SLOTS_SEEN.load(Ordering::Acquire).min(STACK_SLOTS)
 }
 
-/// Base address of stack slot `i`.
+/// Base address of stack slot `i` (slot 0 ends where the heap starts).
 pub fn slot_base(i: usize) -> usize {
-    BASE.load(Ordering::Relaxed) + HEAP_SPAN + i * STACK_SLOT
+    slot_base_below(heap_base(), i)
 }
 
 /// Index of the slot holding `addr`, if any.
+#[inline]
 pub fn slot_of(addr: usize) -> Option<usize> {
-    let start = BASE.load(Ordering::Relaxed) + HEAP_SPAN;
-    (addr >= start && addr < start + STACK_SLOT * STACK_SLOTS).then(|| (addr - start) / STACK_SLOT)
+    slot_below(heap_base(), addr)
+}
+
+/// [`slot_base`] for a heap at `heap`.
+const fn slot_base_below(heap: usize, i: usize) -> usize {
+    heap - (i + 1) * STACK_SLOT
+}
+
+/// [`slot_of`] for a heap at `heap` (none for a heap at 0).
+#[inline]
+const fn slot_below(heap: usize, addr: usize) -> Option<usize> {
+    let below = heap.wrapping_sub(addr).wrapping_sub(1);
+    if heap != 0 && below < STACKS_SPAN {
+        Some(below / STACK_SLOT)
+    } else {
+        None
+    }
+}
+
+/// Where the heap starts (0 before `init`: then no address is in a slot).
+#[inline]
+pub fn heap_base() -> usize {
+    match BASE.load(Ordering::Relaxed) {
+        0 => 0,
+        b => b + VIEW_SPAN + STACKS_SPAN,
+    }
 }
 
 /// Allocates a stack slot, made readable and writable except for its guard
@@ -683,7 +749,7 @@ struct ReservationSystem;
 unsafe impl dlmalloc::Allocator for ReservationSystem {
     fn alloc(&self, size: usize) -> (*mut u8, usize, u32) {
         let size = page_up(size);
-        let base = BASE.load(Ordering::Relaxed);
+        let base = heap_base();
         if base == 0 {
             return (core::ptr::null_mut(), 0, 0);
         }
@@ -826,7 +892,7 @@ impl ViewSpace {
     /// First fit: the offset of `len` free bytes, taken.
     fn take(&mut self, len: usize) -> Option<usize> {
         if !self.init {
-            self.free.push((HEAP_LIMIT, VIEW_SPAN));
+            self.free.push((0, VIEW_SPAN));
             self.init = true;
         }
         let i = self.free.iter().position(|&(_, l)| l >= len)?;
@@ -947,7 +1013,7 @@ mod tests {
             init: false,
         };
         let a = v.take(8192).unwrap();
-        assert_eq!(a, HEAP_LIMIT);
+        assert_eq!(a, 0);
         let b = v.take(4096).unwrap();
         let c = v.take(4096).unwrap();
         assert_eq!((b, c), (a + 8192, a + 12288));
@@ -962,7 +1028,7 @@ mod tests {
         assert_eq!(v.free[0], (a, 16384));
         assert!(v.take(VIEW_SPAN).is_none());
         v.give(a + 16384, 8192);
-        assert_eq!(v.free, [(HEAP_LIMIT, VIEW_SPAN)]);
+        assert_eq!(v.free, [(0, VIEW_SPAN)]);
     }
     #[test]
     fn holes_between_segments() {
@@ -982,6 +1048,43 @@ mod tests {
         assert_eq!(&out[..n], &[(0x5000, 0x2000)]);
         let mut loads = [(0x1000, 0x3000)];
         assert_eq!(image_holes(&mut loads, 0x1000, 0x3000, &mut out), 0);
+    }
+
+    #[test]
+    fn heap_starts_in_phase_below_the_given_base() {
+        for addr in [
+            0x7f00_0000_0000usize,
+            0x7f00_0000_1000,
+            0x7f00_0010_0000,
+            0x7f00_0010_1000,
+            0x7f00_001f_f000,
+        ] {
+            let base = in_phase(addr);
+            assert!(
+                base <= addr && addr - base < FRAME,
+                "{addr:#x} -> {base:#x}"
+            );
+            assert_eq!((base + VIEW_SPAN + STACKS_SPAN) % FRAME, HEAP_PHASE);
+        }
+    }
+
+    #[test]
+    fn slots_end_at_the_heap() {
+        let base = in_phase(0x7f00_0000_0000);
+        let heap = base + VIEW_SPAN + STACKS_SPAN;
+        let slot = |i| slot_base_below(heap, i);
+        let of = |a| slot_below(heap, a);
+        assert_eq!(slot(0) + STACK_SLOT, heap);
+        assert_eq!(of(heap), None);
+        assert_eq!(of(heap - 1), Some(0));
+        assert_eq!(of(slot(0)), Some(0));
+        assert_eq!(of(slot(0) - 1), Some(1));
+        assert_eq!(of(slot(STACK_SLOTS - 1)), Some(STACK_SLOTS - 1));
+        assert_eq!(of(slot(STACK_SLOTS - 1) - 1), None);
+        assert_eq!(slot(STACK_SLOTS - 1), base + VIEW_SPAN);
+        // Before `init` (no heap) no address is in a slot.
+        assert_eq!(slot_below(0, 0x7f00_0000_0000), None);
+        assert_eq!(slot_below(0, usize::MAX), None);
     }
 
     #[test]

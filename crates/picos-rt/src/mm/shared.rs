@@ -24,7 +24,7 @@ pub type Board = [AtomicU64; BOARD_WORDS];
 /// (the heap's limit stops below it and the known-sites file:
 /// [`SHARED_SPAN`]).
 fn board_addr() -> usize {
-    runtime::reservation_base() + HEAP_LIMIT - BOARD_SPAN
+    runtime::heap_base() + HEAP_LIMIT - BOARD_SPAN
 }
 
 /// Attaches the tree's segment `id` at the board's place. The caller
