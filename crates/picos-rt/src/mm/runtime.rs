@@ -17,8 +17,9 @@
 //! below) ends where the heap starts, and `heap_base()` lies 1 MiB into a
 //! 2 MiB frame: the pages the runtime writes in every process are one
 //! mapping, under one page table. A fork copies page tables by mapping
-//! and by page-table page; the heap and the stacks 16 GiB apart cost each
-//! fork + exit ~20 µs more (docs/BENCHMARKS.md, thirty-fourth session).
+//! and by page-table page; with the heap and the stacks 16 GiB apart,
+//! each fork + exit took ~5% longer (docs/BENCHMARKS.md, thirty-fourth
+//! session).
 //!
 //! # Safety
 //! This module hands out raw memory to the global allocator and to thread
