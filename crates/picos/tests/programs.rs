@@ -792,6 +792,84 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// redis-server on loopback port `port` (natively or under picos), in its
+/// own process group, logging to `redis.log` in `dir`, with its standard
+/// error piped.
+fn start_redis(picos: bool, port: &str, dir: &std::path::Path) -> std::process::Child {
+    let server_args = [
+        "--port",
+        port,
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--logfile",
+        "redis.log",
+    ];
+    let mut server = if picos {
+        let mut c = Command::new(PICOS);
+        c.args(["run", "--", "/usr/bin/redis-server"]);
+        c
+    } else {
+        Command::new("/usr/bin/redis-server")
+    };
+    use std::os::unix::process::CommandExt;
+    server
+        .args(server_args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap()
+}
+
+/// redis-cli against the server on `port`: `args`, with `input` on its
+/// standard input.
+fn redis_cli(port: &str, args: &[&str], input: Option<&str>) -> std::process::Output {
+    let mut c = Command::new("/usr/bin/redis-cli");
+    c.args(["-p", port]).args(args);
+    c.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        if let Some(i) = input {
+            stdin.write_all(i.as_bytes()).unwrap();
+        }
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Waits (up to 20 s) until the server answers PING; if it exits first,
+/// its log (in `dir`) and standard error.
+fn wait_for_redis(
+    server: &mut std::process::Child,
+    port: &str,
+    dir: &std::path::Path,
+) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while String::from_utf8_lossy(&redis_cli(port, &["ping"], None).stdout).trim() != "PONG" {
+        if let Some(status) = server.try_wait().unwrap() {
+            // (Its log, where a failed bind is reported, then its errors.)
+            let mut err = std::fs::read_to_string(dir.join("redis.log")).unwrap_or_default();
+            use std::io::Read;
+            let _ = server.stderr.take().unwrap().read_to_string(&mut err);
+            return Err(format!("it exited ({status}): {err}"));
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err("no answer in 20 s".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Ok(())
+}
+
 /// redis-server under picos (threads, epoll, glibc's threaded read) serving
 /// redis-cli and redis-benchmark on loopback: the same commands against a
 /// native server give the same answers.
@@ -810,58 +888,24 @@ fn redis_server() {
     let mut titles: Vec<String> = Vec::new();
     for picos in [false, true] {
         let dir = tempdir();
-        let port = free_port().to_string();
-        let server_args = [
-            "--port",
-            port.as_str(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ];
-        let mut server = if picos {
-            let mut c = Command::new(PICOS);
-            c.args(["run", "--", "/usr/bin/redis-server"]);
-            c
-        } else {
-            Command::new("/usr/bin/redis-server")
-        };
-        use std::os::unix::process::CommandExt;
-        let mut server = server
-            .args(server_args)
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        let cli = |args: &[&str], input: Option<&str>| {
-            let mut c = Command::new("/usr/bin/redis-cli");
-            c.args(["-p", port.as_str()]).args(args);
-            c.stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped());
-            let mut child = c.spawn().unwrap();
-            {
-                use std::io::Write;
-                let mut stdin = child.stdin.take().unwrap();
-                if let Some(i) = input {
-                    stdin.write_all(i.as_bytes()).unwrap();
+        // The port is free when `free_port` closes it, but a parallel
+        // test's connection may take it before the server binds it: then
+        // the server exits (EADDRINUSE), and the test tries another port.
+        let mut attempt = 0;
+        let (mut server, port) = loop {
+            attempt += 1;
+            let port = free_port().to_string();
+            let mut server = start_redis(picos, &port, dir.path());
+            match wait_for_redis(&mut server, &port, dir.path()) {
+                Ok(()) => break (server, port),
+                Err(err) if attempt < 3 && err.contains("Address already in use") => continue,
+                Err(err) => {
+                    let _ = server.kill();
+                    panic!("redis-server (picos: {picos}) did not answer: {err}")
                 }
             }
-            child.wait_with_output().unwrap()
         };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while String::from_utf8_lossy(&cli(&["ping"], None).stdout).trim() != "PONG" {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "redis-server (picos: {picos}) did not answer"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        let cli = |args: &[&str], input: Option<&str>| redis_cli(&port, args, input);
         // redis renames itself (setproctitle): `ps` must see the new title.
         let title = std::fs::read(format!("/proc/{}/cmdline", server.id())).unwrap_or_default();
         titles.push(
