@@ -61,14 +61,12 @@ pub fn place<T: 'static>(slot: usize, make: impl FnOnce() -> T) -> &'static T {
 /// The area at `addr`, if `addr` is the address of a placed area of type `T`.
 #[inline]
 pub fn at<T: 'static>(addr: usize) -> Option<&'static T> {
-    // (On every system call: the cheap tests first.)
-    // (Areas are page aligned; the slot of an address at a slot's top
-    // area is the one it starts.)
-    let slot = runtime::slot_of(addr)?;
-    if addr != area_addr::<T>(slot) {
+    // (On every system call: the cheap tests first. Slots end at multiples
+    // of STACK_SLOT: `runtime::heap_base` is one.)
+    if addr.wrapping_add(area_size::<T>()) % STACK_SLOT != 0 {
         return None;
     }
-    placed(slot)
+    placed(runtime::slot_of(addr)?)
 }
 
 /// The area of the slot whose stack holds `addr` (an address on a

@@ -58,6 +58,9 @@ pub const RESERVE_SPAN: usize = VIEW_SPAN + STACKS_SPAN + HEAP_LIMIT;
 const HEAP_PHASE: usize = 1 << 20;
 /// What one page table maps.
 const FRAME: usize = 2 << 20;
+// The heap's start, and so every slot's end, is a multiple of STACK_SLOT
+// (`mm::area::at` relies on it).
+const _: () = assert!(HEAP_PHASE % STACK_SLOT == 0 && FRAME % STACK_SLOT == 0);
 
 static BASE: AtomicUsize = AtomicUsize::new(0);
 static IMAGE: AtomicUsize = AtomicUsize::new(0);
@@ -1076,6 +1079,7 @@ mod tests {
         let slot = |i| slot_base_below(heap, i);
         let of = |a| slot_below(heap, a);
         assert_eq!(slot(0) + STACK_SLOT, heap);
+        assert_eq!(heap % STACK_SLOT, 0);
         assert_eq!(of(heap), None);
         assert_eq!(of(heap - 1), Some(0));
         assert_eq!(of(slot(0)), Some(0));
