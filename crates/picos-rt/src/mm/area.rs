@@ -63,7 +63,10 @@ pub fn place<T: 'static>(slot: usize, make: impl FnOnce() -> T) -> &'static T {
 pub fn at<T: 'static>(addr: usize) -> Option<&'static T> {
     // (On every system call: the cheap tests first. Slots end at multiples
     // of STACK_SLOT: `runtime::heap_base` is one.)
-    if addr.wrapping_add(area_size::<T>()) % STACK_SLOT != 0 {
+    if !addr
+        .wrapping_add(area_size::<T>())
+        .is_multiple_of(STACK_SLOT)
+    {
         return None;
     }
     placed(runtime::slot_of(addr)?)

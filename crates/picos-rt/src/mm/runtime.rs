@@ -60,7 +60,7 @@ const HEAP_PHASE: usize = 1 << 20;
 const FRAME: usize = 2 << 20;
 // The heap's start, and so every slot's end, is a multiple of STACK_SLOT
 // (`mm::area::at` relies on it).
-const _: () = assert!(HEAP_PHASE % STACK_SLOT == 0 && FRAME % STACK_SLOT == 0);
+const _: () = assert!(HEAP_PHASE.is_multiple_of(STACK_SLOT) && FRAME.is_multiple_of(STACK_SLOT));
 
 static BASE: AtomicUsize = AtomicUsize::new(0);
 static IMAGE: AtomicUsize = AtomicUsize::new(0);
